@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+)
+
+type routeDeps struct {
+	telemetryPath string
+	registry      *prometheus.Registry
+	ready         *atomic.Bool
+	reloads       chan<- reloadRequest
+	config        func() string
+	logger        *slog.Logger
+}
+
+func routes(mux *http.ServeMux, d routeDeps) error {
+	mux.Handle(d.telemetryPath, promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(d.logger.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 10,
+		Registry:            d.registry,
+	}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !d.ready.Load() {
+			http.Error(w, "Not ready: the first scan of the thread directories is still running.", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Ready.")
+	})
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost && r.Method != http.MethodPut {
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "Use POST to reload the configuration.", http.StatusMethodNotAllowed)
+			return
+		}
+		reply := make(chan error, 1)
+		select {
+		case d.reloads <- reloadRequest{reply: reply}:
+		case <-r.Context().Done():
+			return
+		}
+		select {
+		case err := <-reply:
+			if err != nil {
+				http.Error(w, "Reload failed, the previous configuration is kept: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "Configuration reloaded.")
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, d.config())
+	})
+	if d.telemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "amp-exporter",
+			Description: "Prometheus exporter for the cost and behaviour of AI agents",
+			Version:     version.Info(),
+			Profiling:   "false",
+			Links: []web.LandingLinks{
+				{Address: d.telemetryPath, Text: "Metrics"},
+				{Address: "/config", Text: "Configuration"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("landing page: %w", err)
+		}
+		mux.Handle("/", landing)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/source/threads"
+)
+
+type reloadRequest struct {
+	reply chan<- error
+}
+
+// reloader owns the configuration: SIGHUP and POST /-/reload both go
+// through its one goroutine, so reloads never race.
+type reloader struct {
+	path     string
+	env      config.Env
+	store    *collector.ThreadStore
+	watcher  *threads.Watcher
+	metrics  *collector.ExporterMetrics
+	log      *slog.Logger
+	requests chan reloadRequest
+
+	mu      sync.RWMutex
+	current *config.Config
+}
+
+func (r *reloader) config() string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.current.String()
+}
+
+// request asks for a reload and waits for it (SIGHUP).
+func (r *reloader) request(ctx context.Context) {
+	reply := make(chan error, 1)
+	select {
+	case r.requests <- reloadRequest{reply: reply}:
+		<-reply
+	case <-ctx.Done():
+	}
+}
+
+func (r *reloader) run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case req := <-r.requests:
+			req.reply <- r.reload(ctx)
+		}
+	}
+}
+
+func (r *reloader) reload(ctx context.Context) error {
+	cfg, err := config.Load(r.path, r.env)
+	if err != nil {
+		r.metrics.ConfigLoaded(false, time.Now())
+		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
+		return err
+	}
+	r.store.SetMaxLabelValues(cfg.Limits.MaxLabelValues)
+	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
+	r.mu.Lock()
+	r.current = cfg
+	r.mu.Unlock()
+	r.metrics.ConfigLoaded(true, time.Now())
+	r.log.Info("configuration reloaded", "dirs", cfg.Threads.Dirs)
+	return nil
+}

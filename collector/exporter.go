@@ -1,0 +1,144 @@
+package collector
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+// Watcher fallback reasons.
+const (
+	FallbackOverflow   = "overflow"
+	FallbackWatchError = "watch_error"
+	FallbackAddFailed  = "add_failed"
+)
+
+// ExporterMetrics are the exporter's own metrics (amp_exporter_*). Sources
+// report through its methods, never through the vectors.
+type ExporterMetrics struct {
+	parseErrors   *prometheus.CounterVec
+	filesParsed   prometheus.Counter
+	parseDuration *prometheus.HistogramVec
+	reloadOK      prometheus.Gauge
+	reloadTime    prometheus.Gauge
+	folded        *prometheus.CounterVec
+	fallbacks     *prometheus.CounterVec
+	polling       *prometheus.GaugeVec
+	stateErrors   *prometheus.CounterVec
+	dirsMissing   prometheus.Gauge
+}
+
+// NewExporterMetrics creates and registers the exporter's own metrics.
+func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
+	m := &ExporterMetrics{
+		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "amp_exporter_parse_errors_total",
+			Help: "Inputs the exporter could not parse, by source and reason; the last good data of each is kept.",
+		}, []string{"source", "reason"}),
+		filesParsed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "amp_exporter_files_parsed_total",
+			Help: "Thread files parsed successfully (unchanged files are not re-read).",
+		}),
+		parseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "amp_exporter_parse_duration_seconds",
+			Help:    "Time to read and parse one input.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"source"}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "amp_exporter_config_last_reload_successful",
+			Help: "Whether the last configuration load succeeded (1) or kept the previous configuration (0).",
+		}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "amp_exporter_config_last_reload_success_timestamp_seconds",
+			Help: "When the configuration was last loaded successfully.",
+		}),
+		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "amp_exporter_label_values_folded_total",
+			Help: "Distinct data values folded into \"other\" because their label reached limits.max_label_values.",
+		}, []string{"label"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "amp_exporter_watcher_fallbacks_total",
+			Help: "Times the thread watcher fell back to polling a directory (inotify overflow, watcher error, failed watch).",
+		}, []string{"reason"}),
+		polling: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "amp_exporter_watcher_polling",
+			Help: "1 while thread directories are polled instead of watched with inotify.",
+		}, []string{"source"}),
+		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "amp_exporter_state_errors_total",
+			Help: "Failures to load or save the state under --storage.path.",
+		}, []string{"operation"}),
+		dirsMissing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "amp_exporter_thread_dirs_missing",
+			Help: "Configured thread directories that do not exist right now.",
+		}),
+	}
+	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
+		m.parseErrors.WithLabelValues(SourceThreads, r)
+	}
+	m.parseDuration.WithLabelValues(SourceThreads)
+	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode"} {
+		m.folded.WithLabelValues(l)
+	}
+	for _, r := range []string{FallbackOverflow, FallbackWatchError, FallbackAddFailed} {
+		m.fallbacks.WithLabelValues(r)
+	}
+	m.polling.WithLabelValues(SourceThreads)
+	for _, op := range []string{"load", "save"} {
+		m.stateErrors.WithLabelValues(op)
+	}
+	reg.MustRegister(m.parseErrors, m.filesParsed, m.parseDuration, m.reloadOK, m.reloadTime,
+		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing)
+	return m
+}
+
+// ParseFailed counts an input that could not be parsed.
+func (m *ExporterMetrics) ParseFailed(source, reason string) {
+	m.parseErrors.WithLabelValues(source, reason).Inc()
+}
+
+// Parsed records a successful parse of a thread file.
+func (m *ExporterMetrics) Parsed(source string, d time.Duration) {
+	if source == SourceThreads {
+		m.filesParsed.Inc()
+	}
+	m.parseDuration.WithLabelValues(source).Observe(d.Seconds())
+}
+
+// LabelFolded counts a distinct value folded into "other".
+func (m *ExporterMetrics) LabelFolded(label string) { m.folded.WithLabelValues(label).Inc() }
+
+// WatcherFellBack counts a switch from inotify to polling.
+func (m *ExporterMetrics) WatcherFellBack(reason string) {
+	m.fallbacks.WithLabelValues(reason).Inc()
+	m.polling.WithLabelValues(SourceThreads).Set(1)
+}
+
+// WatcherPolling sets whether the thread watcher polls.
+func (m *ExporterMetrics) WatcherPolling(on bool) {
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.polling.WithLabelValues(SourceThreads).Set(v)
+}
+
+// DirsMissing sets how many configured thread directories are missing.
+func (m *ExporterMetrics) DirsMissing(n int) { m.dirsMissing.Set(float64(n)) }
+
+// StateFailed counts a failed state load or save.
+func (m *ExporterMetrics) StateFailed(operation string) {
+	m.stateErrors.WithLabelValues(operation).Inc()
+}
+
+// ConfigLoaded records the outcome of a configuration (re)load.
+func (m *ExporterMetrics) ConfigLoaded(ok bool, at time.Time) {
+	if ok {
+		m.reloadOK.Set(1)
+		m.reloadTime.Set(float64(at.UnixMilli()) / 1000)
+		return
+	}
+	m.reloadOK.Set(0)
+}

@@ -1,0 +1,240 @@
+// Package config loads amp-exporter's YAML configuration: strictly (an
+// unknown key is an error naming the key and the file), defaults first, then
+// validation with messages that say what to change.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Threads ThreadsConfig `yaml:"threads"`
+	Limits  LimitsConfig  `yaml:"limits"`
+}
+
+// ThreadsConfig configures the Amp thread-file source.
+type ThreadsConfig struct {
+	// Dirs are the thread directories; empty means the default directory
+	// (DefaultThreadsDir).
+	Dirs           []string       `yaml:"dirs"`
+	ResyncInterval model.Duration `yaml:"resync_interval"`
+	PollInterval   model.Duration `yaml:"poll_interval"`
+}
+
+// LimitsConfig bounds what data can cost the exporter.
+type LimitsConfig struct {
+	MaxLabelValues int      `yaml:"max_label_values"`
+	MaxFileBytes   ByteSize `yaml:"max_file_bytes"`
+}
+
+// Default returns the configuration used when no file is given, and the
+// base every file is decoded onto.
+func Default() *Config {
+	return &Config{
+		Threads: ThreadsConfig{
+			ResyncInterval: model.Duration(5 * time.Minute),
+			PollInterval:   model.Duration(time.Second),
+		},
+		Limits: LimitsConfig{
+			MaxLabelValues: 100,
+			MaxFileBytes:   64 << 20,
+		},
+	}
+}
+
+// Env is the environment the defaults are resolved from (os.Getenv and the
+// home directory in production; fixed values in tests).
+type Env struct {
+	Getenv func(string) string
+	Home   string
+}
+
+// OSEnv reads the process environment.
+func OSEnv() Env {
+	home, _ := os.UserHomeDir()
+	return Env{Getenv: os.Getenv, Home: home}
+}
+
+// DefaultThreadsDir is where Amp keeps threads: $AMP_THREADS_DIR, else
+// $XDG_DATA_HOME/amp/threads, else ~/.local/share/amp/threads.
+func DefaultThreadsDir(env Env) string {
+	if d := env.Getenv("AMP_THREADS_DIR"); d != "" {
+		return d
+	}
+	if d := env.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "amp", "threads")
+	}
+	return filepath.Join(env.Home, ".local", "share", "amp", "threads")
+}
+
+// Load reads and validates the file at path; an empty path gives the
+// defaults. Thread directories come back absolute and cleaned, with the
+// default directory filled in when none is configured.
+func Load(path string, env Env) (*Config, error) {
+	cfg := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		if err := decode(data, cfg); err != nil {
+			return nil, fmt.Errorf("config file %q: %w", path, err)
+		}
+	}
+	if err := cfg.resolve(env); err != nil {
+		if path == "" {
+			return nil, err
+		}
+		return nil, fmt.Errorf("config file %q: %w", path, err)
+	}
+	return cfg, nil
+}
+
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type config\.(\w+)`)
+
+var sectionOf = map[string]string{
+	"Config":        "the top level",
+	"ThreadsConfig": "threads",
+	"LimitsConfig":  "limits",
+}
+
+func decode(data []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // an empty file: all defaults
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				if g := unknownField.FindStringSubmatch(m); g != nil {
+					m = fmt.Sprintf("line %s: unknown key %q in %s", g[1], g[2], sectionOf[g[3]])
+				}
+				msgs[i] = m
+			}
+			return errors.New(strings.Join(msgs, "; "))
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *Config) resolve(env Env) error {
+	var errs []string
+	if len(c.Threads.Dirs) == 0 {
+		c.Threads.Dirs = []string{DefaultThreadsDir(env)}
+	}
+	seen := map[string]bool{}
+	dirs := c.Threads.Dirs[:0]
+	for _, d := range c.Threads.Dirs {
+		if strings.TrimSpace(d) == "" {
+			errs = append(errs, "threads.dirs: an entry is empty")
+			continue
+		}
+		if d == "~" || strings.HasPrefix(d, "~/") {
+			d = filepath.Join(env.Home, strings.TrimPrefix(d, "~"))
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("threads.dirs: %q: %v", d, err))
+			continue
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			dirs = append(dirs, abs)
+		}
+	}
+	c.Threads.Dirs = dirs
+	if d := time.Duration(c.Threads.ResyncInterval); d < time.Second {
+		errs = append(errs, fmt.Sprintf("threads.resync_interval: %s is too short, use at least 1s", d))
+	}
+	if d := time.Duration(c.Threads.PollInterval); d < 100*time.Millisecond {
+		errs = append(errs, fmt.Sprintf("threads.poll_interval: %s is too short, use at least 100ms", d))
+	}
+	if c.Limits.MaxLabelValues < 1 {
+		errs = append(errs, fmt.Sprintf("limits.max_label_values: %d, must be at least 1", c.Limits.MaxLabelValues))
+	}
+	if c.Limits.MaxFileBytes < 1024 {
+		errs = append(errs, fmt.Sprintf("limits.max_file_bytes: %d bytes, must be at least 1KiB", c.Limits.MaxFileBytes))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// String renders the configuration as YAML, as the exporter sees it.
+func (c *Config) String() string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("<cannot render config: %v>", err)
+	}
+	return string(b)
+}
+
+// ByteSize is a size in bytes written as a number or with a unit: B, KB, MB,
+// GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+type ByteSize int64
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kb": 1000, "mb": 1000 * 1000, "gb": 1000 * 1000 * 1000,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+}
+
+var sizePattern = regexp.MustCompile(`^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$`)
+
+// ParseByteSize parses "64MiB", "500MB", "1048576".
+func ParseByteSize(s string) (ByteSize, error) {
+	g := sizePattern.FindStringSubmatch(s)
+	if g == nil {
+		return 0, fmt.Errorf("invalid size %q: want a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)", s)
+	}
+	unit, ok := sizeUnits[strings.ToLower(g[2])]
+	if !ok {
+		return 0, fmt.Errorf("invalid size %q: unknown unit %q (use KiB, MiB, GiB, KB, MB or GB)", s, g[2])
+	}
+	n, err := strconv.ParseFloat(g[1], 64)
+	if err != nil || n*float64(unit) > 1<<62 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return ByteSize(n * float64(unit)), nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *ByteSize) UnmarshalYAML(node *yaml.Node) error {
+	v, err := ParseByteSize(node.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", node.Line, err)
+	}
+	*b = v
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler, in the largest exact binary unit.
+func (b ByteSize) MarshalYAML() (any, error) {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if int64(b) >= u.n && int64(b)%u.n == 0 {
+			return fmt.Sprintf("%d%s", int64(b)/u.n, u.name), nil
+		}
+	}
+	return int64(b), nil
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testEnv(vars map[string]string) Env {
+	return Env{Getenv: func(k string) string { return vars[k] }, Home: "/home/dev"}
+}
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "amp-exporter.yml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaultThreadsDir(t *testing.T) {
+	tests := []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"AMP_THREADS_DIR": "/data/threads", "XDG_DATA_HOME": "/xdg"}, "/data/threads"},
+		{map[string]string{"XDG_DATA_HOME": "/xdg"}, "/xdg/amp/threads"},
+		{map[string]string{}, "/home/dev/.local/share/amp/threads"},
+	}
+	for _, tt := range tests {
+		cfg, err := Load("", testEnv(tt.vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Threads.Dirs) != 1 || cfg.Threads.Dirs[0] != tt.want {
+			t.Errorf("env %v: dirs %v, want [%s]", tt.vars, cfg.Threads.Dirs, tt.want)
+		}
+	}
+}
+
+func TestLoadValidFile(t *testing.T) {
+	path := writeConfig(t, `
+threads:
+  dirs: [~/amp/threads, /srv/threads, /srv/threads/]
+  resync_interval: 10m
+  poll_interval: 2s
+limits:
+  max_label_values: 50
+  max_file_bytes: 10MB
+`)
+	cfg, err := Load(path, testEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Threads.Dirs, ","); got != "/home/dev/amp/threads,/srv/threads" {
+		t.Errorf("dirs = %s", got)
+	}
+	if time.Duration(cfg.Threads.ResyncInterval) != 10*time.Minute || time.Duration(cfg.Threads.PollInterval) != 2*time.Second {
+		t.Errorf("intervals = %v %v", cfg.Threads.ResyncInterval, cfg.Threads.PollInterval)
+	}
+	if cfg.Limits.MaxLabelValues != 50 || cfg.Limits.MaxFileBytes != 10_000_000 {
+		t.Errorf("limits = %+v", cfg.Limits)
+	}
+}
+
+func TestEmptyFileGivesDefaults(t *testing.T) {
+	cfg, err := Load(writeConfig(t, "# nothing\n"), testEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Limits.MaxFileBytes != 64<<20 || cfg.Limits.MaxLabelValues != 100 || time.Duration(cfg.Threads.ResyncInterval) != 5*time.Minute {
+		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+func TestErrorsNameKeyAndFile(t *testing.T) {
+	tests := []struct {
+		content string
+		want    []string
+	}{
+		{"threads:\n  dir: /x\n", []string{`unknown key "dir" in threads`, "line 2"}},
+		{"thread:\n  dirs: [/x]\n", []string{`unknown key "thread" in the top level`}},
+		{"limits:\n  max_file_bytes: 12 parsecs\n", []string{`unknown unit "parsecs"`}},
+		{"limits:\n  max_label_values: 0\n", []string{"limits.max_label_values: 0, must be at least 1"}},
+		{"threads:\n  resync_interval: 10ms\n", []string{"threads.resync_interval: 10ms is too short"}},
+		{"threads:\n  resync_interval: soon\n", []string{"soon"}},
+		{"threads:\n  dirs: ['']\n", []string{"threads.dirs: an entry is empty"}},
+		{"threads: [\n", []string{"yaml"}},
+	}
+	for _, tt := range tests {
+		path := writeConfig(t, tt.content)
+		_, err := Load(path, testEnv(nil))
+		if err == nil {
+			t.Errorf("%q: no error", tt.content)
+			continue
+		}
+		for _, want := range append(tt.want, path) {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: error %q does not contain %q", tt.content, err, want)
+			}
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := map[string]ByteSize{"64MiB": 64 << 20, "500MB": 500e6, "1048576": 1 << 20, "1.5KiB": 1536, "2gib": 2 << 30, "7 B": 7}
+	for in, want := range tests {
+		got, err := ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-1MiB", "12 parsecs", "1e3"} {
+		if _, err := ParseByteSize(bad); err == nil {
+			t.Errorf("ParseByteSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestExampleConfigIsValidAndComplete(t *testing.T) {
+	path := filepath.Join("..", "config.example.yaml")
+	cfg, err := Load(path, testEnv(nil))
+	if err != nil {
+		t.Fatalf("config.example.yaml: %v", err)
+	}
+	// Every key the exporter knows appears in the example: render the
+	// loaded config and check each key is written in the example.
+	example, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(cfg.String(), "\n") {
+		key, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || strings.HasPrefix(key, "-") {
+			continue
+		}
+		if !strings.Contains(string(example), key+":") {
+			t.Errorf("config.example.yaml does not document %q", key)
+		}
+	}
+}

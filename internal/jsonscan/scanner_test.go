@@ -1,0 +1,212 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+)
+
+// decodeAny rebuilds a value through the scanner's API, so it can be compared
+// with encoding/json.
+func decodeAny(s *Scanner) any {
+	switch s.Peek() {
+	case Object:
+		m := map[string]any{}
+		obj := s.Object()
+		for k, ok := obj.Next(); ok; k, ok = obj.Next() {
+			key := string(k)
+			m[key] = decodeAny(s)
+		}
+		return m
+	case Array:
+		a := []any{}
+		arr := s.Array()
+		for arr.Next() {
+			a = append(a, decodeAny(s))
+		}
+		return a
+	case String:
+		v, _ := s.String()
+		return string(v)
+	case Number:
+		f, _ := s.Float()
+		return f
+	case Bool:
+		b, _ := s.Bool()
+		return b
+	case Null:
+		s.Skip()
+		return nil
+	}
+	return nil
+}
+
+// scanners returns the ways a document can reach the scanner: in memory,
+// through a reader, and through a tiny window fed one byte at a time (which
+// puts every token across a window boundary).
+func scanners(doc []byte) map[string]*Scanner {
+	return map[string]*Scanner{
+		"bytes":  NewBytes(doc),
+		"reader": New(bytes.NewReader(doc)),
+		"tiny":   {r: iotest.OneByteReader(bytes.NewReader(doc)), buf: make([]byte, 3)},
+	}
+}
+
+func checkDecode(t *testing.T, doc []byte) {
+	t.Helper()
+	var want any
+	wantErr := json.Unmarshal(doc, &want)
+	for name, s := range scanners(doc) {
+		got := decodeAny(s)
+		atEOF := s.AtEOF()
+		err := s.Err()
+		if wantErr != nil {
+			continue // the scanner may be lenient where it skips; it must not panic
+		}
+		if err != nil || !atEOF {
+			t.Fatalf("%s: %q: err=%v atEOF=%v, encoding/json accepts it", name, doc, err, atEOF)
+		}
+		// encoding/json replaces invalid UTF-8 with U+FFFD; the scanner
+		// passes bytes through and leaves cleaning to label validation.
+		if utf8.Valid(doc) && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %q: got %#v, want %#v", name, doc, got, want)
+		}
+	}
+}
+
+func checkSkip(t *testing.T, doc []byte) {
+	t.Helper()
+	if !json.Valid(doc) {
+		return
+	}
+	for name, s := range scanners(doc) {
+		s.Skip()
+		if !s.AtEOF() || s.Err() != nil {
+			t.Fatalf("%s: skip %q: err=%v, not at EOF", name, doc, s.Err())
+		}
+	}
+}
+
+var seeds = []string{
+	`{}`, `[]`, `""`, `0`, `-1.5e+3`, `true`, `false`, `null`,
+	`{"a":1,"b":[1,2,{"c":"d"}],"e":null,"f":true}`,
+	`{"s":"quote \" backslash \\ slash \/ nl \n tab \t uni \u00e9 \u001b[0m pair \ud83d\ude00 lone \ud800 x"}`,
+	`["\\", "\\\\", "\\\"", "a\\\\\\\"b", "\"\\\""]`,
+	`{"deep":[[[[[[[[[[{"x":"]}\"{["}]]]]]]]]]]}`,
+	"  \n\t{ \"spaced\" : [ 1 , 2 ] }  \n",
+	`{"big":` + `"` + strings.Repeat(`ab\"cd\\`, 1000) + `"}`,
+	`{"num":12345678901234567890}`,
+	`{"a":"é日本\u2028"}`,
+}
+
+func TestDecodeMatchesEncodingJSON(t *testing.T) {
+	for _, doc := range seeds {
+		checkDecode(t, []byte(doc))
+		checkSkip(t, []byte(doc))
+	}
+}
+
+func TestTruncatedIsReported(t *testing.T) {
+	doc := []byte(`{"v":3,"messages":[{"role":"user","content":[{"type":"text","text":"a \"quoted\" \\ word"}]}],"tail":[1,2,3]}`)
+	for cut := 1; cut < len(doc); cut++ {
+		for name, s := range scanners(doc[:cut]) {
+			decodeAny(s)
+			if s.Err() == nil && s.AtEOF() && s.Err() == nil {
+				t.Fatalf("%s: document cut at %d (%q) was accepted", name, cut, doc[:cut])
+			}
+		}
+		// Skipping must notice the cut too: that is how bulk is read.
+		s := NewBytes(doc[:cut])
+		s.Skip()
+		if s.Err() == nil && s.AtEOF() {
+			t.Fatalf("skip: document cut at %d (%q) was accepted", cut, doc[:cut])
+		}
+	}
+}
+
+func TestSyntaxErrors(t *testing.T) {
+	for _, doc := range []string{`{"a" 1}`, `{"a":1 "b":2}`, `[1 2]`, `{1:2}`, `tru`, `{"a":-}`, `{"a":01}`, `@`, `{"a":"\x"}`} {
+		s := NewBytes([]byte(doc))
+		decodeAny(s)
+		s.AtEOF()
+		if s.Err() == nil {
+			t.Errorf("%q: no error", doc)
+		}
+	}
+}
+
+func TestTypedReadsSkipOtherKinds(t *testing.T) {
+	s := NewBytes([]byte(`{"a":{"x":[1,"]"]},"b":"str","c":7}`))
+	obj := s.Object()
+	var got []string
+	for k, ok := obj.Next(); ok; k, ok = obj.Next() {
+		key := string(k)
+		switch key {
+		case "a":
+			if _, ok := s.Int(); ok {
+				t.Errorf("Int on an object reported ok")
+			}
+		case "b":
+			if _, ok := s.Int(); ok {
+				t.Errorf("Int on a string reported ok")
+			}
+		case "c":
+			if v, ok := s.String(); ok {
+				t.Errorf("String on a number = %q", v)
+			}
+		}
+		got = append(got, key)
+	}
+	if s.Err() != nil || !s.AtEOF() {
+		t.Fatalf("err=%v", s.Err())
+	}
+	if strings.Join(got, ",") != "a,b,c" {
+		t.Fatalf("keys = %v", got)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestReadErrorIsWrapped(t *testing.T) {
+	s := New(io.MultiReader(strings.NewReader(`{"a":`), failingReader{}))
+	decodeAny(s)
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLongKeptTokenIsBounded(t *testing.T) {
+	doc := `{"k":"` + strings.Repeat("x", maxToken+10) + `"}`
+	s := New(strings.NewReader(doc))
+	obj := s.Object()
+	for _, ok := obj.Next(); ok; _, ok = obj.Next() {
+		s.String()
+	}
+	if !errors.Is(s.Err(), ErrTokenTooLong) {
+		t.Fatalf("err = %v, want ErrTokenTooLong", s.Err())
+	}
+	// Skipping the same value is fine: skipped values have no length limit.
+	s = New(strings.NewReader(doc))
+	s.Skip()
+	if s.Err() != nil || !s.AtEOF() {
+		t.Fatalf("skip err = %v", s.Err())
+	}
+}
+
+func FuzzScanner(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		checkDecode(t, doc)
+		checkSkip(t, doc)
+	})
+}

@@ -1,0 +1,285 @@
+package thread
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"hash/maphash"
+	"strconv"
+	"unicode/utf8"
+)
+
+// referenceParse decodes a thread with encoding/json, applying the same
+// rules as the fast parser. It is slow and obviously correct, and exists only
+// to check the fast parser (in tests and under the fuzzer). It returns a nil
+// thread for a document that is not a thread, and an error for a document
+// encoding/json refuses or that the comparison cannot judge (duplicate keys,
+// invalid UTF-8).
+func referenceParse(data []byte, seed maphash.Seed) (*Thread, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("invalid UTF-8: encoding/json rewrites it, the fast parser does not")
+	}
+	if hasDuplicateKeys(data) {
+		return nil, errors.New("duplicate keys: encoding/json keeps the last, the fast parser reads each")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("trailing data")
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	if _, ok := top["v"]; !ok {
+		return nil, nil
+	}
+	t := &Thread{ForkPoint: -1}
+	t.Version, _ = refInt(top["v"])
+	t.ID, _ = top["id"].(string)
+	t.Created, _ = refInt(top["created"])
+	t.AgentMode, _ = top["agentMode"].(string)
+	if v, ok := refInt(top["forkPointIndex"]); ok && v >= 0 && v < 1<<31 {
+		t.ForkPoint = int(v)
+	}
+	if msgs, ok := top["messages"].([]any); ok {
+		for _, raw := range msgs {
+			obj, ok := raw.(map[string]any)
+			if !ok {
+				continue
+			}
+			if m := refMessage(obj, seed); m.Role != RoleOther {
+				t.Messages = append(t.Messages, m)
+			}
+		}
+	}
+	if ledger, ok := top["usageLedger"].(map[string]any); ok {
+		if events, ok := ledger["events"].([]any); ok {
+			for _, raw := range events {
+				if obj, ok := raw.(map[string]any); ok {
+					t.Ledger = append(t.Ledger, refEvent(obj))
+				}
+			}
+		}
+	}
+	if t.ForkPoint < 0 {
+		if rels, ok := top["relationships"].([]any); ok {
+			for _, raw := range rels {
+				obj, ok := raw.(map[string]any)
+				if !ok {
+					continue
+				}
+				typ, _ := obj["type"].(string)
+				role, _ := obj["role"].(string)
+				idx, ok := refInt(obj["messageIndex"])
+				if !ok {
+					idx = -1
+				}
+				if typ == "fork" && role == "child" && idx >= 0 && idx < 1<<31 {
+					t.ForkPoint = int(idx)
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+func refMessage(obj map[string]any, seed maphash.Seed) Message {
+	var m Message
+	switch obj["role"] {
+	case "user":
+		m.Role = RoleUser
+	case "assistant":
+		m.Role = RoleAssistant
+	}
+	if n, ok := obj["messageId"].(json.Number); ok {
+		m.ID, m.HasID = refInt(n)
+	}
+	nonToolResult := false
+	switch content := obj["content"].(type) {
+	case string:
+		nonToolResult = true
+	case []any:
+		for _, raw := range content {
+			b, ok := raw.(map[string]any)
+			if !ok {
+				nonToolResult = true
+				continue
+			}
+			typ, _ := b["type"].(string)
+			status := ""
+			if run, ok := b["run"].(map[string]any); ok {
+				status, _ = run["status"].(string)
+			}
+			switch typ {
+			case "tool_result":
+				if id, ok := b["toolUseID"].(string); ok && status != "" {
+					m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: maphash.String(seed, id), Status: status})
+				}
+				continue
+			case "tool_use":
+				if id, ok := b["id"].(string); ok {
+					name, _ := b["name"].(string)
+					if n, _ := b["normalizedName"].(string); n != "" {
+						name = n
+					}
+					m.ToolUses = append(m.ToolUses, ToolUse{IDHash: maphash.String(seed, id), Name: name})
+				}
+			}
+			nonToolResult = true
+		}
+	}
+	if meta, ok := obj["meta"].(map[string]any); ok {
+		m.SentAt, _ = refInt(meta["sentAt"])
+	}
+	if state, ok := obj["state"].(map[string]any); ok {
+		m.State, _ = state["type"].(string)
+		m.StopReason, _ = state["stopReason"].(string)
+	}
+	if u, ok := obj["usage"].(map[string]any); ok {
+		m.Usage = refUsage(u)
+	}
+	m.Model, _ = obj["model"].(string)
+	m.Prompt = m.Role == RoleUser && nonToolResult
+	if m.Role != RoleUser {
+		m.ToolResults, m.SentAt = nil, 0
+	}
+	if m.Role != RoleAssistant {
+		m.ToolUses, m.Usage, m.State, m.StopReason = nil, nil, "", ""
+	}
+	return m
+}
+
+func refUsage(u map[string]any) *Usage {
+	out := &Usage{}
+	count := func(key string) int64 {
+		v, ok := refInt(u[key])
+		if !ok {
+			return 0
+		}
+		if v < 0 {
+			out.HasTokenNegative = true
+			return 0
+		}
+		return v
+	}
+	out.Model, _ = u["model"].(string)
+	out.Input = count("inputTokens")
+	out.Output = count("outputTokens")
+	out.CacheRead = count("cacheReadInputTokens")
+	out.CacheCreation = count("cacheCreationInputTokens")
+	out.TotalInput = count("totalInputTokens")
+	out.MaxInput = count("maxInputTokens")
+	out.TotalTokens = count("totalTokens")
+	out.Credits, out.HasCredits = refFloat(u["credits"])
+	if ts, ok := u["timestamp"].(string); ok {
+		out.Timestamp = parseTimestamp([]byte(ts))
+	}
+	return out
+}
+
+func refEvent(obj map[string]any) LedgerEvent {
+	var e LedgerEvent
+	e.Model, _ = obj["model"].(string)
+	e.Credits, e.HasCredits = refFloat(obj["credits"])
+	if ts, ok := obj["timestamp"].(string); ok {
+		e.Timestamp = parseTimestamp([]byte(ts))
+	}
+	if n, ok := obj["toMessageId"].(json.Number); ok {
+		e.ToMessageID, e.HasTo = refInt(n)
+	}
+	if tok, ok := obj["tokens"].(map[string]any); ok {
+		count := func(key string) int64 {
+			v, ok := refInt(tok[key])
+			if !ok || v < 0 {
+				return 0
+			}
+			return v
+		}
+		e.Input, e.Output, e.Total = count("input"), count("output"), count("total")
+	}
+	return e
+}
+
+func refInt(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != f || f > 9.2e18 || f < -9.2e18 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func refFloat(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil
+}
+
+// hasDuplicateKeys reports whether any object in a valid document repeats a
+// key (or the document is invalid).
+func hasDuplicateKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		keys     map[string]bool
+		isObject bool
+		wantKey  bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err.Error() != "EOF"
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.isObject {
+					top.wantKey = true
+				}
+				stack = append(stack, &frame{keys: map[string]bool{}, isObject: true, wantKey: true})
+			case '[':
+				if top != nil && top.isObject {
+					top.wantKey = true
+				}
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.isObject && top.wantKey {
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v] = true
+				top.wantKey = false
+				continue
+			}
+			if top != nil && top.isObject {
+				top.wantKey = true
+			}
+		default:
+			if top != nil && top.isObject {
+				top.wantKey = true
+			}
+		}
+	}
+}

@@ -1,0 +1,611 @@
+// Package thread decodes Amp thread files (T-<uuid>.json) into the records
+// the exporter counts, and summarizes a thread into its contribution to every
+// metric. It is pure: bytes in, values out; no clock, no file system.
+//
+// The format is described in shared/spec/formats.md §1; the rules that make
+// the numbers agree with ccusage are in Summarize.
+package thread
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
+)
+
+// ErrNotThread reports a JSON document that is not an Amp thread: not an
+// object, or an object without the top-level revision counter "v" (stray
+// settings.json files live in the same directory).
+var ErrNotThread = errors.New("not an Amp thread: no top-level \"v\"")
+
+// Parse-error reasons, used as the `reason` label of
+// amp_exporter_parse_errors_total.
+const (
+	ReasonNotThread = "not_thread"
+	ReasonTruncated = "truncated"
+	ReasonSyntax    = "invalid_json"
+	ReasonTooLarge  = "too_large"
+	ReasonRead      = "read_error"
+)
+
+// Reason classifies a Parse error into a short label value.
+func Reason(err error) string {
+	var syn *jsonscan.SyntaxError
+	switch {
+	case errors.Is(err, ErrNotThread):
+		return ReasonNotThread
+	case errors.Is(err, jsonscan.ErrTruncated):
+		return ReasonTruncated
+	case errors.As(err, &syn), errors.Is(err, jsonscan.ErrTokenTooLong):
+		return ReasonSyntax
+	default:
+		return ReasonRead
+	}
+}
+
+// Role of a message; roles the exporter does not count are not recorded.
+type Role uint8
+
+// Counted roles.
+const (
+	RoleOther Role = iota
+	RoleUser
+	RoleAssistant
+)
+
+// Thread is what the exporter needs of one thread file.
+type Thread struct {
+	ID        string
+	Version   int64
+	Created   int64 // epoch ms
+	AgentMode string
+	// ForkPoint is the index of the last message copied from a parent
+	// thread when this thread was forked, or -1. Amp copies
+	// messages[0..ForkPoint] inclusive (forkThread: slice(0, index+1)).
+	ForkPoint int
+	Messages  []Message
+	Ledger    []LedgerEvent
+}
+
+// Message is a user or assistant message, reduced to what is counted.
+type Message struct {
+	Role Role
+	// ID is the numeric messageId (server exports use strings; those are
+	// not recorded, HasID is false).
+	ID    int64
+	HasID bool
+
+	// User messages.
+	Prompt      bool  // at least one block that is not a tool_result
+	SentAt      int64 // meta.sentAt, epoch ms; 0 when absent
+	ToolResults []ToolResult
+
+	// Assistant messages.
+	State      string // state.type; "" when the message has no state
+	StopReason string
+	Model      string // message-level model, a fallback for usage.model
+	Usage      *Usage
+	ToolUses   []ToolUse
+}
+
+// Usage is an assistant message's usage block.
+type Usage struct {
+	Model            string
+	Input            int64
+	Output           int64
+	CacheRead        int64
+	CacheCreation    int64
+	TotalInput       int64
+	MaxInput         int64
+	TotalTokens      int64
+	Credits          float64
+	HasCredits       bool
+	Timestamp        int64 // epoch ms; 0 when absent or unparseable
+	HasTokenNegative bool  // a negative count was seen and read as 0
+}
+
+// ToolUse is a tool call; IDs are hashed, they are only needed for pairing.
+type ToolUse struct {
+	IDHash uint64
+	Name   string
+}
+
+// ToolResult is the state of a tool call's run.
+type ToolResult struct {
+	ToolUseIDHash uint64
+	Status        string
+}
+
+// LedgerEvent is a usageLedger billing event (older thread files).
+type LedgerEvent struct {
+	Model       string
+	Input       int64
+	Output      int64
+	Total       int64
+	Credits     float64
+	HasCredits  bool
+	ToMessageID int64
+	HasTo       bool
+	Timestamp   int64 // epoch ms; 0 when absent
+}
+
+// Parser decodes thread files, reusing its read window and interned strings
+// across files. A Parser is not safe for concurrent use; use one per worker.
+type Parser struct {
+	sc     *jsonscan.Scanner
+	intern map[string]string
+	seed   maphash.Seed
+}
+
+// NewParser returns a parser.
+func NewParser() *Parser {
+	return &Parser{
+		sc:     jsonscan.New(nil),
+		intern: make(map[string]string),
+		seed:   maphash.MakeSeed(),
+	}
+}
+
+// Parse decodes one thread from r. Errors are ErrNotThread, or wrap
+// jsonscan.ErrTruncated, jsonscan.ErrTokenTooLong, *jsonscan.SyntaxError or
+// a read error; Reason classifies them.
+func (p *Parser) Parse(r io.Reader) (*Thread, error) {
+	p.sc.Reset(r)
+	return p.parse()
+}
+
+// ParseBytes decodes one thread from memory.
+func (p *Parser) ParseBytes(b []byte) (*Thread, error) {
+	p.sc.ResetBytes(b)
+	return p.parse()
+}
+
+func (p *Parser) str(b []byte) string {
+	if s, ok := p.intern[string(b)]; ok {
+		return s
+	}
+	if len(p.intern) > 4096 {
+		// Interning only pays for the few values that repeat (models,
+		// tool names, statuses); do not let a hostile file grow it.
+		clear(p.intern)
+	}
+	s := string(b)
+	p.intern[s] = s
+	return s
+}
+
+func (p *Parser) parse() (*Thread, error) {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("decode thread: %w", err)
+		}
+		return nil, ErrNotThread
+	}
+	t := &Thread{ForkPoint: -1}
+	hasV := false
+	forkRelationship := -1
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		switch string(key) {
+		case "v":
+			hasV = true
+			t.Version, _ = sc.Int()
+		case "id":
+			if v, ok := sc.String(); ok {
+				t.ID = string(v)
+			}
+		case "created":
+			t.Created, _ = sc.Int()
+		case "agentMode":
+			if v, ok := sc.String(); ok {
+				t.AgentMode = p.str(v)
+			}
+		case "forkPointIndex":
+			if v, ok := sc.Int(); ok && v >= 0 && v < 1<<31 {
+				t.ForkPoint = int(v)
+			}
+		case "messages":
+			p.messages(t)
+		case "usageLedger":
+			p.ledger(t)
+		case "relationships":
+			forkRelationship = p.relationships()
+		default:
+			sc.Skip()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("decode thread: %w", err)
+	}
+	if !sc.AtEOF() {
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("decode thread: %w", err)
+		}
+		return nil, fmt.Errorf("decode thread: %w", &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "data after the top-level value"})
+	}
+	if !hasV {
+		return nil, ErrNotThread
+	}
+	// forkPointIndex survives thread:truncate, which drops relationships;
+	// the relationship is the fallback for files that lack it.
+	if t.ForkPoint < 0 {
+		t.ForkPoint = forkRelationship
+	}
+	return t, nil
+}
+
+func (p *Parser) messages(t *Thread) {
+	sc := p.sc
+	arr := sc.Array()
+	for arr.Next() {
+		if sc.Peek() != jsonscan.Object {
+			sc.Skip()
+			continue
+		}
+		m := p.message()
+		if m.Role != RoleOther {
+			t.Messages = append(t.Messages, m)
+		}
+	}
+}
+
+func (p *Parser) message() Message {
+	sc := p.sc
+	var m Message
+	nonToolResult := false
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		switch string(key) {
+		case "role":
+			if v, ok := sc.String(); ok {
+				switch string(v) {
+				case "user":
+					m.Role = RoleUser
+				case "assistant":
+					m.Role = RoleAssistant
+				default:
+					m.Role = RoleOther
+				}
+			}
+		case "messageId":
+			if sc.Peek() == jsonscan.Number {
+				m.ID, m.HasID = sc.Int()
+			} else {
+				sc.Skip()
+			}
+		case "content":
+			switch sc.Peek() {
+			case jsonscan.String:
+				// A bare string is one text block (TX's defensive path).
+				sc.Skip()
+				nonToolResult = true
+			case jsonscan.Array:
+				if p.content(&m) {
+					nonToolResult = true
+				}
+			default:
+				sc.Skip()
+			}
+		case "meta":
+			p.meta(&m)
+		case "state":
+			p.state(&m)
+		case "usage":
+			if sc.Peek() == jsonscan.Object {
+				m.Usage = p.usage()
+			} else {
+				sc.Skip()
+			}
+		case "model":
+			if v, ok := sc.String(); ok {
+				m.Model = p.str(v)
+			}
+		default:
+			sc.Skip()
+		}
+	}
+	m.Prompt = m.Role == RoleUser && nonToolResult
+	if m.Role != RoleUser {
+		m.ToolResults = nil
+		m.SentAt = 0
+	}
+	if m.Role != RoleAssistant {
+		m.ToolUses, m.Usage, m.State, m.StopReason = nil, nil, "", ""
+	}
+	return m
+}
+
+// content reads a message's blocks and reports whether any block is not a
+// tool_result.
+func (p *Parser) content(m *Message) bool {
+	sc := p.sc
+	nonToolResult := false
+	arr := sc.Array()
+	for arr.Next() {
+		if sc.Peek() != jsonscan.Object {
+			sc.Skip()
+			nonToolResult = true
+			continue
+		}
+		var (
+			typ                  string
+			idHash, toolUseHash  uint64
+			hasID, hasToolUseID  bool
+			name, normName, stat string
+		)
+		obj := sc.Object()
+		for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+			switch string(key) {
+			case "type":
+				if v, ok := sc.String(); ok {
+					typ = p.str(v)
+				}
+			case "id":
+				if v, ok := sc.String(); ok {
+					idHash, hasID = maphash.Bytes(p.seed, v), true
+				}
+			case "name":
+				if v, ok := sc.String(); ok {
+					name = p.str(v)
+				}
+			case "normalizedName":
+				if v, ok := sc.String(); ok {
+					normName = p.str(v)
+				}
+			case "toolUseID":
+				if v, ok := sc.String(); ok {
+					toolUseHash, hasToolUseID = maphash.Bytes(p.seed, v), true
+				}
+			case "run":
+				stat = p.runStatus()
+			default:
+				sc.Skip()
+			}
+		}
+		switch typ {
+		case "tool_result":
+			if hasToolUseID && stat != "" {
+				m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat})
+			}
+			continue
+		case "tool_use":
+			if hasID {
+				if normName != "" {
+					name = normName
+				}
+				m.ToolUses = append(m.ToolUses, ToolUse{IDHash: idHash, Name: name})
+			}
+		}
+		nonToolResult = true
+	}
+	return nonToolResult
+}
+
+func (p *Parser) runStatus() string {
+	sc := p.sc
+	status := ""
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		if string(key) == "status" {
+			if v, ok := sc.String(); ok {
+				status = p.str(v)
+			}
+			continue
+		}
+		sc.Skip() // result, progress, ~debug: the bulk of the file
+	}
+	return status
+}
+
+func (p *Parser) meta(m *Message) {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return
+	}
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		if string(key) == "sentAt" {
+			m.SentAt, _ = sc.Int()
+			continue
+		}
+		sc.Skip()
+	}
+}
+
+func (p *Parser) state(m *Message) {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return
+	}
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		switch string(key) {
+		case "type":
+			if v, ok := sc.String(); ok {
+				m.State = p.str(v)
+			}
+		case "stopReason":
+			if v, ok := sc.String(); ok {
+				m.StopReason = p.str(v)
+			}
+		default:
+			sc.Skip()
+		}
+	}
+}
+
+// count reads a token count; null, absent, negative or non-numeric values
+// are 0, as in ccusage (serde's as_u64).
+func (p *Parser) count(u *Usage) int64 {
+	v, ok := p.sc.Int()
+	if !ok {
+		return 0
+	}
+	if v < 0 {
+		if u != nil {
+			u.HasTokenNegative = true
+		}
+		return 0
+	}
+	return v
+}
+
+func (p *Parser) usage() *Usage {
+	sc := p.sc
+	u := &Usage{}
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		switch string(key) {
+		case "model":
+			if v, ok := sc.String(); ok {
+				u.Model = p.str(v)
+			}
+		case "inputTokens":
+			u.Input = p.count(u)
+		case "outputTokens":
+			u.Output = p.count(u)
+		case "cacheReadInputTokens":
+			u.CacheRead = p.count(u)
+		case "cacheCreationInputTokens":
+			u.CacheCreation = p.count(u)
+		case "totalInputTokens":
+			u.TotalInput = p.count(u)
+		case "maxInputTokens":
+			u.MaxInput = p.count(u)
+		case "totalTokens":
+			u.TotalTokens = p.count(u)
+		case "credits":
+			u.Credits, u.HasCredits = sc.Float()
+		case "timestamp":
+			if v, ok := sc.String(); ok {
+				u.Timestamp = parseTimestamp(v)
+			}
+		default:
+			sc.Skip()
+		}
+	}
+	return u
+}
+
+func (p *Parser) ledger(t *Thread) {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return
+	}
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		if string(key) != "events" || sc.Peek() != jsonscan.Array {
+			sc.Skip()
+			continue
+		}
+		arr := sc.Array()
+		for arr.Next() {
+			if sc.Peek() != jsonscan.Object {
+				sc.Skip()
+				continue
+			}
+			t.Ledger = append(t.Ledger, p.ledgerEvent())
+		}
+	}
+}
+
+func (p *Parser) ledgerEvent() LedgerEvent {
+	sc := p.sc
+	var e LedgerEvent
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		switch string(key) {
+		case "model":
+			if v, ok := sc.String(); ok {
+				e.Model = p.str(v)
+			}
+		case "credits":
+			e.Credits, e.HasCredits = sc.Float()
+		case "timestamp":
+			if v, ok := sc.String(); ok {
+				e.Timestamp = parseTimestamp(v)
+			}
+		case "toMessageId":
+			if sc.Peek() == jsonscan.Number {
+				e.ToMessageID, e.HasTo = sc.Int()
+			} else {
+				sc.Skip()
+			}
+		case "tokens":
+			if sc.Peek() != jsonscan.Object {
+				sc.Skip()
+				continue
+			}
+			tok := sc.Object()
+			for k, ok := tok.Next(); ok; k, ok = tok.Next() {
+				switch string(k) {
+				case "input":
+					e.Input = p.count(nil)
+				case "output":
+					e.Output = p.count(nil)
+				case "total":
+					e.Total = p.count(nil)
+				default:
+					sc.Skip()
+				}
+			}
+		default:
+			sc.Skip()
+		}
+	}
+	return e
+}
+
+// relationships returns the messageIndex of this thread's fork-child
+// relationship, or -1.
+func (p *Parser) relationships() int {
+	sc := p.sc
+	fork := -1
+	arr := sc.Array()
+	for arr.Next() {
+		if sc.Peek() != jsonscan.Object {
+			sc.Skip()
+			continue
+		}
+		var typ, role string
+		idx := int64(-1)
+		obj := sc.Object()
+		for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+			switch string(key) {
+			case "type":
+				if v, ok := sc.String(); ok {
+					typ = p.str(v)
+				}
+			case "role":
+				if v, ok := sc.String(); ok {
+					role = p.str(v)
+				}
+			case "messageIndex":
+				if v, ok := sc.Int(); ok {
+					idx = v
+				}
+			default:
+				sc.Skip()
+			}
+		}
+		if typ == "fork" && role == "child" && idx >= 0 && idx < 1<<31 {
+			fork = int(idx)
+		}
+	}
+	return fork
+}
+
+func parseTimestamp(b []byte) int64 {
+	ts, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return 0
+	}
+	return ts.UnixMilli()
+}

@@ -1,0 +1,167 @@
+package thread
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden is what a fixture must decode to: a summary, or the reason it is
+// refused.
+type golden struct {
+	Error   string   `json:"error,omitempty"`
+	Summary *Summary `json:"summary,omitempty"`
+}
+
+func parseFixture(t *testing.T, data []byte) golden {
+	t.Helper()
+	p := NewParser()
+	// Through a reader that hands over one byte at a time, so every token
+	// straddles a read; the result must equal the in-memory parse.
+	th, err := p.Parse(iotest.OneByteReader(bytes.NewReader(data)))
+	th2, err2 := p.ParseBytes(data)
+	if (err == nil) != (err2 == nil) || (err != nil && Reason(err) != Reason(err2)) {
+		t.Fatalf("reader and bytes disagree: %v vs %v", err, err2)
+	}
+	if err != nil {
+		return golden{Error: Reason(err)}
+	}
+	s1, s2 := Summarize(th), Summarize(th2)
+	if !reflect.DeepEqual(s1, s2) {
+		t.Fatalf("reader and bytes summaries differ:\n%+v\n%+v", s1, s2)
+	}
+	return golden{Summary: s1}
+}
+
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(parseFixture(t, data), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "golden", name+".golden.json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./parser/thread -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("summary differs from %s (go test -update rewrites it):\n%s", path, got)
+			}
+		})
+	}
+}
+
+// TestFastParserMatchesReference checks the scanner-based decoder against a
+// plain encoding/json decoder of the same rules on every fixture.
+func TestFastParserMatchesReference(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareWithReference(t, data)
+	}
+}
+
+func compareWithReference(t *testing.T, data []byte) {
+	t.Helper()
+	p := NewParser()
+	fast, fastErr := p.ParseBytes(data)
+	ref, refErr := referenceParse(data, p.seed)
+	if refErr != nil {
+		// The fast parser skips bulk without validating it, so it may
+		// accept documents encoding/json refuses; it must never invent a
+		// thread from a document that has no "v", though.
+		return
+	}
+	if ref == nil {
+		if fastErr == nil {
+			t.Fatalf("reference says not a thread, fast parser accepted %q", data)
+		}
+		return
+	}
+	if fastErr != nil {
+		t.Fatalf("fast parser: %v; encoding/json accepts %q", fastErr, data)
+	}
+	if !reflect.DeepEqual(fast, ref) {
+		t.Fatalf("fast and reference differ on %q:\nfast %+v\nref  %+v", data, fast, ref)
+	}
+}
+
+func TestReasons(t *testing.T) {
+	tests := map[string]string{
+		`{"id":"T-1","messages":[]}`:    ReasonNotThread,
+		`[1,2]`:                         ReasonNotThread,
+		`"v"`:                           ReasonNotThread,
+		`{"v":1,"messages":[{"role":`:   ReasonTruncated,
+		``:                              ReasonTruncated,
+		`{"v":1,"messages":[}`:          ReasonSyntax,
+		`{"v":1} {"v":2}`:               ReasonSyntax,
+		`@`:                             ReasonSyntax,
+		`{"v":1,"messages":"nope"}`:     "",
+		`{"v":"seven","messages":null}`: "",
+	}
+	for doc, want := range tests {
+		_, err := NewParser().ParseBytes([]byte(doc))
+		got := ""
+		if err != nil {
+			got = Reason(err)
+		}
+		if got != want {
+			t.Errorf("%q: reason %q (err %v), want %q", doc, got, err, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) < 20000 {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"v":1,"forkPointIndex":5,"messages":[{"role":"user","content":[{"type":"tool_result","toolUseID":"a","run":{"status":"done"}}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		compareWithReference(t, data)
+		if th, err := NewParser().ParseBytes(data); err == nil {
+			s := Summarize(th)
+			for model, tok := range s.Tokens {
+				if tok.Input < 0 || tok.Output < 0 || tok.CacheRead < 0 || tok.CacheCreation < 0 {
+					t.Fatalf("negative tokens for %q: %+v", model, tok)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,586 @@
+// Package threads watches directories of Amp thread files and hands every
+// new version of a thread to the collector.
+//
+// A thread file is a document the Amp CLI rewrites whole (write to
+// .amptmp, rename over) about every 100 ms while the agent streams. The
+// watcher treats inotify (through fsnotify) as a latency shortcut only:
+// events mark files dirty and a short coalescing delay batches the bursts;
+// a periodic full rescan always runs; and an inotify overflow, a watcher
+// error or a watch that cannot be added (inotify limits, NFS) switches the
+// watcher to polling, with one warning and a counter. An unchanged file is
+// recognised from stat alone (size, mtime, ctime, inode) and never re-read.
+package threads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+// Store is where parsed threads go (collector.ThreadStore).
+type Store interface {
+	File(path string) (collector.FileRecord, bool)
+	FilesUnder(dir string) []string
+	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
+	Remove(path string)
+}
+
+// Metrics receives the watcher's own events (collector.ExporterMetrics).
+type Metrics interface {
+	ParseFailed(source, reason string)
+	Parsed(source string, d time.Duration)
+	WatcherFellBack(reason string)
+	WatcherPolling(on bool)
+	DirsMissing(n int)
+}
+
+// Config is what the watcher reads from the exporter's configuration; it
+// can change on reload.
+type Config struct {
+	Dirs           []string
+	ResyncInterval time.Duration // full rescan, always
+	PollInterval   time.Duration // rescan while polling or while a directory is missing
+	MaxFileBytes   int64
+}
+
+// Options are the watcher's fixed dependencies.
+type Options struct {
+	Logger  *slog.Logger
+	Clock   clock.Clock
+	Workers int
+	// Coalesce is how long events for a file are gathered before it is
+	// parsed; the CLI rewrites a streaming thread every ~100 ms.
+	Coalesce time.Duration
+	// RetryDelay is how long a file that did not parse waits before it is
+	// read once more; only a second failure of the same version counts.
+	RetryDelay time.Duration
+	// OnFirstScan is called once the first full scan of every directory is
+	// done (readiness).
+	OnFirstScan func()
+	// Trace, when set, is told what the loop just did (tests synchronize on
+	// it).
+	Trace func(event string)
+	// addWatch replaces fsnotify's Add (tests inject failures).
+	addWatch func(w *fsnotify.Watcher, dir string) error
+}
+
+// Watcher follows the thread directories.
+type Watcher struct {
+	cfg     Config
+	opts    Options
+	store   Store
+	metrics Metrics
+	log     *slog.Logger
+
+	reconfig chan Config
+
+	fsw      *fsnotify.Watcher
+	polling  bool
+	watched  map[string]bool // directories with an inotify watch
+	missing  map[string]bool // configured directories that do not exist
+	dirty    map[string]bool
+	failed   map[string]collector.FileVersion // versions that failed twice: not read again
+	retrying map[string]collector.FileVersion // versions that failed once
+	parsers  chan *thread.Parser
+
+	coalesce   clock.Timer
+	coalescing bool
+	retry      clock.Timer
+	retryArmed bool
+	firstDone  bool
+}
+
+// New returns a watcher; Run starts it.
+func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = 100 * time.Millisecond
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = 500 * time.Millisecond
+	}
+	if opts.Trace == nil {
+		opts.Trace = func(string) {}
+	}
+	if opts.addWatch == nil {
+		opts.addWatch = func(w *fsnotify.Watcher, dir string) error { return w.Add(dir) }
+	}
+	w := &Watcher{
+		cfg:      cfg,
+		opts:     opts,
+		store:    store,
+		metrics:  metrics,
+		log:      opts.Logger,
+		reconfig: make(chan Config),
+		watched:  map[string]bool{},
+		missing:  map[string]bool{},
+		dirty:    map[string]bool{},
+		failed:   map[string]collector.FileVersion{},
+		retrying: map[string]collector.FileVersion{},
+		parsers:  make(chan *thread.Parser, opts.Workers),
+	}
+	for i := 0; i < opts.Workers; i++ {
+		w.parsers <- thread.NewParser()
+	}
+	return w
+}
+
+// Reconfigure hands the running watcher a new configuration; it blocks until
+// the loop has taken it, or ctx ends.
+func (w *Watcher) Reconfigure(ctx context.Context, cfg Config) {
+	select {
+	case w.reconfig <- cfg:
+	case <-ctx.Done():
+	}
+}
+
+// Run watches until ctx is cancelled.
+func (w *Watcher) Run(ctx context.Context) error {
+	clk := w.opts.Clock
+	w.coalesce = clk.NewTimer(time.Hour)
+	w.coalesce.Stop()
+	w.retry = clk.NewTimer(time.Hour)
+	w.retry.Stop()
+
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		w.fallBack(collector.FallbackAddFailed, err)
+	} else {
+		w.fsw = fsw
+		defer func() {
+			if w.fsw != nil {
+				w.fsw.Close()
+			}
+		}()
+	}
+	w.syncWatches()
+	w.scanAll(ctx)
+	w.firstDone = true
+	if w.opts.OnFirstScan != nil {
+		w.opts.OnFirstScan()
+	}
+	w.opts.Trace("ready")
+
+	resync := clk.NewTicker(w.cfg.ResyncInterval)
+	defer resync.Stop()
+	poll := clk.NewTicker(w.cfg.PollInterval)
+	defer poll.Stop()
+
+	for {
+		var events <-chan fsnotify.Event
+		var errs <-chan error
+		if w.fsw != nil {
+			events, errs = w.fsw.Events, w.fsw.Errors
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				w.fallBack(collector.FallbackWatchError, errors.New("event channel closed"))
+				continue
+			}
+			w.handleEvent(ev)
+		case err, ok := <-errs:
+			if !ok {
+				err = errors.New("error channel closed")
+			}
+			reason := collector.FallbackWatchError
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				reason = collector.FallbackOverflow
+			}
+			w.fallBack(reason, err)
+			w.scanAll(ctx)
+		case <-w.coalesce.C():
+			w.coalescing = false
+			w.flush(ctx)
+		case <-w.retry.C():
+			w.retryArmed = false
+			for p := range w.retrying {
+				w.dirty[p] = true
+			}
+			w.flush(ctx)
+		case <-resync.C():
+			w.syncWatches()
+			w.scanAll(ctx)
+		case <-poll.C():
+			if w.polling || len(w.missing) > 0 {
+				w.syncWatches()
+				w.scanAll(ctx)
+			}
+		case cfg := <-w.reconfig:
+			w.applyConfig(ctx, cfg)
+			resync.Stop()
+			poll.Stop()
+			resync = clk.NewTicker(w.cfg.ResyncInterval)
+			poll = clk.NewTicker(w.cfg.PollInterval)
+		}
+	}
+}
+
+func (w *Watcher) applyConfig(ctx context.Context, cfg Config) {
+	keep := map[string]bool{}
+	for _, d := range cfg.Dirs {
+		keep[d] = true
+	}
+	for _, d := range w.cfg.Dirs {
+		if keep[d] {
+			continue
+		}
+		if w.watched[d] && w.fsw != nil {
+			_ = w.fsw.Remove(d)
+		}
+		delete(w.watched, d)
+		delete(w.missing, d)
+		for _, p := range w.store.FilesUnder(d) {
+			w.forget(p)
+		}
+	}
+	w.cfg = cfg
+	w.syncWatches()
+	w.scanAll(ctx)
+	w.opts.Trace("reconfigured")
+}
+
+// fallBack switches from inotify to polling for good (until restart): once
+// inotify has lost events or refused a watch, it cannot be trusted here.
+func (w *Watcher) fallBack(reason string, err error) {
+	w.metrics.WatcherFellBack(reason)
+	if !w.polling {
+		w.log.Warn("thread watcher falls back to polling",
+			"reason", reason, "poll_interval", w.cfg.PollInterval, "err", err)
+	}
+	w.polling = true
+	if w.fsw != nil {
+		w.fsw.Close()
+		w.fsw = nil
+	}
+	w.watched = map[string]bool{}
+	w.opts.Trace("fallback " + reason)
+}
+
+// syncWatches adds watches to configured directories that exist and lack
+// one, and notes which directories are missing.
+func (w *Watcher) syncWatches() {
+	for _, dir := range w.cfg.Dirs {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			if !w.missing[dir] {
+				w.log.Warn("thread directory is missing; polling for it", "dir", dir, "err", err)
+				w.missing[dir] = true
+			}
+			delete(w.watched, dir)
+			continue
+		}
+		if w.missing[dir] {
+			w.log.Info("thread directory appeared", "dir", dir)
+			delete(w.missing, dir)
+		}
+		if w.polling || w.fsw == nil || w.watched[dir] {
+			continue
+		}
+		if err := w.opts.addWatch(w.fsw, dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				w.missing[dir] = true
+				continue
+			}
+			w.fallBack(collector.FallbackAddFailed, fmt.Errorf("watch %q: %w", dir, err))
+			return
+		}
+		w.watched[dir] = true
+	}
+	w.metrics.DirsMissing(len(w.missing))
+	w.metrics.WatcherPolling(w.polling)
+}
+
+func (w *Watcher) handleEvent(ev fsnotify.Event) {
+	if ev.Op == fsnotify.Chmod {
+		return
+	}
+	for _, dir := range w.cfg.Dirs {
+		if ev.Name == dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+			// The directory itself went away (or was moved: inotify would
+			// follow it). Forget its files now; polling brings it back.
+			if w.fsw != nil {
+				_ = w.fsw.Remove(dir)
+			}
+			delete(w.watched, dir)
+			w.missing[dir] = true
+			for _, p := range w.store.FilesUnder(dir) {
+				w.forget(p)
+			}
+			w.metrics.DirsMissing(len(w.missing))
+			w.log.Warn("thread directory removed; polling for it", "dir", dir)
+			w.opts.Trace("dir gone " + dir)
+			return
+		}
+	}
+	if !isThreadFile(filepath.Base(ev.Name)) || !w.configured(filepath.Dir(ev.Name)) {
+		return
+	}
+	w.dirty[ev.Name] = true
+	if !w.coalescing {
+		w.coalescing = true
+		w.coalesce.Reset(w.opts.Coalesce)
+	}
+	w.opts.Trace("dirty " + ev.Name)
+}
+
+func (w *Watcher) configured(dir string) bool {
+	for _, d := range w.cfg.Dirs {
+		if d == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// isThreadFile reports whether a directory entry can be a thread: *.json,
+// and not the CLI's *.json.amptmp temporaries (which end differently anyway).
+func isThreadFile(name string) bool {
+	return strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".")
+}
+
+func (w *Watcher) forget(path string) {
+	w.store.Remove(path)
+	delete(w.failed, path)
+	delete(w.retrying, path)
+}
+
+// flush parses the dirty files.
+func (w *Watcher) flush(ctx context.Context) {
+	paths := make([]string, 0, len(w.dirty))
+	for p := range w.dirty {
+		paths = append(paths, p)
+	}
+	clear(w.dirty)
+	sort.Strings(paths)
+	var jobs []job
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			if _, known := w.store.File(p); known || w.failed[p] != (collector.FileVersion{}) || w.retrying[p] != (collector.FileVersion{}) {
+				w.forget(p)
+			}
+			continue
+		}
+		if j, ok := w.jobFor(p, fi); ok {
+			jobs = append(jobs, j)
+		}
+	}
+	w.run(ctx, jobs)
+	w.opts.Trace("flushed")
+}
+
+// scanAll lists every directory, parses new and changed files and forgets
+// vanished ones.
+func (w *Watcher) scanAll(ctx context.Context) {
+	var jobs []job
+	for _, dir := range w.cfg.Dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if !w.missing[dir] {
+				w.log.Warn("cannot list thread directory", "dir", dir, "err", err)
+				w.missing[dir] = true
+				w.metrics.DirsMissing(len(w.missing))
+			}
+			for _, p := range w.store.FilesUnder(dir) {
+				w.forget(p)
+			}
+			continue
+		}
+		present := map[string]bool{}
+		for _, e := range entries {
+			if !e.Type().IsRegular() || !isThreadFile(e.Name()) {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			present[p] = true
+			fi, err := e.Info()
+			if err != nil {
+				continue // removed since the listing
+			}
+			if j, ok := w.jobFor(p, fi); ok {
+				jobs = append(jobs, j)
+			}
+		}
+		for _, p := range w.store.FilesUnder(dir) {
+			if !present[p] {
+				w.forget(p)
+			}
+		}
+		for p := range w.failed {
+			if filepath.Dir(p) == dir && !present[p] {
+				delete(w.failed, p)
+			}
+		}
+	}
+	w.run(ctx, jobs)
+	w.opts.Trace("scanned")
+}
+
+type job struct {
+	path    string
+	version collector.FileVersion
+	size    int64
+}
+
+type result struct {
+	job
+	err      error
+	tooLarge bool
+}
+
+// jobFor decides from stat alone whether a file needs reading.
+func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
+	v := versionOf(fi)
+	if rec, ok := w.store.File(path); ok && rec.Version == v {
+		return job{}, false
+	}
+	if f, ok := w.failed[path]; ok && f == v {
+		return job{}, false
+	}
+	return job{path: path, version: v, size: fi.Size()}, true
+}
+
+func versionOf(fi fs.FileInfo) collector.FileVersion {
+	v := collector.FileVersion{Size: fi.Size(), ModNanos: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		v.Inode = st.Ino
+		v.CtimeNs = st.Ctim.Sec*1e9 + st.Ctim.Nsec
+	}
+	return v
+}
+
+// run parses jobs on the worker pool and applies the outcomes.
+func (w *Watcher) run(ctx context.Context, jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	results := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for i := 0; i < w.opts.Workers && i < len(jobs); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := <-w.parsers
+			defer func() { w.parsers <- p }()
+			for i := range next {
+				results[i] = w.parseOne(p, jobs[i])
+			}
+		}()
+	}
+	for i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range results {
+		if r.path == "" { // not run: shutting down
+			continue
+		}
+		w.settle(r)
+	}
+}
+
+// parseOne reads and parses one file and, on success, applies it to the
+// store. It runs on a worker.
+func (w *Watcher) parseOne(p *thread.Parser, j job) result {
+	r := result{job: j}
+	if j.size > w.cfg.MaxFileBytes {
+		r.tooLarge = true
+		return r
+	}
+	start := w.opts.Clock.Now()
+	f, err := os.Open(j.path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file that grew past it
+	// since stat shows up as truncated JSON and is retried.
+	t, err := p.Parse(io.LimitReader(f, w.cfg.MaxFileBytes+1))
+	if err != nil {
+		r.err = err
+		return r
+	}
+	w.store.Apply(j.path, j.version, thread.Summarize(t))
+	w.metrics.Parsed(collector.SourceThreads, w.opts.Clock.Now().Sub(start))
+	return r
+}
+
+// settle records a job's outcome in the loop: successes clear failure
+// state; a failure is retried once before it is counted, since a file that
+// does not parse may still be being written.
+func (w *Watcher) settle(r result) {
+	if r.err == nil && !r.tooLarge {
+		delete(w.failed, r.path)
+		delete(w.retrying, r.path)
+		return
+	}
+	if errors.Is(r.err, fs.ErrNotExist) {
+		w.forget(r.path)
+		return
+	}
+	reason := thread.ReasonTooLarge
+	if !r.tooLarge {
+		reason = thread.Reason(r.err)
+	}
+	transient := reason == thread.ReasonTruncated || reason == thread.ReasonSyntax || reason == thread.ReasonRead
+	if prev, ok := w.retrying[r.path]; transient && (!ok || prev != r.version) {
+		w.retrying[r.path] = r.version
+		if !w.retryArmed {
+			w.retryArmed = true
+			w.retry.Reset(w.opts.RetryDelay)
+		}
+		w.opts.Trace("retry " + r.path)
+		return
+	}
+	delete(w.retrying, r.path)
+	w.failed[r.path] = r.version
+	w.metrics.ParseFailed(collector.SourceThreads, reason)
+	_, kept := w.store.File(r.path)
+	attrs := []any{"path", r.path, "reason", reason, "kept_last_good", kept}
+	switch {
+	case r.tooLarge:
+		attrs = append(attrs, "size_bytes", r.size, "max_file_bytes", w.cfg.MaxFileBytes)
+	default:
+		attrs = append(attrs, "err", r.err)
+	}
+	if reason == thread.ReasonNotThread {
+		// Stray JSON (settings.json) is expected in the directory.
+		w.log.Debug("skipping file that is not an Amp thread", attrs...)
+	} else {
+		w.log.Warn("cannot parse thread file", attrs...)
+	}
+	w.opts.Trace("failed " + r.path)
+}
