@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,6 +41,16 @@ import (
 const DefaultListenAddress = ":9974"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func init() {
+	// `go run` and `go install` builds carry no -ldflags version.
+	if version.Version == "" {
+		version.Version = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version.Version = bi.Main.Version
+		}
+	}
+}
 
 type flags struct {
 	configFile    string

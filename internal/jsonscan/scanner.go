@@ -17,6 +17,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,8 @@ const (
 // valid only until its next call.
 type Scanner struct {
 	r       io.Reader
-	buf     []byte
+	buf     []byte // the window over r, or the whole in-memory document
+	window  []byte // the scanner's own window, kept across Reset calls
 	pos     int   // next unread byte in buf
 	end     int   // end of valid data in buf
 	base    int64 // input offset of buf[0]
@@ -83,7 +85,8 @@ type Scanner struct {
 
 // New returns a scanner reading r through a window of the default size.
 func New(r io.Reader) *Scanner {
-	return &Scanner{r: r, buf: make([]byte, defaultWindow)}
+	w := make([]byte, defaultWindow)
+	return &Scanner{r: r, buf: w, window: w}
 }
 
 // NewBytes returns a scanner over an in-memory document.
@@ -95,10 +98,11 @@ func NewBytes(b []byte) *Scanner {
 
 // Reset reuses the scanner (and its window) for a new reader.
 func (s *Scanner) Reset(r io.Reader) {
-	if cap(s.buf) < defaultWindow {
-		s.buf = make([]byte, defaultWindow)
+	if len(s.window) < defaultWindow || len(s.window) > 4*defaultWindow {
+		// A window grown for one long token is not kept for the next file.
+		s.window = make([]byte, defaultWindow)
 	}
-	s.buf = s.buf[:cap(s.buf)]
+	s.buf = s.window
 	s.r, s.pos, s.end, s.base, s.eof, s.err = r, 0, 0, 0, false, nil
 }
 
@@ -143,7 +147,7 @@ func (s *Scanner) fill(keep int) bool {
 		}
 		nb := make([]byte, 2*len(s.buf))
 		copy(nb, s.buf[:s.end])
-		s.buf = nb
+		s.buf, s.window = nb, nb
 	}
 	for {
 		n, err := s.r.Read(s.buf[s.end:])
@@ -169,6 +173,11 @@ func (s *Scanner) skipSpace() bool {
 			switch s.buf[s.pos] {
 			case ' ', '\n', '\r', '\t':
 				s.pos++
+				// Pretty-printed files indent every line: take the
+				// spaces eight at a time.
+				for s.pos+8 <= s.end && binary.LittleEndian.Uint64(s.buf[s.pos:]) == eightSpaces {
+					s.pos += 8
+				}
 			default:
 				return true
 			}
@@ -551,28 +560,44 @@ func trailingBackslashes(b []byte) int {
 func (s *Scanner) skipContainer() {
 	depth := 0
 	for {
-		for s.pos < s.end {
-			c := s.buf[s.pos]
-			s.pos++
+		buf := s.buf[:s.end]
+		i := s.pos
+		for i < len(buf) {
+			c := buf[i]
+			i++
+			if !structural[c] {
+				if c == '\n' {
+					for i+8 <= len(buf) && binary.LittleEndian.Uint64(buf[i:]) == eightSpaces {
+						i += 8
+					}
+				}
+				continue
+			}
 			switch c {
 			case '"':
+				s.pos = i
 				s.skipStringBody()
 				if s.err != nil {
 					return
 				}
+				buf = s.buf[:s.end]
+				i = s.pos
 			case '{', '[':
 				depth++
 				if depth > maxDepth {
+					s.pos = i
 					s.syntax("nesting too deep")
 					return
 				}
-			case '}', ']':
+			default: // '}', ']'
 				depth--
 				if depth == 0 {
+					s.pos = i
 					return
 				}
 			}
 		}
+		s.pos = i
 		if !s.fill(s.pos) {
 			s.fail(ErrTruncated)
 			return
@@ -580,35 +605,45 @@ func (s *Scanner) skipContainer() {
 	}
 }
 
+// structural marks the bytes skipContainer must look at; everything else
+// (whitespace, scalars, commas, colons) is passed over.
+const eightSpaces = 0x2020202020202020
+
+var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+
 // readString consumes a string at pos (on its opening quote) and returns it
 // decoded. Strings without escapes that sit in the window are returned in
 // place; others are decoded into scratch.
 func (s *Scanner) readString() []byte {
 	s.pos++
-	scanned := 0 // bytes after pos known to hold neither quote nor backslash
+	i := s.pos
 	for {
-		seg := s.buf[s.pos+scanned : s.end]
-		if i := bytes.IndexAny(seg, "\"\\"); i >= 0 {
-			if seg[i] == '\\' {
+		// Kept strings are short (keys, models, statuses): a plain loop
+		// beats bytes.IndexAny's set construction.
+		for ; i < s.end; i++ {
+			switch s.buf[i] {
+			case '"':
+				if i-s.pos > maxToken {
+					s.fail(ErrTokenTooLong)
+					return nil
+				}
+				v := s.buf[s.pos:i]
+				s.pos = i + 1
+				return v
+			case '\\':
 				return s.readEscapedString()
 			}
-			if scanned+i > maxToken {
-				s.fail(ErrTokenTooLong)
-				return nil
-			}
-			v := s.buf[s.pos : s.pos+scanned+i]
-			s.pos += scanned + i + 1
-			return v
 		}
-		scanned += len(seg)
-		if scanned > maxToken {
+		if i-s.pos > maxToken {
 			s.fail(ErrTokenTooLong)
 			return nil
 		}
+		scanned := i - s.pos
 		if !s.fill(s.pos) {
 			s.fail(ErrTruncated)
 			return nil
 		}
+		i = s.pos + scanned
 	}
 }
 

@@ -210,3 +210,15 @@ func FuzzScanner(f *testing.F) {
 		checkSkip(t, doc)
 	})
 }
+
+func TestResetBytesNeverWritesIntoTheDocument(t *testing.T) {
+	doc := []byte(`{"a":"` + strings.Repeat("x", 300<<10) + `"}`)
+	orig := append([]byte(nil), doc...)
+	s := NewBytes(doc)
+	s.Skip()
+	s.Reset(strings.NewReader(`{"b":"` + strings.Repeat("y", 300<<10) + `"}`))
+	s.Skip()
+	if s.Err() != nil || !bytes.Equal(doc, orig) {
+		t.Fatalf("a reader parse after ResetBytes changed the caller's document (err %v)", s.Err())
+	}
+}

@@ -1,0 +1,44 @@
+# amp-exporter. `make test` runs the whole test suite (it needs Debian's
+# `prometheus` package for promtool and the end-to-end tests; .ci/run
+# installs everything on a fresh machine).
+
+GO          ?= go
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/prometheus/common/version
+LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
+               -X $(VERSION_PKG).Branch=main -X $(VERSION_PKG).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+STATICCHECK ?= staticcheck
+FUZZTIME    ?= 10s
+
+.PHONY: build test unit e2e lint fuzz bench ci
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
+
+# The whole suite: unit tests with the race detector (parsers, collector,
+# watcher, config, binary), then the end-to-end tests against a real
+# Prometheus and promtool.
+test: unit e2e
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+e2e:
+	$(GO) test -tags e2e -race -count=1 -timeout 20m ./e2e/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/
+	$(STATICCHECK) ./...
+
+# A short run of every fuzz target; the corpus lives in testdata/fuzz.
+fuzz:
+	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScanner -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
+
+ci: lint test fuzz

@@ -1,0 +1,288 @@
+package collector
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var fixedNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func summaryOf(t *testing.T, doc string) *thread.Summary {
+	t.Helper()
+	th, err := thread.NewParser().ParseBytes([]byte(doc))
+	if err != nil {
+		t.Fatalf("fixture does not parse: %v", err)
+	}
+	return thread.Summarize(th)
+}
+
+// fixtureStore loads every parseable thread fixture of the parser into a
+// store, as the watcher would.
+func fixtureStore(t *testing.T, opts StoreOptions) *ThreadStore {
+	t.Helper()
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return fixedNow }
+	}
+	s := NewThreadStore(opts)
+	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
+	p := thread.NewParser()
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			continue // broken fixtures are the parser's business
+		}
+		s.Apply("/threads/"+filepath.Base(f), FileVersion{Size: int64(len(data))}, thread.Summarize(th))
+		n++
+	}
+	if n < 5 {
+		t.Fatalf("only %d fixtures parsed", n)
+	}
+	return s
+}
+
+func TestCollectorMatchesGoldenExposition(t *testing.T) {
+	s := fixtureStore(t, StoreOptions{})
+	c := NewAmpCollector(s)
+	golden := filepath.Join("testdata", "fixtures.prom")
+	if *update {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		var buf bytes.Buffer
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if err := writeText(&buf, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./collector -update writes it)", err)
+	}
+	defer f.Close()
+	if err := testutil.CollectAndCompare(c, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorLint(t *testing.T) {
+	s := fixtureStore(t, StoreOptions{})
+	problems, err := testutil.CollectAndLint(NewAmpCollector(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	m := NewExporterMetrics(reg)
+	m.ParseFailed(SourceThreads, thread.ReasonTruncated)
+	m.Parsed(SourceThreads, time.Millisecond)
+	problems, err = testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestKnownSeriesStartAtZero(t *testing.T) {
+	c := NewAmpCollector(NewThreadStore(StoreOptions{}))
+	want := `
+# HELP amp_messages_total Amp messages seen, by role (user, assistant).
+# TYPE amp_messages_total counter
+amp_messages_total{role="assistant",source="threads"} 0
+amp_messages_total{role="user",source="threads"} 0
+# HELP amp_prompts_total Amp user messages that are prompts (not tool-result carriers).
+# TYPE amp_prompts_total counter
+amp_prompts_total{source="threads"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "amp_messages_total", "amp_prompts_total"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	NewExporterMetrics(reg)
+	if n, err := testutil.GatherAndCount(reg, "amp_exporter_parse_errors_total"); err != nil || n != 5 {
+		t.Fatalf("parse error series at start = %d (%v), want all 5 reasons", n, err)
+	}
+}
+
+const baseThread = `{"v":1,"id":"T-1","agentMode":"smart","messages":[
+ {"role":"user","messageId":0,"content":[{"type":"text","text":"hi"}]},
+ {"role":"assistant","messageId":1,"content":[{"type":"tool_use","id":"a","name":"Bash","input":{}}],
+  "state":{"type":"complete","stopReason":"tool_use"},
+  "usage":{"model":"m1","inputTokens":10,"outputTokens":100}},
+ {"role":"user","messageId":2,"content":[{"type":"tool_result","toolUseID":"a","run":{"status":"done"}}]}
+ %s]}`
+
+func withTail(tail string) string { return strings.Replace(baseThread, "%s", tail, 1) }
+
+func tokens(s *ThreadStore, model, typ string) float64 {
+	return s.Snapshot().totals[seriesKey{famTokens, model, typ}]
+}
+
+func TestCountingRules(t *testing.T) {
+	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }})
+	grown := withTail(`,{"role":"assistant","messageId":3,"content":[],"state":{"type":"complete","stopReason":"end_turn"},"usage":{"model":"m1","inputTokens":5,"outputTokens":50}}`)
+	steps := []struct {
+		name       string
+		doc        string
+		wantOutput float64
+		wantChange bool
+	}{
+		{"first snapshot", withTail(""), 100, true},
+		{"identical rewrite", withTail(""), 100, false},
+		{"growth adds the difference", grown, 150, true},
+		{"truncation never lowers", withTail(""), 150, false},
+		{"regrowth to the old size adds nothing", grown, 150, false},
+	}
+	for _, st := range steps {
+		changed := s.Apply("/d/T-1.json", FileVersion{Size: int64(len(st.doc))}, summaryOf(t, st.doc))
+		if got := tokens(s, "m1", "output"); got != st.wantOutput {
+			t.Errorf("%s: output tokens %v, want %v", st.name, got, st.wantOutput)
+		}
+		if changed != st.wantChange {
+			t.Errorf("%s: changed=%v, want %v", st.name, changed, st.wantChange)
+		}
+	}
+	// The same thread in a second file (a copy) is not counted twice.
+	s.Apply("/other/T-1.json", FileVersion{}, summaryOf(t, grown))
+	if got := tokens(s, "m1", "output"); got != 150 {
+		t.Errorf("a copy of the thread was counted again: %v", got)
+	}
+	if got := s.Snapshot().Threads["smart"]; got != 1 {
+		t.Errorf("two files of one thread counted as %d threads", got)
+	}
+	s.Remove("/d/T-1.json")
+	s.Remove("/other/T-1.json")
+	if got := tokens(s, "m1", "output"); got != 150 {
+		t.Errorf("removing files lowered a counter: %v", got)
+	}
+	if got := len(s.Snapshot().Threads); got != 0 {
+		t.Errorf("threads present after removal: %d", got)
+	}
+}
+
+func TestLabelCapFoldsIntoOther(t *testing.T) {
+	var folded []string
+	s := NewThreadStore(StoreOptions{MaxLabelValues: 2, OnFold: func(l string) { folded = append(folded, l) }})
+	for i, model := range []string{"m1", "m2", "m3", "m4", "m3", "m1"} {
+		doc := strings.ReplaceAll(withTail(""), `"m1"`, `"`+model+`"`)
+		doc = strings.Replace(doc, `"T-1"`, `"T-`+string(rune('a'+i))+`"`, 1)
+		s.Apply("/d/"+model+string(rune('a'+i)), FileVersion{}, summaryOf(t, doc))
+	}
+	if got := tokens(s, "other", "output"); got != 300 {
+		t.Errorf("other = %v, want 300 (m3 twice, m4)", got)
+	}
+	if got := tokens(s, "m1", "output"); got != 200 {
+		t.Errorf("m1 = %v, want 200", got)
+	}
+	if strings.Join(folded, ",") != "model,model" {
+		t.Errorf("folds reported %v, want one per distinct folded model", folded)
+	}
+	// Hostile values become valid, bounded label values.
+	doc := strings.Replace(withTail(""), `"m1"`, `"`+strings.Repeat("é", 200)+"\xff"+`"`, 1)
+	s2 := NewThreadStore(StoreOptions{})
+	s2.Apply("/d/x", FileVersion{}, summaryOf(t, doc))
+	problems, err := testutil.CollectAndLint(NewAmpCollector(s2))
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("hostile label: %v %v", err, problems)
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	s := fixtureStore(t, StoreOptions{MaxLabelValues: 3})
+	st := s.Export()
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	restored := NewThreadStore(StoreOptions{MaxLabelValues: 3, Now: func() time.Time { return fixedNow }})
+	if err := restored.Import(&back); err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.Snapshot(), restored.Snapshot()
+	if len(a.totals) != len(b.totals) {
+		t.Fatalf("series %d vs %d", len(a.totals), len(b.totals))
+	}
+	for k, v := range a.totals {
+		if b.totals[k] != v {
+			t.Errorf("%v: %v after restore, want %v", k, b.totals[k], v)
+		}
+	}
+	// Re-applying the same files after a restart changes nothing.
+	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if th, err := thread.NewParser().ParseBytes(data); err == nil {
+			restored.Apply("/threads/"+filepath.Base(f), FileVersion{Size: int64(len(data))}, thread.Summarize(th))
+		}
+	}
+	for k, v := range a.totals {
+		if got := restored.Snapshot().totals[k]; got != v {
+			t.Errorf("%v: %v after re-reading, want %v", k, got, v)
+		}
+	}
+}
+
+func TestImportRefusesDamagedState(t *testing.T) {
+	good := fixtureStore(t, StoreOptions{}).Export()
+	tests := map[string]func(*State){
+		"version":        func(s *State) { s.Version = 99 },
+		"unknown family": func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "bogus", Value: 1}}} },
+		"negative":       func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}} },
+		"dangling file":  func(s *State) { s.Files["/x"] = FileRecord{Key: "T-nowhere"} },
+	}
+	for name, damage := range tests {
+		data, _ := json.Marshal(good)
+		var st State
+		_ = json.Unmarshal(data, &st)
+		damage(&st)
+		s := NewThreadStore(StoreOptions{})
+		if err := s.Import(&st); err == nil {
+			t.Errorf("%s: damaged state accepted", name)
+		}
+		if len(s.Snapshot().totals) != 0 {
+			t.Errorf("%s: a refused state left data behind", name)
+		}
+	}
+}
+
+func writeText(w *bytes.Buffer, mf *dto.MetricFamily) error {
+	_, err := expfmt.MetricFamilyToText(w, mf)
+	return err
+}
