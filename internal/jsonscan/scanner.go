@@ -74,9 +74,9 @@ type Scanner struct {
 	r       io.Reader
 	buf     []byte // the window over r, or the whole in-memory document
 	window  []byte // the scanner's own window, kept across Reset calls
-	pos     int   // next unread byte in buf
-	end     int   // end of valid data in buf
-	base    int64 // input offset of buf[0]
+	pos     int    // next unread byte in buf
+	end     int    // end of valid data in buf
+	base    int64  // input offset of buf[0]
 	eof     bool
 	err     error
 	scratch []byte
