@@ -419,8 +419,19 @@ func (s *Scanner) Skip() {
 	case Null:
 		s.literal("null")
 	case Object, Array:
-		s.skipContainer()
+		s.skipContainer(0)
 	}
+}
+
+// SkipRest consumes the remaining members of the object and its closing
+// brace, once the caller has what it needs from it. Call it in place of
+// the next Next, after the last member read has been consumed.
+func (it *ObjectIter) SkipRest() {
+	if it.done || it.s.err != nil {
+		return
+	}
+	it.done = true
+	it.s.skipContainer(1)
 }
 
 func (s *Scanner) literal(want string) {
@@ -554,11 +565,11 @@ func trailingBackslashes(b []byte) int {
 	return n
 }
 
-// skipContainer consumes an object or array, counting brackets outside
+// skipContainer consumes an object or array (from its opening bracket, or
+// from inside it with depth 1), counting brackets outside
 // strings. Brackets are not matched by type: a skipped region only has to
 // be balanced, which is all that is needed to find where it ends.
-func (s *Scanner) skipContainer() {
-	depth := 0
+func (s *Scanner) skipContainer(depth int) {
 	for {
 		buf := s.buf[:s.end]
 		i := s.pos
@@ -575,6 +586,14 @@ func (s *Scanner) skipContainer() {
 			}
 			switch c {
 			case '"':
+				// Most strings end at the first quote: find it inline.
+				if j := bytes.IndexByte(buf[i:], '"'); j > 0 && buf[i+j-1] != '\\' {
+					i += j + 1
+					continue
+				} else if j == 0 {
+					i++
+					continue
+				}
 				s.pos = i
 				s.skipStringBody()
 				if s.err != nil {

@@ -163,6 +163,10 @@ func (p *Parser) ParseBytes(b []byte) (*Thread, error) {
 	return p.parse()
 }
 
+// Forget drops the parser's reference to the last document given to
+// ParseBytes (a mapped file about to be unmapped, say).
+func (p *Parser) Forget() { p.sc.ResetBytes(nil) }
+
 func (p *Parser) str(b []byte) string {
 	if s, ok := p.intern[string(b)]; ok {
 		return s
@@ -344,6 +348,11 @@ func (p *Parser) content(m *Message) bool {
 				if v, ok := sc.String(); ok {
 					typ = p.str(v)
 				}
+				if typ != "tool_use" && typ != "tool_result" {
+					// Text, thinking, images: nothing else in the block
+					// is counted, and it is where the bulk is.
+					obj.SkipRest()
+				}
 			case "id":
 				if v, ok := sc.String(); ok {
 					idHash, hasID = maphash.Bytes(p.seed, v), true
@@ -394,7 +403,8 @@ func (p *Parser) runStatus() string {
 			if v, ok := sc.String(); ok {
 				status = p.str(v)
 			}
-			continue
+			obj.SkipRest() // result, progress, ~debug
+			break
 		}
 		sc.Skip() // result, progress, ~debug: the bulk of the file
 	}

@@ -147,7 +147,11 @@ func BenchmarkInitialScan(b *testing.B) {
 						return err
 					}
 					defer f.Close()
-					th, err := p.Parse(f)
+					fi, err := f.Stat()
+					if err != nil {
+						return err
+					}
+					th, err := parseFile(p, f, fi.Size(), 1<<40)
 					if err != nil {
 						return fmt.Errorf("%s: %w", path, err)
 					}

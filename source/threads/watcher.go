@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -526,9 +525,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		return r
 	}
 	defer f.Close()
-	// Read at most one byte past the limit: a file that grew past it
-	// since stat shows up as truncated JSON and is retried.
-	t, err := p.Parse(io.LimitReader(f, w.cfg.MaxFileBytes+1))
+	t, err := parseFile(p, f, j.size, w.cfg.MaxFileBytes)
 	if err != nil {
 		r.err = err
 		return r
