@@ -142,7 +142,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Logger:      logger,
 		Clock:       clock.Real{},
 		Workers:     runtime.GOMAXPROCS(0),
-		OnFirstScan: func() { ready.Store(true); logger.Info("first scan done, ready") },
+		OnFirstScan: func() { ready.Store(true) },
 	}, store, metrics)
 
 	reloads := make(chan reloadRequest)

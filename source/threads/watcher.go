@@ -102,7 +102,6 @@ type Watcher struct {
 	coalescing bool
 	retry      clock.Timer
 	retryArmed bool
-	firstDone  bool
 }
 
 // New returns a watcher; Run starts it.
@@ -177,8 +176,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}()
 	}
 	w.syncWatches()
+	start := clk.Now()
 	w.scanAll(ctx)
-	w.firstDone = true
+	w.log.Info("first scan done", "dirs", len(w.cfg.Dirs), "missing_dirs", len(w.missing),
+		"duration", clk.Now().Sub(start).Round(time.Millisecond))
 	if w.opts.OnFirstScan != nil {
 		w.opts.OnFirstScan()
 	}
