@@ -37,6 +37,7 @@ lint:
 fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScanner -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads

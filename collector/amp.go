@@ -4,15 +4,18 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 )
 
 // Token types, the values of amp_tokens_total's token_type label.
 var TokenTypes = []string{"input", "output", "cache_read", "cache_creation"}
 
-// AmpCollector exposes the Amp families from the threads store. It reads a
-// snapshot per scrape: a scrape never waits on parsing.
+// AmpCollector exposes the Amp families from the threads and stream-json
+// stores. It reads a snapshot per scrape: a scrape never waits on parsing.
 type AmpCollector struct {
 	threads *ThreadStore
+	stream  *StreamStore
 
 	threadsPresent *prometheus.Desc
 	messages       *prometheus.Desc
@@ -25,12 +28,29 @@ type AmpCollector struct {
 	exchange       *prometheus.Desc
 	lastActivity   *prometheus.Desc
 	lastChange     *prometheus.Desc
+	executions     *prometheus.Desc
+	execDuration   *prometheus.Desc
+	execTurns      *prometheus.Desc
+	denials        *prometheus.Desc
 }
 
-// NewAmpCollector returns a collector over the threads store.
-func NewAmpCollector(threads *ThreadStore) *AmpCollector {
+// NewAmpCollector returns a collector over the stores; stream may be nil.
+func NewAmpCollector(threads *ThreadStore, stream *StreamStore) *AmpCollector {
 	return &AmpCollector{
 		threads: threads,
+		stream:  stream,
+		executions: prometheus.NewDesc("amp_executions_total",
+			"Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line).",
+			[]string{"outcome"}, nil),
+		execDuration: prometheus.NewDesc("amp_execution_duration_seconds",
+			"duration_ms of stream-json result lines.",
+			[]string{"outcome"}, nil),
+		execTurns: prometheus.NewDesc("amp_execution_turns",
+			"num_turns of stream-json result lines.",
+			nil, nil),
+		denials: prometheus.NewDesc("amp_permission_denials_total",
+			"Tools denied permission in stream-json runs, by normalized tool name.",
+			[]string{"tool"}, nil),
 		threadsPresent: prometheus.NewDesc("amp_threads",
 			"Amp thread files currently present and readable, by agent mode.",
 			[]string{"agent_mode"}, nil),
@@ -70,70 +90,119 @@ func NewAmpCollector(threads *ThreadStore) *AmpCollector {
 // Describe implements prometheus.Collector.
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.threadsPresent, c.messages, c.prompts, c.tokens, c.credits,
-		c.finished, c.toolCalls, c.contextUtil, c.exchange, c.lastActivity, c.lastChange} {
+		c.finished, c.toolCalls, c.contextUtil, c.exchange, c.lastActivity, c.lastChange,
+		c.executions, c.execDuration, c.execTurns, c.denials} {
 		ch <- d
+	}
+}
+
+func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	m, err := prometheus.NewConstMetric(desc, t, v, labels...)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(desc, err)
+	}
+	ch <- m
+}
+
+// histograms gathers per-bucket counts of one family by its l1 label.
+type histograms map[string][]float64
+
+func (h histograms) add(l1, l2 string, n int, v float64) {
+	b := h[l1]
+	if b == nil {
+		b = make([]float64, n+1)
+		h[l1] = b
+	}
+	if i, err := strconv.Atoi(l2); err == nil && i >= 0 && i < len(b) {
+		b[i] += v
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.threads.Snapshot()
-	src := SourceThreads
-	emit := func(desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-		m, err := prometheus.NewConstMetric(desc, t, v, labels...)
-		if err != nil {
-			m = prometheus.NewInvalidMetric(desc, err)
-		}
-		ch <- m
-	}
 	for mode, n := range snap.Threads {
-		emit(c.threadsPresent, prometheus.GaugeValue, float64(n), mode)
+		emit(ch, c.threadsPresent, prometheus.GaugeValue, float64(n), mode)
 	}
-	// Known series start at zero so rate() and alerts work from the first
-	// scrape.
-	emit(c.messages, prometheus.CounterValue, snap.totals[seriesKey{famMessages, "user", ""}], src, "user")
-	emit(c.messages, prometheus.CounterValue, snap.totals[seriesKey{famMessages, "assistant", ""}], src, "assistant")
-	emit(c.prompts, prometheus.CounterValue, snap.totals[seriesKey{famPrompts, "", ""}], src)
-
-	contextBuckets := map[string][]float64{}
-	contextSums := map[string]float64{}
-	exchangeBuckets := make([]float64, len(ExchangeBuckets)+1)
+	c.collectShared(ch, snap.totals, SourceThreads)
+	contextBuckets, contextSums := histograms{}, map[string]float64{}
+	exchange := histograms{"": make([]float64, len(ExchangeBuckets)+1)}
 	for k, v := range snap.totals {
 		switch k.fam {
-		case famTokens:
-			emit(c.tokens, prometheus.CounterValue, v, src, k.l1, k.l2)
 		case famCredits:
-			emit(c.credits, prometheus.CounterValue, v, src, k.l1)
-		case famFinished:
-			emit(c.finished, prometheus.CounterValue, v, src, k.l1, k.l2)
-		case famToolCalls:
-			emit(c.toolCalls, prometheus.CounterValue, v, src, k.l1, k.l2)
+			emit(ch, c.credits, prometheus.CounterValue, v, SourceThreads, k.l1)
 		case famContextBucket:
-			b := contextBuckets[k.l1]
-			if b == nil {
-				b = make([]float64, len(ContextBuckets)+1)
-				contextBuckets[k.l1] = b
-			}
-			if i, err := strconv.Atoi(k.l2); err == nil && i >= 0 && i < len(b) {
-				b[i] += v
-			}
+			contextBuckets.add(k.l1, k.l2, len(ContextBuckets), v)
 		case famContextSum:
 			contextSums[k.l1] += v
 		case famExchangeBucket:
-			if i, err := strconv.Atoi(k.l2); err == nil && i >= 0 && i < len(exchangeBuckets) {
-				exchangeBuckets[i] += v
-			}
+			exchange.add("", k.l2, len(ExchangeBuckets), v)
 		}
 	}
 	for model, b := range contextBuckets {
 		ch <- constHistogram(c.contextUtil, ContextBuckets, b, contextSums[model], model)
 	}
-	ch <- constHistogram(c.exchange, ExchangeBuckets, exchangeBuckets, snap.totals[seriesKey{famExchangeSum, "", ""}], src)
+	ch <- constHistogram(c.exchange, ExchangeBuckets, exchange[""], snap.totals[seriesKey{famExchangeSum, "", ""}], SourceThreads)
 	if !snap.LastActivity.IsZero() {
-		emit(c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
+		emit(ch, c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
 	}
 	if !snap.LastChange.IsZero() {
-		emit(c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, src)
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceThreads)
+	}
+	if c.stream != nil {
+		c.collectStream(ch)
+	}
+}
+
+// collectShared emits the families both sources feed.
+func (c *AmpCollector) collectShared(ch chan<- prometheus.Metric, totals contribution, src string) {
+	// Known series start at zero so rate() and alerts work from the first
+	// scrape.
+	emit(ch, c.messages, prometheus.CounterValue, totals[seriesKey{famMessages, "user", ""}], src, "user")
+	emit(ch, c.messages, prometheus.CounterValue, totals[seriesKey{famMessages, "assistant", ""}], src, "assistant")
+	emit(ch, c.prompts, prometheus.CounterValue, totals[seriesKey{famPrompts, "", ""}], src)
+	for k, v := range totals {
+		switch k.fam {
+		case famTokens:
+			emit(ch, c.tokens, prometheus.CounterValue, v, src, k.l1, k.l2)
+		case famFinished:
+			emit(ch, c.finished, prometheus.CounterValue, v, src, k.l1, k.l2)
+		case famToolCalls:
+			emit(ch, c.toolCalls, prometheus.CounterValue, v, src, k.l1, k.l2)
+		}
+	}
+}
+
+func (c *AmpCollector) collectStream(ch chan<- prometheus.Metric) {
+	snap := c.stream.Snapshot()
+	c.collectShared(ch, snap.totals, SourceStream)
+	for _, outcome := range []string{streamjson.OutcomeSuccess, streamjson.OutcomeError, streamjson.OutcomeIncomplete} {
+		emit(ch, c.executions, prometheus.CounterValue, snap.totals[seriesKey{famExecutions, outcome, ""}], outcome)
+	}
+	durations := histograms{
+		streamjson.OutcomeSuccess: make([]float64, len(ExecutionDurationBuckets)+1),
+		streamjson.OutcomeError:   make([]float64, len(ExecutionDurationBuckets)+1),
+	}
+	durationSums := map[string]float64{}
+	turns := histograms{"": make([]float64, len(ExecutionTurnsBuckets)+1)}
+	for k, v := range snap.totals {
+		switch k.fam {
+		case famExecDurationBucket:
+			durations.add(k.l1, k.l2, len(ExecutionDurationBuckets), v)
+		case famExecDurationSum:
+			durationSums[k.l1] += v
+		case famExecTurnsBucket:
+			turns.add("", k.l2, len(ExecutionTurnsBuckets), v)
+		case famPermissionDenials:
+			emit(ch, c.denials, prometheus.CounterValue, v, k.l1)
+		}
+	}
+	for outcome, b := range durations {
+		ch <- constHistogram(c.execDuration, ExecutionDurationBuckets, b, durationSums[outcome], outcome)
+	}
+	ch <- constHistogram(c.execTurns, ExecutionTurnsBuckets, turns[""], snap.totals[seriesKey{famExecTurnsSum, "", ""}])
+	if !snap.LastChange.IsZero() {
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceStream)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -62,7 +63,7 @@ func fixtureStore(t *testing.T, opts StoreOptions) *ThreadStore {
 
 func TestCollectorMatchesGoldenExposition(t *testing.T) {
 	s := fixtureStore(t, StoreOptions{})
-	c := NewAmpCollector(s)
+	c := NewAmpCollector(s, nil)
 	golden := filepath.Join("testdata", "fixtures.prom")
 	if *update {
 		reg := prometheus.NewPedanticRegistry()
@@ -96,7 +97,7 @@ func TestCollectorMatchesGoldenExposition(t *testing.T) {
 
 func TestCollectorLint(t *testing.T) {
 	s := fixtureStore(t, StoreOptions{})
-	problems, err := testutil.CollectAndLint(NewAmpCollector(s))
+	problems, err := testutil.CollectAndLint(NewAmpCollector(s, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestCollectorLint(t *testing.T) {
 }
 
 func TestKnownSeriesStartAtZero(t *testing.T) {
-	c := NewAmpCollector(NewThreadStore(StoreOptions{}))
+	c := NewAmpCollector(NewThreadStore(StoreOptions{}), nil)
 	want := `
 # HELP amp_messages_total Amp messages seen, by role (user, assistant).
 # TYPE amp_messages_total counter
@@ -214,7 +215,7 @@ func TestLabelCapFoldsIntoOther(t *testing.T) {
 	doc := strings.Replace(withTail(""), `"m1"`, `"`+strings.Repeat("é", 200)+"\xff"+`"`, 1)
 	s2 := NewThreadStore(StoreOptions{})
 	s2.Apply("/d/x", FileVersion{}, summaryOf(t, doc))
-	problems, err := testutil.CollectAndLint(NewAmpCollector(s2))
+	problems, err := testutil.CollectAndLint(NewAmpCollector(s2, nil))
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("hostile label: %v %v", err, problems)
 	}
@@ -285,4 +286,107 @@ func TestImportRefusesDamagedState(t *testing.T) {
 func writeText(w *bytes.Buffer, mf *dto.MetricFamily) error {
 	_, err := expfmt.MetricFamilyToText(w, mf)
 	return err
+}
+
+// streamStore feeds every stream-json capture of the parser's testdata
+// through a Run into a store, as the tailer does.
+func streamStore(t *testing.T) *StreamStore {
+	t.Helper()
+	s := NewStreamStore(NewLabelCap(100, nil), func() time.Time { return fixedNow })
+	files, _ := filepath.Glob("../parser/streamjson/testdata/*.jsonl")
+	if len(files) == 0 {
+		t.Fatal("no captures")
+	}
+	p := streamjson.NewParser()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run streamjson.Run
+		var incs []streamjson.Increments
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if m, ok, err := p.ParseLine(line); err == nil && ok {
+				incs = append(incs, run.Apply(m))
+			}
+		}
+		if ex, open := run.End(); open {
+			incs = append(incs, streamjson.Increments{Executions: []streamjson.Execution{ex}})
+		}
+		s.ApplyFile(f, StreamFile{Offset: int64(len(data)), Run: run}, incs)
+	}
+	return s
+}
+
+func TestStreamFamiliesGoldenAndLint(t *testing.T) {
+	c := NewAmpCollector(NewThreadStore(StoreOptions{}), streamStore(t))
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	names := []string{"amp_executions_total", "amp_execution_duration_seconds", "amp_execution_turns",
+		"amp_permission_denials_total", "amp_tokens_total", "amp_tool_calls_total", "amp_assistant_messages_total",
+		"amp_messages_total", "amp_prompts_total"}
+	golden := filepath.Join("testdata", "streams.prom")
+	if *update {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		for _, mf := range mfs {
+			for _, n := range names {
+				if mf.GetName() == n {
+					if err := writeText(&buf, mf); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatalf("%v (go test ./collector -update writes it)", err)
+	}
+	defer f.Close()
+	if err := testutil.CollectAndCompare(c, f, names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamStateRoundTrip(t *testing.T) {
+	s := streamStore(t)
+	data, err := json.Marshal(s.Export())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st StreamState
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	back := NewStreamStore(NewLabelCap(100, nil), nil)
+	if err := back.Import(&st); err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.Snapshot(), back.Snapshot()
+	if len(a.totals) == 0 || len(a.totals) != len(b.totals) {
+		t.Fatalf("series %d vs %d", len(a.totals), len(b.totals))
+	}
+	for k, v := range a.totals {
+		if b.totals[k] != v {
+			t.Errorf("%v: %v after restore, want %v", k, b.totals[k], v)
+		}
+	}
+	st.Series = append(st.Series, SeriesValue{Family: "bogus", Value: 1})
+	if err := NewStreamStore(NewLabelCap(100, nil), nil).Import(&st); err == nil {
+		t.Fatal("damaged stream state accepted")
+	}
 }

@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -21,10 +23,12 @@ const maxLabelLength = 128
 // remembered, so hostile data cannot grow memory without bound.
 const maxFoldedTracked = 10000
 
-// labelCap admits the first max distinct values of each data-derived label
+// LabelCap admits the first max distinct values of each data-derived label
 // and folds the rest into "other". Admission is permanent (and persisted), so
-// a value keeps its series for the life of the counters.
-type labelCap struct {
+// a value keeps its series for the life of the counters. One LabelCap is
+// shared by every source, so the cap bounds a label's series in total.
+type LabelCap struct {
+	mu       sync.Mutex
 	max      int
 	admitted map[string]map[string]struct{}
 	folded   map[string]map[string]struct{}
@@ -32,11 +36,16 @@ type labelCap struct {
 	onFold func(label string)
 }
 
-func newLabelCap(max int, onFold func(string)) *labelCap {
+// NewLabelCap returns a cap of max values per label; onFold is called once
+// per distinct folded value with the label's name.
+func NewLabelCap(max int, onFold func(string)) *LabelCap {
 	if onFold == nil {
 		onFold = func(string) {}
 	}
-	return &labelCap{
+	if max <= 0 {
+		max = 100
+	}
+	return &LabelCap{
 		max:      max,
 		admitted: map[string]map[string]struct{}{},
 		folded:   map[string]map[string]struct{}{},
@@ -44,9 +53,21 @@ func newLabelCap(max int, onFold func(string)) *labelCap {
 	}
 }
 
+// SetMax changes the cap for values not yet admitted.
+func (c *LabelCap) SetMax(n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.max = n
+	c.mu.Unlock()
+}
+
 // value returns the label value to use for a data value.
-func (c *labelCap) value(label, v string) string {
+func (c *LabelCap) value(label, v string) string {
 	v = sanitizeLabel(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	set := c.admitted[label]
 	if set == nil {
 		set = map[string]struct{}{}
@@ -75,7 +96,9 @@ func (c *labelCap) value(label, v string) string {
 
 // admit restores a persisted admission, even past the cap: values that
 // already own series keep them after a restart or a lowered limit.
-func (c *labelCap) admit(label, v string) {
+func (c *LabelCap) admit(label, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	set := c.admitted[label]
 	if set == nil {
 		set = map[string]struct{}{}
@@ -101,4 +124,20 @@ func sanitizeLabel(v string) string {
 		v = v[:cut]
 	}
 	return v
+}
+
+// export returns the admitted values per label, sorted.
+func (c *LabelCap) export() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string][]string{}
+	for label, set := range c.admitted {
+		vals := make([]string, 0, len(set))
+		for v := range set {
+			vals = append(vals, v)
+		}
+		sort.Strings(vals)
+		out[label] = vals
+	}
+	return out
 }

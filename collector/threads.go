@@ -85,7 +85,7 @@ type threadRecord struct {
 // counted twice.
 type ThreadStore struct {
 	mu           sync.RWMutex
-	labels       *labelCap
+	labels       *LabelCap
 	threads      map[string]*threadRecord
 	files        map[string]*FileRecord
 	totals       contribution
@@ -97,6 +97,9 @@ type ThreadStore struct {
 
 // StoreOptions configures a ThreadStore.
 type StoreOptions struct {
+	// Labels is the label cap shared with the other sources; when nil the
+	// store makes its own from MaxLabelValues and OnFold.
+	Labels         *LabelCap
 	MaxLabelValues int
 	// OnFold is called once per distinct data value folded into "other",
 	// with the label's name.
@@ -112,24 +115,16 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	if opts.MaxLabelValues <= 0 {
 		opts.MaxLabelValues = 100
 	}
+	if opts.Labels == nil {
+		opts.Labels = NewLabelCap(opts.MaxLabelValues, opts.OnFold)
+	}
 	return &ThreadStore{
-		labels:  newLabelCap(opts.MaxLabelValues, opts.OnFold),
+		labels:  opts.Labels,
 		threads: map[string]*threadRecord{},
 		files:   map[string]*FileRecord{},
 		totals:  contribution{},
 		now:     opts.Now,
 	}
-}
-
-// SetMaxLabelValues changes the cap for values not yet admitted; values that
-// already have series keep them.
-func (s *ThreadStore) SetMaxLabelValues(n int) {
-	if n <= 0 {
-		return
-	}
-	s.mu.Lock()
-	s.labels.max = n
-	s.mu.Unlock()
 }
 
 // File returns the record of a present file.
@@ -342,14 +337,7 @@ func (s *ThreadStore) Export() *State {
 		Threads:      make(map[string]ThreadState, len(s.threads)),
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
-	for label, set := range s.labels.admitted {
-		vals := make([]string, 0, len(set))
-		for v := range set {
-			vals = append(vals, v)
-		}
-		sort.Strings(vals)
-		st.Labels[label] = vals
-	}
+	st.Labels = s.labels.export()
 	for key, rec := range s.threads {
 		ts := ThreadState{LastActivity: rec.lastActivity, Series: make([]SeriesValue, 0, len(rec.contrib))}
 		for k, v := range rec.contrib {

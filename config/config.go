@@ -22,7 +22,23 @@ import (
 // Config is the whole configuration file.
 type Config struct {
 	Threads ThreadsConfig `yaml:"threads"`
+	Streams StreamsConfig `yaml:"streams"`
 	Limits  LimitsConfig  `yaml:"limits"`
+}
+
+// StreamsConfig configures the Amp --stream-json source.
+type StreamsConfig struct {
+	// Dirs are directories of *.jsonl captures, tailed.
+	Dirs         []string       `yaml:"dirs"`
+	PollInterval model.Duration `yaml:"poll_interval"`
+	MaxLineBytes ByteSize       `yaml:"max_line_bytes"`
+	Ingest       IngestConfig   `yaml:"ingest"`
+}
+
+// IngestConfig configures POST /api/v1/ingest/stream-json.
+type IngestConfig struct {
+	Enabled      bool     `yaml:"enabled"`
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
 }
 
 // ThreadsConfig configures the Amp thread-file source.
@@ -47,6 +63,11 @@ func Default() *Config {
 		Threads: ThreadsConfig{
 			ResyncInterval: model.Duration(5 * time.Minute),
 			PollInterval:   model.Duration(time.Second),
+		},
+		Streams: StreamsConfig{
+			PollInterval: model.Duration(500 * time.Millisecond),
+			MaxLineBytes: 16 << 20,
+			Ingest:       IngestConfig{Enabled: true, MaxBodyBytes: 1 << 30},
 		},
 		Limits: LimitsConfig{
 			MaxLabelValues: 100,
@@ -108,6 +129,8 @@ var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type
 var sectionOf = map[string]string{
 	"Config":        "the top level",
 	"ThreadsConfig": "threads",
+	"StreamsConfig": "streams",
+	"IngestConfig":  "streams.ingest",
 	"LimitsConfig":  "limits",
 }
 
@@ -139,27 +162,17 @@ func (c *Config) resolve(env Env) error {
 	if len(c.Threads.Dirs) == 0 {
 		c.Threads.Dirs = []string{DefaultThreadsDir(env)}
 	}
-	seen := map[string]bool{}
-	dirs := c.Threads.Dirs[:0]
-	for _, d := range c.Threads.Dirs {
-		if strings.TrimSpace(d) == "" {
-			errs = append(errs, "threads.dirs: an entry is empty")
-			continue
-		}
-		if d == "~" || strings.HasPrefix(d, "~/") {
-			d = filepath.Join(env.Home, strings.TrimPrefix(d, "~"))
-		}
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("threads.dirs: %q: %v", d, err))
-			continue
-		}
-		if !seen[abs] {
-			seen[abs] = true
-			dirs = append(dirs, abs)
-		}
+	c.Threads.Dirs = resolveDirs("threads.dirs", c.Threads.Dirs, env, &errs)
+	c.Streams.Dirs = resolveDirs("streams.dirs", c.Streams.Dirs, env, &errs)
+	if d := time.Duration(c.Streams.PollInterval); d < 50*time.Millisecond {
+		errs = append(errs, fmt.Sprintf("streams.poll_interval: %s is too short, use at least 50ms", d))
 	}
-	c.Threads.Dirs = dirs
+	if c.Streams.MaxLineBytes < 1024 {
+		errs = append(errs, fmt.Sprintf("streams.max_line_bytes: %d bytes, must be at least 1KiB", c.Streams.MaxLineBytes))
+	}
+	if c.Streams.Ingest.MaxBodyBytes < c.Streams.MaxLineBytes {
+		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
+	}
 	if d := time.Duration(c.Threads.ResyncInterval); d < time.Second {
 		errs = append(errs, fmt.Sprintf("threads.resync_interval: %s is too short, use at least 1s", d))
 	}
@@ -176,6 +189,31 @@ func (c *Config) resolve(env Env) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// resolveDirs expands "~/", makes paths absolute and drops repeats.
+func resolveDirs(key string, in []string, env Env, errs *[]string) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, d := range in {
+		if strings.TrimSpace(d) == "" {
+			*errs = append(*errs, key+": an entry is empty")
+			continue
+		}
+		if d == "~" || strings.HasPrefix(d, "~/") {
+			d = filepath.Join(env.Home, strings.TrimPrefix(d, "~"))
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			*errs = append(*errs, fmt.Sprintf("%s: %q: %v", key, d, err))
+			continue
+		}
+		if !seen[abs] {
+			seen[abs] = true
+			dirs = append(dirs, abs)
+		}
+	}
+	return dirs
 }
 
 // String renders the configuration as YAML, as the exporter sees it.

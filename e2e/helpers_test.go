@@ -325,6 +325,8 @@ next:
 			sum += m.GetGauge().GetValue()
 		case m.Untyped != nil:
 			sum += m.GetUntyped().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount()) // observations
 		default:
 			continue
 		}

@@ -18,8 +18,13 @@ type routeDeps struct {
 	ready         *atomic.Bool
 	reloads       chan<- reloadRequest
 	config        func() string
+	ingest        http.Handler
+	ingestEnabled func() bool
 	logger        *slog.Logger
 }
+
+// IngestPath is where stream-json lines are POSTed.
+const IngestPath = "/api/v1/ingest/stream-json"
 
 func routes(mux *http.ServeMux, d routeDeps) error {
 	mux.Handle(d.telemetryPath, promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{
@@ -60,6 +65,15 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		case <-r.Context().Done():
 		}
 	})
+	if d.ingest != nil {
+		mux.HandleFunc(IngestPath, func(w http.ResponseWriter, r *http.Request) {
+			if !d.ingestEnabled() {
+				http.Error(w, "Ingest is disabled (streams.ingest.enabled: false).", http.StatusNotFound)
+				return
+			}
+			d.ingest.ServeHTTP(w, r)
+		})
+	}
 	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, d.config())

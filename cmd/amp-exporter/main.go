@@ -31,6 +31,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
 
@@ -53,6 +54,8 @@ func init() {
 }
 
 type flags struct {
+	command       string
+	ingest        ingestOptions
 	configFile    string
 	configCheck   bool
 	telemetryPath string
@@ -74,15 +77,23 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 		Default("").StringVar(&f.storagePath)
 	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
 	flag.AddFlags(app, f.log)
+	app.Command("serve", "Run the exporter (the default command).").Default()
+	ingest := app.Command("ingest", "Copy stdin to stdout and stream it to an exporter's "+IngestPath+
+		" endpoint: amp -x --stream-json … | amp-exporter ingest")
+	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + IngestPath).StringVar(&f.ingest.url)
+	ingest.Flag("basic-auth.username", "Basic auth user, when the exporter's --web.config.file asks for one.").StringVar(&f.ingest.user)
+	ingest.Flag("basic-auth.password-file", "File holding the basic auth password.").StringVar(&f.ingest.passwordFile)
 	app.Version(version.Print("amp-exporter"))
 	app.HelpFlag.Short('h')
 	exited := false
 	code := 0
 	app.Terminate(func(c int) { exited, code = true, c })
-	if _, err := app.Parse(args); err != nil {
+	cmd, err := app.Parse(args)
+	if err != nil {
 		fmt.Fprintf(stderr, "amp-exporter: %v (try --help)\n", err)
 		return nil, 2, true
 	}
+	f.command = cmd
 	if exited {
 		return nil, code, true
 	}
@@ -93,6 +104,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	f, code, done := parseFlags(args, stdout, stderr)
 	if done {
 		return code
+	}
+	if f.command == "ingest" {
+		return runIngest(f.ingest, os.Stdin, stdout, stderr)
 	}
 	logger := promslog.New(f.log)
 	env := config.OSEnv()
@@ -108,6 +122,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Info("starting amp-exporter", "version", version.Info(), "build", version.BuildContext())
 	logger.Info("watching thread directories", "dirs", cfg.Threads.Dirs)
+	if len(cfg.Streams.Dirs) > 0 {
+		logger.Info("tailing stream-json directories", "dirs", cfg.Streams.Dirs)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -117,23 +134,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	)
 	metrics := collector.NewExporterMetrics(reg)
 	metrics.ConfigLoaded(true, time.Now())
-	store := collector.NewThreadStore(collector.StoreOptions{
-		MaxLabelValues: cfg.Limits.MaxLabelValues,
-		OnFold:         metrics.LabelFolded,
-	})
-	reg.MustRegister(collector.NewAmpCollector(store))
+	labels := collector.NewLabelCap(cfg.Limits.MaxLabelValues, metrics.LabelFolded)
+	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
+	streamStore := collector.NewStreamStore(labels, nil)
+	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
 
-	var persist *stateKeeper
+	var keepers []*stateKeeper
 	if f.storagePath != "" {
-		persist = &stateKeeper{
-			path:    filepath.Join(f.storagePath, "threads-state.json"),
-			store:   store,
-			metrics: metrics,
-			log:     logger,
+		keepers = []*stateKeeper{
+			threadKeeper(filepath.Join(f.storagePath, "threads-state.json"), store, metrics, logger),
+			streamKeeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore, metrics, logger),
 		}
-		if err := persist.load(); err != nil {
-			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
-			return 1
+		for _, k := range keepers {
+			if err := k.restore(); err != nil {
+				logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
+				return 1
+			}
 		}
 	}
 
@@ -144,12 +160,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Workers:     runtime.GOMAXPROCS(0),
 		OnFirstScan: func() { ready.Store(true) },
 	}, store, metrics)
+	tailer := streams.NewTailer(tailConfig(cfg), streamStore, metrics, logger, clock.Real{})
 
 	reloads := make(chan reloadRequest)
 	rl := &reloader{
-		path: f.configFile, env: env, current: cfg, store: store, watcher: watcher,
+		path: f.configFile, env: env, current: cfg, labels: labels, watcher: watcher, tailer: tailer,
 		metrics: metrics, log: logger, requests: reloads,
 	}
+	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
 
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{
@@ -158,6 +176,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ready:         &ready,
 		reloads:       reloads,
 		config:        rl.config,
+		ingest:        ingest,
+		ingestEnabled: rl.ingestEnabled,
 		logger:        logger,
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
@@ -169,9 +189,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	var g rungroup.Group
 	g.Add(func() error { return watcher.Run(ctx) }, func(error) { cancel() })
+	g.Add(func() error { return tailer.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return rl.run(ctx) }, func(error) { cancel() })
-	if persist != nil {
-		g.Add(func() error { return persist.run(ctx) }, func(error) { cancel() })
+	for _, k := range keepers {
+		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
 		err := web.ListenAndServe(server, f.web, logger)
@@ -212,6 +233,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func tailConfig(cfg *config.Config) streams.TailConfig {
+	return streams.TailConfig{
+		Dirs:         cfg.Streams.Dirs,
+		PollInterval: time.Duration(cfg.Streams.PollInterval),
+		MaxLineBytes: int(cfg.Streams.MaxLineBytes),
+	}
 }
 
 func watcherConfig(cfg *config.Config) threads.Config {

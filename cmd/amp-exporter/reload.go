@@ -8,6 +8,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
 
@@ -20,14 +21,30 @@ type reloadRequest struct {
 type reloader struct {
 	path     string
 	env      config.Env
-	store    *collector.ThreadStore
+	labels   *collector.LabelCap
 	watcher  *threads.Watcher
+	tailer   *streams.Tailer
 	metrics  *collector.ExporterMetrics
 	log      *slog.Logger
 	requests chan reloadRequest
 
 	mu      sync.RWMutex
 	current *config.Config
+}
+
+func (r *reloader) ingestConfig() streams.IngestConfig {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return streams.IngestConfig{
+		MaxLineBytes: int(r.current.Streams.MaxLineBytes),
+		MaxBodyBytes: int64(r.current.Streams.Ingest.MaxBodyBytes),
+	}
+}
+
+func (r *reloader) ingestEnabled() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.current.Streams.Ingest.Enabled
 }
 
 func (r *reloader) config() string {
@@ -64,8 +81,9 @@ func (r *reloader) reload(ctx context.Context) error {
 		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
 		return err
 	}
-	r.store.SetMaxLabelValues(cfg.Limits.MaxLabelValues)
+	r.labels.SetMax(cfg.Limits.MaxLabelValues)
 	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
+	r.tailer.Reconfigure(ctx, tailConfig(cfg))
 	r.mu.Lock()
 	r.current = cfg
 	r.mu.Unlock()

@@ -12,34 +12,64 @@ import (
 
 // stateSaveInterval bounds what a crash can lose: counts made since the
 // last save are re-read from the files that still exist on restart, so only
-// the contributions of threads deleted in that window could be lost.
+// the contributions of threads deleted in that window (and stream lines
+// ingested over HTTP in it) could be lost.
 const stateSaveInterval = 10 * time.Second
 
-// stateKeeper loads the counting state at start and saves it whenever it
+// stateKeeper loads one store's state at start and saves it whenever it
 // changed, and once more at shutdown.
 type stateKeeper struct {
-	path    string
-	store   *collector.ThreadStore
+	path       string
+	generation func() uint64
+	export     func() any
+	// load decodes the file into the store; found is false when there is
+	// no file yet.
+	load    func(path string) (found bool, err error)
 	metrics *collector.ExporterMetrics
 	log     *slog.Logger
 	saved   uint64
 }
 
-// load restores the state. A damaged file is reported, set aside for
-// inspection and replaced by an empty state; it is never silently dropped.
-func (k *stateKeeper) load() error {
-	var st collector.State
-	found, err := statefile.Load(k.path, &st)
-	if err == nil && found {
-		err = k.store.Import(&st)
-		if err != nil {
-			err = errors.Join(statefile.ErrDamaged, err)
-		}
+func threadKeeper(path string, s *collector.ThreadStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+	return &stateKeeper{
+		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
+		load: func(path string) (bool, error) {
+			var st collector.State
+			found, err := statefile.Load(path, &st)
+			if err == nil && found {
+				if err = s.Import(&st); err != nil {
+					err = errors.Join(statefile.ErrDamaged, err)
+				}
+			}
+			return found, err
+		},
 	}
+}
+
+func streamKeeper(path string, s *collector.StreamStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+	return &stateKeeper{
+		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
+		load: func(path string) (bool, error) {
+			var st collector.StreamState
+			found, err := statefile.Load(path, &st)
+			if err == nil && found {
+				if err = s.Import(&st); err != nil {
+					err = errors.Join(statefile.ErrDamaged, err)
+				}
+			}
+			return found, err
+		},
+	}
+}
+
+// restore loads the state. A damaged file is reported, set aside for
+// inspection and replaced by an empty state; it is never silently dropped.
+func (k *stateKeeper) restore() error {
+	found, err := k.load(k.path)
 	switch {
 	case err == nil && found:
-		k.saved = k.store.Generation()
-		k.log.Info("state restored", "path", k.path, "threads", len(st.Threads), "files", len(st.Files))
+		k.saved = k.generation()
+		k.log.Info("state restored", "path", k.path)
 		return nil
 	case err == nil:
 		k.log.Info("no saved state yet, starting fresh", "path", k.path)
@@ -59,8 +89,8 @@ func (k *stateKeeper) load() error {
 }
 
 func (k *stateKeeper) save() error {
-	gen := k.store.Generation()
-	if err := statefile.Save(k.path, k.store.Export()); err != nil {
+	gen := k.generation()
+	if err := statefile.Save(k.path, k.export()); err != nil {
 		k.metrics.StateFailed("save")
 		return err
 	}
@@ -79,7 +109,7 @@ func (k *stateKeeper) run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
-			if k.store.Generation() == k.saved {
+			if k.generation() == k.saved {
 				continue
 			}
 			if err := k.save(); err != nil {

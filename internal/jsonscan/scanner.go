@@ -351,6 +351,20 @@ func (s *Scanner) String() (v []byte, ok bool) {
 	return v, s.err == nil
 }
 
+// StringPrefix returns at most the first max decoded bytes of the next
+// value if it is a string, skipping the rest of it without a length limit;
+// any other value is skipped and ok is false. A prefix cut inside a UTF-8
+// sequence may end with a partial rune.
+func (s *Scanner) StringPrefix(max int) (v []byte, ok bool) {
+	if s.Peek() != String {
+		s.Skip()
+		return nil, false
+	}
+	s.pos++
+	v = s.decodeString(max)
+	return v, s.err == nil
+}
+
 // Int returns the next value if it is a number that fits an int64 (a
 // fraction is truncated); any other value is skipped and ok is false.
 func (s *Scanner) Int() (int64, bool) {
@@ -669,8 +683,24 @@ func (s *Scanner) readString() []byte {
 // readEscapedString decodes from pos (just after the opening quote) into
 // scratch.
 func (s *Scanner) readEscapedString() []byte {
+	return s.decodeString(-1)
+}
+
+// decodeString decodes from pos (just after the opening quote) into
+// scratch. With limit >= 0 it stops decoding once limit bytes are out and
+// skips the rest of the string; otherwise a string past maxToken is an
+// error.
+func (s *Scanner) decodeString(limit int) []byte {
 	out := s.scratch[:0]
 	for {
+		if limit >= 0 && len(out) >= limit {
+			s.scratch = out
+			s.skipStringBody() // pos is at a character boundary
+			if s.err != nil {
+				return nil
+			}
+			return out
+		}
 		if s.pos >= s.end {
 			if !s.fill(s.pos) {
 				s.fail(ErrTruncated)

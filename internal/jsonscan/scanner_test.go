@@ -222,3 +222,23 @@ func TestResetBytesNeverWritesIntoTheDocument(t *testing.T) {
 		t.Fatalf("a reader parse after ResetBytes changed the caller's document (err %v)", s.Err())
 	}
 }
+
+func TestStringPrefix(t *testing.T) {
+	long := strings.Repeat(`ab\"c\\d\u00e9`, 400000) // far past maxToken once decoded? no: checks skipping
+	for name, s := range scanners([]byte(`["Tool execution cancelled: user \"stop\"", "` + long + `", "short", 7]`)) {
+		arr := s.Array()
+		var got []string
+		for arr.Next() {
+			v, ok := s.StringPrefix(26)
+			if ok {
+				got = append(got, string(v))
+			} else {
+				got = append(got, "<not a string>")
+			}
+		}
+		want := []string{"Tool execution cancelled: ", `ab"c\dé` + `ab"c\dé` + `ab"c\dé` + `ab`, "short", "<not a string>"}
+		if s.Err() != nil || !s.AtEOF() || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("%s: got %q err %v, want %q", name, got, s.Err(), want)
+		}
+	}
+}

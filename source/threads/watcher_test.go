@@ -96,7 +96,7 @@ func newHarness(t *testing.T, dir string, store *collector.ThreadStore, modify f
 		trace:   make(chan string, 100000),
 		done:    make(chan error, 1),
 	}
-	h.reg.MustRegister(collector.NewAmpCollector(store))
+	h.reg.MustRegister(collector.NewAmpCollector(store, nil))
 	cfg := Config{Dirs: []string{dir}, ResyncInterval: time.Hour, PollInterval: 5 * time.Second, MaxFileBytes: 1 << 20}
 	opts := Options{
 		Clock:      h.clk,

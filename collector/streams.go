@@ -1,0 +1,269 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+)
+
+// Families of the stream-json source, besides the shared Amp ones.
+const (
+	famExecutions         family = "executions"           // l1 outcome
+	famExecDurationBucket family = "exec_duration_bucket" // l1 outcome, l2 bucket index
+	famExecDurationSum    family = "exec_duration_sum"    // l1 outcome
+	famExecTurnsBucket    family = "exec_turns_bucket"    // l2 bucket index
+	famExecTurnsSum       family = "exec_turns_sum"       //
+	famPermissionDenials  family = "permission_denials"   // l1 tool
+)
+
+// Histogram bounds of the stream-json source.
+var (
+	ExecutionDurationBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+	ExecutionTurnsBuckets    = []float64{1, 2, 3, 5, 10, 20, 50, 100, 200}
+)
+
+// StreamFile is where the tailer is in one stream-json capture: the file's
+// identity, the offset of the first byte not yet counted, and the state of
+// the run in progress. It is saved with the counters, so a restart resumes
+// at the same byte and names the tools of a run begun before it.
+type StreamFile struct {
+	Inode  uint64 `json:"ino"`
+	Offset int64  `json:"offset"`
+	// HeadHash is a hash of the file's first HeadLen bytes: a file
+	// truncated and written again between two polls keeps its inode and
+	// may be longer than before, but rarely starts the same.
+	HeadLen  int            `json:"head_len"`
+	HeadHash uint64         `json:"head_hash"`
+	Run      streamjson.Run `json:"run"`
+}
+
+// StreamStore holds the stream-json source's counters. Lines are events: each
+// is counted once, when it is read, and never again.
+type StreamStore struct {
+	mu         sync.RWMutex
+	labels     *LabelCap
+	totals     contribution
+	files      map[string]*StreamFile
+	lastChange time.Time
+	generation uint64
+	now        func() time.Time
+}
+
+// NewStreamStore returns an empty store sharing the label cap.
+func NewStreamStore(labels *LabelCap, now func() time.Time) *StreamStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &StreamStore{labels: labels, totals: contribution{}, files: map[string]*StreamFile{}, now: now}
+}
+
+// File returns the tailing state of a capture.
+func (s *StreamStore) File(path string) (StreamFile, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.files[path]
+	if !ok {
+		return StreamFile{}, false
+	}
+	c := *f
+	// The caller advances the run; the stored map must not change under a
+	// concurrent Export.
+	if f.Run.Pending != nil {
+		c.Run.Pending = make(map[string]string, len(f.Run.Pending))
+		for k, v := range f.Run.Pending {
+			c.Run.Pending[k] = v
+		}
+	}
+	return c, true
+}
+
+// Files lists the captures being tailed.
+func (s *StreamStore) Files() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.files))
+	for p := range s.files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Apply counts increments that belong to no file (an ingest request).
+func (s *StreamStore) Apply(incs []streamjson.Increments) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applyLocked(incs)
+}
+
+// ApplyFile counts a file's new lines and moves its state in one step, so
+// that the saved offset always matches the saved counters.
+func (s *StreamStore) ApplyFile(path string, f StreamFile, incs []streamjson.Increments) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applyLocked(incs)
+	s.files[path] = &f
+	s.generation++
+}
+
+// ForgetFile drops the state of a capture that is gone.
+func (s *StreamStore) ForgetFile(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.files[path]; ok {
+		delete(s.files, path)
+		s.generation++
+	}
+}
+
+func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
+	if len(incs) == 0 {
+		return
+	}
+	add := func(f family, l1, l2 string, v float64) {
+		if v != 0 {
+			s.totals[seriesKey{f, l1, l2}] += v
+		}
+	}
+	for _, inc := range incs {
+		add(famMessages, "user", "", float64(inc.UserMessages))
+		add(famMessages, "assistant", "", float64(inc.AssistantMessages))
+		add(famPrompts, "", "", float64(inc.Prompts))
+		model := ""
+		if inc.Tokens != nil || inc.AssistantMessages > 0 {
+			model = s.labels.value("model", inc.Model)
+		}
+		if t := inc.Tokens; t != nil {
+			add(famTokens, model, "input", float64(t.Input))
+			add(famTokens, model, "output", float64(t.Output))
+			add(famTokens, model, "cache_read", float64(t.CacheRead))
+			add(famTokens, model, "cache_creation", float64(t.CacheCreation))
+		}
+		if inc.AssistantMessages > 0 {
+			add(famFinished, model, s.labels.value("stop_reason", inc.StopReason), float64(inc.AssistantMessages))
+		}
+		for _, tc := range inc.ToolCalls {
+			add(famToolCalls, s.labels.value("tool", tc.Tool), tc.Status, 1)
+		}
+		for _, ex := range inc.Executions {
+			add(famExecutions, ex.Outcome, "", 1)
+			if ex.HasDuration {
+				add(famExecDurationBucket, ex.Outcome, bucketIndex(ExecutionDurationBuckets, ex.Seconds), 1)
+				add(famExecDurationSum, ex.Outcome, "", ex.Seconds)
+			}
+			if ex.HasTurns {
+				add(famExecTurnsBucket, "", bucketIndex(ExecutionTurnsBuckets, ex.Turns), 1)
+				add(famExecTurnsSum, "", "", ex.Turns)
+			}
+		}
+		for _, tool := range inc.Denials {
+			add(famPermissionDenials, s.labels.value("tool", tool), "", 1)
+		}
+	}
+	s.lastChange = s.now()
+	s.generation++
+}
+
+// StreamSnapshot is a consistent copy for one scrape.
+type StreamSnapshot struct {
+	totals     contribution
+	LastChange time.Time
+}
+
+// Snapshot copies what a scrape needs.
+func (s *StreamStore) Snapshot() StreamSnapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	snap := StreamSnapshot{totals: make(contribution, len(s.totals)), LastChange: s.lastChange}
+	for k, v := range s.totals {
+		snap.totals[k] = v
+	}
+	return snap
+}
+
+// Generation changes whenever the store does.
+func (s *StreamStore) Generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.generation
+}
+
+// StreamState is the persisted form of a StreamStore.
+type StreamState struct {
+	Version int                   `json:"version"`
+	Labels  map[string][]string   `json:"labels"`
+	Series  []SeriesValue         `json:"series"`
+	Files   map[string]StreamFile `json:"files"`
+}
+
+// Export returns the store's state for persistence.
+func (s *StreamStore) Export() *StreamState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := &StreamState{Version: StateVersion, Labels: s.labels.export(), Files: map[string]StreamFile{}}
+	for k, v := range s.totals {
+		st.Series = append(st.Series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
+	}
+	sort.Slice(st.Series, func(i, j int) bool {
+		a, b := st.Series[i], st.Series[j]
+		if a.Family != b.Family {
+			return a.Family < b.Family
+		}
+		if a.L1 != b.L1 {
+			return a.L1 < b.L1
+		}
+		return a.L2 < b.L2
+	})
+	for p, f := range s.files {
+		st.Files[p] = *f
+	}
+	return st
+}
+
+var streamFamilies = map[family]bool{
+	famMessages: true, famPrompts: true, famTokens: true, famFinished: true, famToolCalls: true,
+	famExecutions: true, famExecDurationBucket: true, famExecDurationSum: true,
+	famExecTurnsBucket: true, famExecTurnsSum: true, famPermissionDenials: true,
+}
+
+// Import loads persisted state into an empty store, refusing damaged state
+// whole.
+func (s *StreamStore) Import(st *StreamState) error {
+	if st.Version != StateVersion {
+		return fmt.Errorf("stream state version %d, this exporter reads %d", st.Version, StateVersion)
+	}
+	for _, sv := range st.Series {
+		if !streamFamilies[family(sv.Family)] {
+			return fmt.Errorf("unknown series family %q", sv.Family)
+		}
+		if sv.Value < 0 || sv.Value != sv.Value {
+			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
+		}
+	}
+	for p, f := range st.Files {
+		if f.Offset < 0 {
+			return fmt.Errorf("file %q: negative offset", p)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.totals) > 0 || len(s.files) > 0 {
+		return fmt.Errorf("state must be loaded into an empty store")
+	}
+	for label, vals := range st.Labels {
+		for _, v := range vals {
+			s.labels.admit(label, v)
+		}
+	}
+	for _, sv := range st.Series {
+		s.totals[seriesKey{family(sv.Family), sv.L1, sv.L2}] += sv.Value
+	}
+	for p, f := range st.Files {
+		f := f
+		s.files[p] = &f
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package streamjson
+
+import "sort"
+
+// UnknownModel labels assistant lines without message.model (the CLI does
+// not emit it yet).
+const UnknownModel = "unknown"
+
+// Execution outcomes (amp_executions_total{outcome}).
+const (
+	OutcomeSuccess    = "success"
+	OutcomeError      = "error"
+	OutcomeIncomplete = "incomplete" // the stream ended, or a new run began, before a result line
+)
+
+// maxPendingTools bounds the tool_use ids a run remembers while it waits
+// for their results; a hostile stream cannot grow it without limit.
+const maxPendingTools = 4096
+
+// Run follows one stream of lines (a tailed file, an ingest request) and
+// turns each message into increments. Its state is what must survive a
+// restart to count the rest of a run correctly, so it is exported.
+type Run struct {
+	Open bool `json:"open"` // a run has started and not ended with a result
+	// SawUsage: an assistant line of this run carried usage, so a result's
+	// (cumulative, SDK-declared) usage would count it twice.
+	SawUsage bool `json:"saw_usage"`
+	// Pending maps tool_use ids to tool names until their result arrives.
+	Pending map[string]string `json:"pending,omitempty"`
+}
+
+// ToolCall is one finished tool call.
+type ToolCall struct{ Tool, Status string }
+
+// Execution is a finished (or abandoned) run.
+type Execution struct {
+	Outcome     string
+	Seconds     float64
+	HasDuration bool
+	Turns       float64
+	HasTurns    bool
+}
+
+// Increments are what one message adds to the counters.
+type Increments struct {
+	UserMessages      int
+	AssistantMessages int
+	Prompts           int
+	Model             string // for Tokens and Finished
+	Tokens            *Usage
+	StopReason        string // set for assistant lines
+	ToolCalls         []ToolCall
+	Executions        []Execution // a result, and/or an abandoned previous run
+	Denials           []string    // normalized tool names
+}
+
+// Apply counts one message of the run.
+func (r *Run) Apply(m Message) Increments {
+	var inc Increments
+	switch m.Kind {
+	case KindSystem:
+		if m.Subtype == "init" || m.Subtype == "" {
+			if r.Open {
+				inc.Executions = append(inc.Executions, Execution{Outcome: OutcomeIncomplete})
+			}
+			r.reset()
+			r.Open = true
+		}
+	case KindUser:
+		r.Open = true
+		inc.UserMessages = 1
+		if m.Prompt {
+			inc.Prompts = 1
+		}
+		for _, tr := range m.ToolResults {
+			name, ok := r.Pending[tr.ToolUseID]
+			if ok {
+				delete(r.Pending, tr.ToolUseID)
+			} else {
+				name = ""
+			}
+			inc.ToolCalls = append(inc.ToolCalls, ToolCall{Tool: normalize(name), Status: tr.Status})
+		}
+	case KindAssistant:
+		r.Open = true
+		inc.AssistantMessages = 1
+		inc.Model = m.Model
+		if inc.Model == "" {
+			inc.Model = UnknownModel
+		}
+		inc.StopReason = m.StopReason
+		if inc.StopReason == "" {
+			inc.StopReason = "unknown"
+		}
+		if m.Usage != nil {
+			inc.Tokens = m.Usage
+			r.SawUsage = true
+		}
+		for _, tu := range m.ToolUses {
+			if tu.ID == "" {
+				continue
+			}
+			if r.Pending == nil {
+				r.Pending = map[string]string{}
+			}
+			if len(r.Pending) < maxPendingTools {
+				r.Pending[tu.ID] = tu.Name
+			}
+		}
+	case KindResult:
+		ex := Execution{Outcome: OutcomeSuccess}
+		if m.IsError || (m.Subtype != "" && m.Subtype != "success") {
+			ex.Outcome = OutcomeError
+		}
+		if m.HasDuration {
+			ex.Seconds, ex.HasDuration = float64(m.DurationMs)/1000, true
+		}
+		if m.HasTurns {
+			ex.Turns, ex.HasTurns = float64(m.NumTurns), true
+		}
+		inc.Executions = append(inc.Executions, ex)
+		if m.ResultUsage != nil && !r.SawUsage {
+			inc.Model = UnknownModel
+			inc.Tokens = m.ResultUsage
+		}
+		inc.Denials = denials(m)
+		r.reset()
+	}
+	return inc
+}
+
+// End reports the stream's end: a run still open never got its result (the
+// process was killed, the upload was cut).
+func (r *Run) End() (Execution, bool) {
+	if !r.Open {
+		return Execution{}, false
+	}
+	r.reset()
+	return Execution{Outcome: OutcomeIncomplete}, true
+}
+
+func (r *Run) reset() {
+	r.Open, r.SawUsage, r.Pending = false, false, nil
+}
+
+// denials merges permission_denials with the tools named in the CLI's
+// approval error, normalized and without repeats.
+func denials(m Message) []string {
+	set := map[string]bool{}
+	for _, t := range m.PermissionDenials {
+		set[normalize(t)] = true
+	}
+	for _, t := range deniedTools(m.Error) {
+		set[normalize(t)] = true
+	}
+	out := make([]string, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}

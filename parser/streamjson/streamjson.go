@@ -1,0 +1,363 @@
+// Package streamjson decodes the JSON lines of `amp --execute --stream-json`
+// (and of the SDKs that wrap it) and turns a run's lines into counter
+// increments. It is pure: no clock, no I/O.
+//
+// The format is described in shared/spec/formats.md §2: what the CLI really
+// emits differs from what the SDK types declare, and both are accepted.
+package streamjson
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
+	"github.com/amp-exporter/amp-exporter/parser/toolname"
+)
+
+// Kind is a line's top-level "type".
+type Kind uint8
+
+// Line kinds; KindOther covers types this exporter does not know.
+const (
+	KindOther Kind = iota
+	KindSystem
+	KindUser
+	KindAssistant
+	KindResult
+)
+
+// Parse-error reasons (the `reason` label of
+// amp_exporter_parse_errors_total{source="stream"}).
+const (
+	ReasonInvalidJSON = "invalid_json"
+	ReasonNotObject   = "not_an_object"
+	ReasonLineTooLong = "line_too_long"
+)
+
+// ErrNotObject reports a line that is JSON but not an object.
+var ErrNotObject = errors.New("stream-json line is not a JSON object")
+
+// Reason classifies a ParseLine error.
+func Reason(err error) string {
+	if errors.Is(err, ErrNotObject) {
+		return ReasonNotObject
+	}
+	return ReasonInvalidJSON
+}
+
+// Usage is the CLI's per-inference usage (its Anthropic-style field names).
+type Usage struct {
+	Input         int64
+	Output        int64
+	CacheRead     int64
+	CacheCreation int64
+}
+
+// ToolUse is a tool call in an assistant line.
+type ToolUse struct{ ID, Name string }
+
+// ToolResult is a tool result in a user line.
+type ToolResult struct {
+	ToolUseID string
+	Status    string // done, error, cancelled, rejected
+}
+
+// Message is one decoded line, reduced to what is counted.
+type Message struct {
+	Kind    Kind
+	Subtype string
+
+	// user
+	Prompt      bool
+	ToolResults []ToolResult
+
+	// assistant
+	Model      string
+	StopReason string
+	Usage      *Usage
+	ToolUses   []ToolUse
+
+	// result
+	IsError           bool
+	DurationMs        int64
+	HasDuration       bool
+	NumTurns          int64
+	HasTurns          bool
+	Error             string // the first errorPrefix bytes
+	PermissionDenials []string
+	ResultUsage       *Usage // SDK-declared; the CLI does not emit it yet
+}
+
+// errorPrefix bounds how much of an error text is kept: enough for the
+// permission-denial list, never a whole provider dump.
+const errorPrefix = 4096
+
+// The CLI's tool-result texts for non-done states (formats §2.1).
+const (
+	cancelledPrefix = "Tool execution cancelled:"
+	rejectedPrefix  = "Tool execution rejected by user:"
+	approvalMarker  = "require user approval"
+)
+
+// Parser decodes lines, reusing its buffers; not safe for concurrent use.
+type Parser struct {
+	sc *jsonscan.Scanner
+}
+
+// NewParser returns a parser.
+func NewParser() *Parser { return &Parser{sc: jsonscan.NewBytes(nil)} }
+
+// ParseLine decodes one line (without its newline). A blank line is not an
+// error: it returns ok=false.
+func (p *Parser) ParseLine(line []byte) (m Message, ok bool, err error) {
+	if len(strings.TrimSpace(string(line))) == 0 {
+		return Message{}, false, nil
+	}
+	sc := p.sc
+	sc.ResetBytes(line)
+	defer sc.ResetBytes(nil)
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		if sc.Err() == nil && sc.AtEOF() {
+			return Message{}, false, ErrNotObject
+		}
+		if e := sc.Err(); e != nil {
+			return Message{}, false, fmt.Errorf("decode stream-json line: %w", e)
+		}
+		return Message{}, false, fmt.Errorf("decode stream-json line: %w", &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "not a JSON value"})
+	}
+	obj := sc.Object()
+	for key, more := obj.Next(); more; key, more = obj.Next() {
+		switch string(key) {
+		case "type":
+			if v, ok := sc.String(); ok {
+				switch string(v) {
+				case "system":
+					m.Kind = KindSystem
+				case "user":
+					m.Kind = KindUser
+				case "assistant":
+					m.Kind = KindAssistant
+				case "result":
+					m.Kind = KindResult
+				}
+			}
+		case "subtype":
+			if v, ok := sc.String(); ok {
+				m.Subtype = string(v)
+			}
+		case "message":
+			p.message(&m)
+		case "is_error":
+			m.IsError, _ = sc.Bool()
+		case "duration_ms":
+			if v, ok := sc.Float(); ok && v >= 0 {
+				m.DurationMs, m.HasDuration = int64(v), true
+			}
+		case "num_turns":
+			if v, ok := sc.Int(); ok && v >= 0 {
+				m.NumTurns, m.HasTurns = v, true
+			}
+		case "error":
+			if v, ok := sc.StringPrefix(errorPrefix); ok {
+				m.Error = string(v)
+			}
+		case "permission_denials":
+			arr := sc.Array()
+			for arr.Next() {
+				if v, ok := sc.String(); ok && len(v) > 0 {
+					m.PermissionDenials = append(m.PermissionDenials, string(v))
+				}
+			}
+		case "usage":
+			m.ResultUsage = p.usage()
+		default:
+			sc.Skip()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Message{}, false, fmt.Errorf("decode stream-json line: %w", err)
+	}
+	if !sc.AtEOF() {
+		if err := sc.Err(); err != nil {
+			return Message{}, false, fmt.Errorf("decode stream-json line: %w", err)
+		}
+		return Message{}, false, fmt.Errorf("decode stream-json line: %w", &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "data after the JSON object"})
+	}
+	if m.Kind != KindResult {
+		m.ResultUsage = nil
+	}
+	return m, true, nil
+}
+
+func (p *Parser) message(m *Message) {
+	sc := p.sc
+	obj := sc.Object()
+	for key, more := obj.Next(); more; key, more = obj.Next() {
+		switch string(key) {
+		case "content":
+			if sc.Peek() == jsonscan.String {
+				sc.Skip()
+				m.Prompt = true // a bare string is a text prompt
+				continue
+			}
+			p.content(m)
+		case "model":
+			if v, ok := sc.String(); ok {
+				m.Model = string(v)
+			}
+		case "stop_reason":
+			if v, ok := sc.String(); ok {
+				m.StopReason = string(v)
+			}
+		case "usage":
+			m.Usage = p.usage()
+		default:
+			sc.Skip()
+		}
+	}
+}
+
+func (p *Parser) content(m *Message) {
+	sc := p.sc
+	arr := sc.Array()
+	for arr.Next() {
+		var typ, id, name, toolUseID string
+		var isError bool
+		var text []byte
+		obj := sc.Object()
+		for key, more := obj.Next(); more; key, more = obj.Next() {
+			switch string(key) {
+			case "type":
+				if v, ok := sc.String(); ok {
+					typ = string(v)
+				}
+			case "id":
+				if v, ok := sc.String(); ok {
+					id = string(v)
+				}
+			case "name":
+				if v, ok := sc.String(); ok {
+					name = string(v)
+				}
+			case "tool_use_id":
+				if v, ok := sc.String(); ok {
+					toolUseID = string(v)
+				}
+			case "is_error":
+				isError, _ = sc.Bool()
+			case "content":
+				text = p.resultText()
+			default:
+				sc.Skip()
+			}
+		}
+		switch typ {
+		case "tool_use":
+			m.ToolUses = append(m.ToolUses, ToolUse{ID: id, Name: name})
+		case "tool_result":
+			m.ToolResults = append(m.ToolResults, ToolResult{ToolUseID: toolUseID, Status: resultStatus(isError, text)})
+		case "text":
+			m.Prompt = true
+		}
+	}
+}
+
+// resultText returns the start of a tool result's content: a string, or
+// the first text block of an array.
+func (p *Parser) resultText() []byte {
+	sc := p.sc
+	switch sc.Peek() {
+	case jsonscan.String:
+		v, _ := sc.StringPrefix(64)
+		return append([]byte(nil), v...)
+	case jsonscan.Array:
+		var out []byte
+		arr := sc.Array()
+		for arr.Next() {
+			obj := sc.Object()
+			for key, more := obj.Next(); more; key, more = obj.Next() {
+				if string(key) == "text" && out == nil {
+					v, _ := sc.StringPrefix(64)
+					out = append([]byte{}, v...)
+					continue
+				}
+				sc.Skip()
+			}
+		}
+		return out
+	}
+	sc.Skip()
+	return nil
+}
+
+func resultStatus(isError bool, text []byte) string {
+	if !isError {
+		return "done"
+	}
+	switch t := string(text); {
+	case strings.HasPrefix(t, cancelledPrefix):
+		return "cancelled"
+	case strings.HasPrefix(t, rejectedPrefix):
+		return "rejected"
+	}
+	return "error"
+}
+
+func (p *Parser) usage() *Usage {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return nil
+	}
+	u := &Usage{}
+	count := func() int64 {
+		v, ok := sc.Int()
+		if !ok || v < 0 {
+			return 0
+		}
+		return v
+	}
+	obj := sc.Object()
+	for key, more := obj.Next(); more; key, more = obj.Next() {
+		switch string(key) {
+		case "input_tokens":
+			u.Input = count()
+		case "output_tokens":
+			u.Output = count()
+		case "cache_read_input_tokens":
+			u.CacheRead = count()
+		case "cache_creation_input_tokens":
+			u.CacheCreation = count()
+		default:
+			sc.Skip()
+		}
+	}
+	return u
+}
+
+// deniedTools extracts the tool names from the CLI's error "The following
+// tools require user approval, which is not supported in stream JSON mode:
+// A, B".
+func deniedTools(errText string) []string {
+	i := strings.Index(errText, approvalMarker)
+	if i < 0 {
+		return nil
+	}
+	j := strings.LastIndex(errText[i:], ":")
+	if j < 0 {
+		return nil
+	}
+	var out []string
+	for _, name := range strings.Split(errText[i+j+1:], ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// normalize is toolname.Normalize, kept here so the parser's users need not
+// import both.
+func normalize(name string) string { return toolname.Normalize(name) }
