@@ -2,9 +2,9 @@ package streams
 
 import (
 	"bufio"
-	"hash/fnv"
 	"context"
 	"errors"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -224,4 +224,3 @@ func sameHead(f *os.File, st collector.StreamFile) bool {
 	n, h := head(f, int64(st.HeadLen))
 	return n == st.HeadLen && h == st.HeadHash
 }
-
