@@ -28,6 +28,8 @@ type AmpCollector struct {
 	exchange       *prometheus.Desc
 	lastActivity   *prometheus.Desc
 	lastChange     *prometheus.Desc
+	cost           *prometheus.Desc
+	unpriced       *prometheus.Desc
 	executions     *prometheus.Desc
 	execDuration   *prometheus.Desc
 	execTurns      *prometheus.Desc
@@ -39,6 +41,12 @@ func NewAmpCollector(threads *ThreadStore, stream *StreamStore) *AmpCollector {
 	return &AmpCollector{
 		threads: threads,
 		stream:  stream,
+		cost: prometheus.NewDesc("amp_cost_usd_total",
+			"Estimated spend in US dollars: tokens times list prices (amp_exporter_pricing_info says which table), counted at the prices in effect when the tokens were seen. An estimate, not a bill.",
+			[]string{"source", "model"}, nil),
+		unpriced: prometheus.NewDesc("amp_unpriced_tokens_total",
+			"Tokens of models the price table does not know; they are missing from amp_cost_usd_total.",
+			[]string{"source", "model"}, nil),
 		executions: prometheus.NewDesc("amp_executions_total",
 			"Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line).",
 			[]string{"outcome"}, nil),
@@ -91,7 +99,7 @@ func NewAmpCollector(threads *ThreadStore, stream *StreamStore) *AmpCollector {
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.threadsPresent, c.messages, c.prompts, c.tokens, c.credits,
 		c.finished, c.toolCalls, c.contextUtil, c.exchange, c.lastActivity, c.lastChange,
-		c.executions, c.execDuration, c.execTurns, c.denials} {
+		c.executions, c.execDuration, c.execTurns, c.denials, c.cost, c.unpriced} {
 		ch <- d
 	}
 }
@@ -107,14 +115,14 @@ func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, t prometheus.Value
 // histograms gathers per-bucket counts of one family by its l1 label.
 type histograms map[string][]float64
 
-func (h histograms) add(l1, l2 string, n int, v float64) {
+func (h histograms) add(l1, l2 string, n int, v int64) {
 	b := h[l1]
 	if b == nil {
 		b = make([]float64, n+1)
 		h[l1] = b
 	}
 	if i, err := strconv.Atoi(l2); err == nil && i >= 0 && i < len(b) {
-		b[i] += v
+		b[i] += float64(v)
 	}
 }
 
@@ -130,11 +138,11 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range snap.totals {
 		switch k.fam {
 		case famCredits:
-			emit(ch, c.credits, prometheus.CounterValue, v, SourceThreads, k.l1)
+			emit(ch, c.credits, prometheus.CounterValue, unfixed(k.fam, v), SourceThreads, k.l1)
 		case famContextBucket:
 			contextBuckets.add(k.l1, k.l2, len(ContextBuckets), v)
 		case famContextSum:
-			contextSums[k.l1] += v
+			contextSums[k.l1] += unfixed(k.fam, v)
 		case famExchangeBucket:
 			exchange.add("", k.l2, len(ExchangeBuckets), v)
 		}
@@ -142,7 +150,7 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	for model, b := range contextBuckets {
 		ch <- constHistogram(c.contextUtil, ContextBuckets, b, contextSums[model], model)
 	}
-	ch <- constHistogram(c.exchange, ExchangeBuckets, exchange[""], snap.totals[seriesKey{famExchangeSum, "", ""}], SourceThreads)
+	ch <- constHistogram(c.exchange, ExchangeBuckets, exchange[""], unfixed(famExchangeSum, snap.totals[seriesKey{famExchangeSum, "", ""}]), SourceThreads)
 	if !snap.LastActivity.IsZero() {
 		emit(ch, c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
 	}
@@ -158,17 +166,21 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *AmpCollector) collectShared(ch chan<- prometheus.Metric, totals contribution, src string) {
 	// Known series start at zero so rate() and alerts work from the first
 	// scrape.
-	emit(ch, c.messages, prometheus.CounterValue, totals[seriesKey{famMessages, "user", ""}], src, "user")
-	emit(ch, c.messages, prometheus.CounterValue, totals[seriesKey{famMessages, "assistant", ""}], src, "assistant")
-	emit(ch, c.prompts, prometheus.CounterValue, totals[seriesKey{famPrompts, "", ""}], src)
+	emit(ch, c.messages, prometheus.CounterValue, float64(totals[seriesKey{famMessages, "user", ""}]), src, "user")
+	emit(ch, c.messages, prometheus.CounterValue, float64(totals[seriesKey{famMessages, "assistant", ""}]), src, "assistant")
+	emit(ch, c.prompts, prometheus.CounterValue, float64(totals[seriesKey{famPrompts, "", ""}]), src)
 	for k, v := range totals {
 		switch k.fam {
 		case famTokens:
-			emit(ch, c.tokens, prometheus.CounterValue, v, src, k.l1, k.l2)
+			emit(ch, c.tokens, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
 		case famFinished:
-			emit(ch, c.finished, prometheus.CounterValue, v, src, k.l1, k.l2)
+			emit(ch, c.finished, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
 		case famToolCalls:
-			emit(ch, c.toolCalls, prometheus.CounterValue, v, src, k.l1, k.l2)
+			emit(ch, c.toolCalls, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
+		case famCost:
+			emit(ch, c.cost, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1)
+		case famUnpriced:
+			emit(ch, c.unpriced, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1)
 		}
 	}
 }
@@ -177,7 +189,7 @@ func (c *AmpCollector) collectStream(ch chan<- prometheus.Metric) {
 	snap := c.stream.Snapshot()
 	c.collectShared(ch, snap.totals, SourceStream)
 	for _, outcome := range []string{streamjson.OutcomeSuccess, streamjson.OutcomeError, streamjson.OutcomeIncomplete} {
-		emit(ch, c.executions, prometheus.CounterValue, snap.totals[seriesKey{famExecutions, outcome, ""}], outcome)
+		emit(ch, c.executions, prometheus.CounterValue, float64(snap.totals[seriesKey{famExecutions, outcome, ""}]), outcome)
 	}
 	durations := histograms{
 		streamjson.OutcomeSuccess: make([]float64, len(ExecutionDurationBuckets)+1),
@@ -190,17 +202,17 @@ func (c *AmpCollector) collectStream(ch chan<- prometheus.Metric) {
 		case famExecDurationBucket:
 			durations.add(k.l1, k.l2, len(ExecutionDurationBuckets), v)
 		case famExecDurationSum:
-			durationSums[k.l1] += v
+			durationSums[k.l1] += unfixed(k.fam, v)
 		case famExecTurnsBucket:
 			turns.add("", k.l2, len(ExecutionTurnsBuckets), v)
 		case famPermissionDenials:
-			emit(ch, c.denials, prometheus.CounterValue, v, k.l1)
+			emit(ch, c.denials, prometheus.CounterValue, float64(v), k.l1)
 		}
 	}
 	for outcome, b := range durations {
 		ch <- constHistogram(c.execDuration, ExecutionDurationBuckets, b, durationSums[outcome], outcome)
 	}
-	ch <- constHistogram(c.execTurns, ExecutionTurnsBuckets, turns[""], snap.totals[seriesKey{famExecTurnsSum, "", ""}])
+	ch <- constHistogram(c.execTurns, ExecutionTurnsBuckets, turns[""], unfixed(famExecTurnsSum, snap.totals[seriesKey{famExecTurnsSum, "", ""}]))
 	if !snap.LastChange.IsZero() {
 		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceStream)
 	}

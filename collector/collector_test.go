@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -40,6 +42,7 @@ func fixtureStore(t *testing.T, opts StoreOptions) *ThreadStore {
 		opts.Now = func() time.Time { return fixedNow }
 	}
 	s := NewThreadStore(opts)
+	s.SetPrices(embeddedPrices(t))
 	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
 	p := thread.NewParser()
 	n := 0
@@ -59,6 +62,49 @@ func fixtureStore(t *testing.T, opts StoreOptions) *ThreadStore {
 		t.Fatalf("only %d fixtures parsed", n)
 	}
 	return s
+}
+
+func embeddedPrices(t *testing.T) Prices {
+	t.Helper()
+	tab, err := pricing.Embedded(func() time.Time { return fixedNow })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pricing.New(tab, "genai-prices", "test", nil)
+}
+
+func TestCostFollowsTokenGrowthAtCurrentPrices(t *testing.T) {
+	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }})
+	s.SetPrices(pricing.New(nil, "test", "1", map[string]pricing.Price{"m1": {Input: 2, Output: 10}}))
+	s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, withTail("")))
+	// 10 input × $2/M + 100 output × $10/M
+	want := 10*2e-6 + 100*10e-6
+	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("cost %v, want %v", got, want)
+	}
+	// New prices apply to new tokens only.
+	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 4, Output: 20}}))
+	s.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, withTail("")))
+	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("an identical rewrite re-priced old tokens: %v", got)
+	}
+	grown := withTail(`,{"role":"assistant","messageId":3,"content":[],"state":{"type":"complete","stopReason":"end_turn"},"usage":{"model":"m1","inputTokens":5,"outputTokens":50}}`)
+	s.Apply("/d/T-1.json", FileVersion{Size: 2}, summaryOf(t, grown))
+	want += 5*4e-6 + 50*20e-6
+	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("cost after growth %v, want %v", got, want)
+	}
+	// A model nobody prices is counted as unpriced, never as $0.
+	unknown := strings.ReplaceAll(withTail(""), `"m1"`, `"mystery-model"`)
+	unknown = strings.Replace(unknown, `"T-1"`, `"T-2"`, 1)
+	s.Apply("/d/T-2.json", FileVersion{}, summaryOf(t, unknown))
+	snap := s.Snapshot()
+	if got := snap.totals[seriesKey{famUnpriced, "mystery-model", ""}]; got != 110 {
+		t.Fatalf("unpriced tokens %v, want 110", got)
+	}
+	if _, ok := snap.totals[seriesKey{famCost, "mystery-model", ""}]; ok {
+		t.Fatal("an unpriced model got a cost series")
+	}
 }
 
 func TestCollectorMatchesGoldenExposition(t *testing.T) {
@@ -149,7 +195,7 @@ const baseThread = `{"v":1,"id":"T-1","agentMode":"smart","messages":[
 func withTail(tail string) string { return strings.Replace(baseThread, "%s", tail, 1) }
 
 func tokens(s *ThreadStore, model, typ string) float64 {
-	return s.Snapshot().totals[seriesKey{famTokens, model, typ}]
+	return float64(s.Snapshot().totals[seriesKey{famTokens, model, typ}])
 }
 
 func TestCountingRules(t *testing.T) {
@@ -388,5 +434,27 @@ func TestStreamStateRoundTrip(t *testing.T) {
 	st.Series = append(st.Series, SeriesValue{Family: "bogus", Value: 1})
 	if err := NewStreamStore(NewLabelCap(100, nil), nil).Import(&st); err == nil {
 		t.Fatal("damaged stream state accepted")
+	}
+}
+
+func TestLongContextRequestsArePricedAtTheirTier(t *testing.T) {
+	if thread.LongContextThreshold != pricing.LongContextThreshold {
+		t.Fatal("the parser and the price table disagree on where long context starts")
+	}
+	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }})
+	s.SetPrices(embeddedPrices(t))
+	doc := `{"v":1,"id":"T-L","messages":[
+	 {"role":"assistant","messageId":1,"content":[],"state":{"type":"complete","stopReason":"end_turn"},
+	  "usage":{"model":"claude-sonnet-4-5-20250929","inputTokens":10,"outputTokens":1000,"cacheReadInputTokens":150000,"cacheCreationInputTokens":1000}},
+	 {"role":"assistant","messageId":2,"content":[],"state":{"type":"complete","stopReason":"end_turn"},
+	  "usage":{"model":"claude-sonnet-4-5-20250929","inputTokens":10,"outputTokens":1000,"cacheReadInputTokens":250000,"cacheCreationInputTokens":1000}}]}`
+	s.Apply("/d/T-L.json", FileVersion{}, summaryOf(t, doc))
+	// The first request is priced flat: 10×3 + 1000×15 + 150000×0.3 +
+	// 1000×3.75 per million. In the second, the 50,000 cache-read tokens
+	// past 200k are charged at the long-context $0.6, the rest flat (as
+	// ccusage and LiteLLM price tiers).
+	want := (10*3+1000*15+150000*0.3+1000*3.75)/1e6 + (10*3+1000*15+200000*0.3+50000*0.6+1000*3.75)/1e6
+	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "claude-sonnet-4-5-20250929", ""}]); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("cost %v, want %v", got, want)
 	}
 }

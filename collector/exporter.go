@@ -28,6 +28,7 @@ type ExporterMetrics struct {
 	polling       *prometheus.GaugeVec
 	stateErrors   *prometheus.CounterVec
 	dirsMissing   prometheus.Gauge
+	pricingInfo   *prometheus.GaugeVec
 }
 
 // NewExporterMetrics creates and registers the exporter's own metrics.
@@ -70,6 +71,10 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 			Name: "amp_exporter_state_errors_total",
 			Help: "Failures to load or save the state under --storage.path.",
 		}, []string{"operation"}),
+		pricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "amp_exporter_pricing_info",
+			Help: "The price table in use (source and version); 1 for the current one.",
+		}, []string{"source", "version"}),
 		dirsMissing: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "amp_exporter_thread_dirs_missing",
 			Help: "Configured thread directories that do not exist right now.",
@@ -90,7 +95,7 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 		m.stateErrors.WithLabelValues(op)
 	}
 	reg.MustRegister(m.parseErrors, m.filesParsed, m.parseDuration, m.reloadOK, m.reloadTime,
-		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing)
+		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo)
 	return m
 }
 
@@ -141,4 +146,10 @@ func (m *ExporterMetrics) ConfigLoaded(ok bool, at time.Time) {
 		return
 	}
 	m.reloadOK.Set(0)
+}
+
+// PricingInUse records the price table in effect.
+func (m *ExporterMetrics) PricingInUse(source, version string) {
+	m.pricingInfo.Reset()
+	m.pricingInfo.WithLabelValues(source, version).Set(1)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // Families of the stream-json source, besides the shared Amp ones.
@@ -50,6 +51,14 @@ type StreamStore struct {
 	lastChange time.Time
 	generation uint64
 	now        func() time.Time
+	prices     Prices
+}
+
+// SetPrices changes the prices applied to tokens counted from now on.
+func (s *StreamStore) SetPrices(p Prices) {
+	s.mu.Lock()
+	s.prices = p
+	s.mu.Unlock()
 }
 
 // NewStreamStore returns an empty store sharing the label cap.
@@ -123,27 +132,34 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	if len(incs) == 0 {
 		return
 	}
-	add := func(f family, l1, l2 string, v float64) {
-		if v != 0 {
-			s.totals[seriesKey{f, l1, l2}] += v
+	add := func(f family, l1, l2 string, v int64) {
+		if v > 0 {
+			k := seriesKey{f, l1, l2}
+			s.totals[k] = satAdd(s.totals[k], v)
 		}
 	}
 	for _, inc := range incs {
-		add(famMessages, "user", "", float64(inc.UserMessages))
-		add(famMessages, "assistant", "", float64(inc.AssistantMessages))
-		add(famPrompts, "", "", float64(inc.Prompts))
+		add(famMessages, "user", "", int64(inc.UserMessages))
+		add(famMessages, "assistant", "", int64(inc.AssistantMessages))
+		add(famPrompts, "", "", int64(inc.Prompts))
 		model := ""
 		if inc.Tokens != nil || inc.AssistantMessages > 0 {
 			model = s.labels.value("model", inc.Model)
 		}
 		if t := inc.Tokens; t != nil {
-			add(famTokens, model, "input", float64(t.Input))
-			add(famTokens, model, "output", float64(t.Output))
-			add(famTokens, model, "cache_read", float64(t.CacheRead))
-			add(famTokens, model, "cache_creation", float64(t.CacheCreation))
+			units, longUnits, priced := unitPrices(s.prices, inc.Model)
+			for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
+				add(famTokens, model, TokenTypes[i], n)
+				if priced {
+					over := max(n-pricing.LongContextThreshold, 0)
+					add(famCost, model, "", satAdd(satMul(n-over, units[i]), satMul(over, longUnits[i])))
+				} else {
+					add(famUnpriced, model, "", n)
+				}
+			}
 		}
 		if inc.AssistantMessages > 0 {
-			add(famFinished, model, s.labels.value("stop_reason", inc.StopReason), float64(inc.AssistantMessages))
+			add(famFinished, model, s.labels.value("stop_reason", inc.StopReason), int64(inc.AssistantMessages))
 		}
 		for _, tc := range inc.ToolCalls {
 			add(famToolCalls, s.labels.value("tool", tc.Tool), tc.Status, 1)
@@ -152,11 +168,11 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 			add(famExecutions, ex.Outcome, "", 1)
 			if ex.HasDuration {
 				add(famExecDurationBucket, ex.Outcome, bucketIndex(ExecutionDurationBuckets, ex.Seconds), 1)
-				add(famExecDurationSum, ex.Outcome, "", ex.Seconds)
+				add(famExecDurationSum, ex.Outcome, "", fixed(famExecDurationSum, ex.Seconds))
 			}
 			if ex.HasTurns {
 				add(famExecTurnsBucket, "", bucketIndex(ExecutionTurnsBuckets, ex.Turns), 1)
-				add(famExecTurnsSum, "", "", ex.Turns)
+				add(famExecTurnsSum, "", "", fixed(famExecTurnsSum, ex.Turns))
 			}
 		}
 		for _, tool := range inc.Denials {
@@ -227,6 +243,7 @@ var streamFamilies = map[family]bool{
 	famMessages: true, famPrompts: true, famTokens: true, famFinished: true, famToolCalls: true,
 	famExecutions: true, famExecDurationBucket: true, famExecDurationSum: true,
 	famExecTurnsBucket: true, famExecTurnsSum: true, famPermissionDenials: true,
+	famCost: true, famUnpriced: true,
 }
 
 // Import loads persisted state into an empty store, refusing damaged state
@@ -239,7 +256,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 		if !streamFamilies[family(sv.Family)] {
 			return fmt.Errorf("unknown series family %q", sv.Family)
 		}
-		if sv.Value < 0 || sv.Value != sv.Value {
+		if sv.Value < 0 {
 			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
 		}
 	}
@@ -259,7 +276,8 @@ func (s *StreamStore) Import(st *StreamState) error {
 		}
 	}
 	for _, sv := range st.Series {
-		s.totals[seriesKey{family(sv.Family), sv.L1, sv.L2}] += sv.Value
+		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+		s.totals[k] = satAdd(s.totals[k], sv.Value)
 	}
 	for p, f := range st.Files {
 		f := f

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // Source label values.
@@ -32,7 +34,133 @@ const (
 	famContextSum     family = "context_sum"     // l1 model
 	famExchangeBucket family = "exchange_bucket" // l2 bucket index
 	famExchangeSum    family = "exchange_sum"    //
+	famCost           family = "cost_usd"        // l1 model
+	famUnpriced       family = "unpriced_tokens" // l1 model
+	// famTokensLong is the part of famTokens past the long-context
+	// threshold of their request (priced higher by some models); kept for
+	// pricing, not exposed.
+	famTokensLong family = "tokens_long" // l1 model, l2 token type
 )
+
+// Prices finds a model's price (a *pricing.Pricer).
+type Prices interface {
+	Lookup(model string) (pricing.Price, bool)
+}
+
+// Values are kept as integers — fixed point for the families that are not
+// counts — so that sums are exact and do not depend on the order files are
+// read in: a restart that re-reads the same files gives bit-identical
+// totals, and a counter never moves down by a rounding error (Prometheus
+// would take that for a reset).
+var familyScale = map[family]float64{
+	famCredits:         1e9,  // nano-credits
+	famContextSum:      1e9,  // ratio × 1e9
+	famExchangeSum:     1e3,  // milliseconds
+	famExecDurationSum: 1e3,  // milliseconds
+	famCost:            1e10, // 1e-10 USD: a price of $0.0001 per million tokens is one unit per token
+}
+
+func scaleOf(f family) float64 {
+	if sc, ok := familyScale[f]; ok {
+		return sc
+	}
+	return 1
+}
+
+// fixed converts a value of family f to its integer representation.
+func fixed(f family, v float64) int64 {
+	x := math.Round(v * scaleOf(f))
+	switch {
+	case x != x || x <= 0:
+		return 0
+	case x >= math.MaxInt64/2:
+		return math.MaxInt64 / 2
+	}
+	return int64(x)
+}
+
+// unfixed converts back for exposition.
+func unfixed(f family, v int64) float64 { return float64(v) / scaleOf(f) }
+
+// satAdd adds non-negative counts without wrapping.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// unitPrices returns a model's price per token in 1e-10 USD for its four
+// token types, standard and beyond the long-context threshold, or
+// ok=false when nothing prices the model.
+func unitPrices(prices Prices, model string) (std, long [4]int64, ok bool) {
+	if prices == nil {
+		return std, long, false
+	}
+	p, ok := prices.Lookup(model)
+	if !ok {
+		return std, long, false
+	}
+	for tier, price := range []pricing.Price{p, p.LongPrices()} {
+		in, out, cr, cw := price.PerToken()
+		for i, usd := range []float64{in, out, cr, cw} {
+			if tier == 0 {
+				std[i] = fixed(famCost, usd)
+			} else {
+				long[i] = fixed(famCost, usd)
+			}
+		}
+	}
+	return std, long, true
+}
+
+// tier is what a (folded) token series' tokens of one price tier cost in
+// 1e-10 USD, in the snapshot they were computed from. Series folded into
+// "other" mix models, so growth is charged pro rata; for one model the
+// division is exact.
+type tier struct{ tokens, cost int64 }
+
+func (t tier) charge(delta int64) int64 {
+	if t.tokens <= 0 || delta <= 0 {
+		return 0
+	}
+	if t.cost%t.tokens == 0 {
+		return satMul(delta, t.cost/t.tokens)
+	}
+	return int64(math.Round(float64(delta) * float64(t.cost) / float64(t.tokens)))
+}
+
+// rate prices a token series: its standard and long-context tiers, and how
+// many of its tokens belong to models without a price.
+type rate struct {
+	std, long tier
+	unpriced  int64
+}
+
+// charge prices a growth of delta tokens of which deltaLong are
+// long-context.
+func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
+	deltaLong = min(max(deltaLong, 0), delta)
+	cost = satAdd(r.std.charge(delta-deltaLong), r.long.charge(deltaLong))
+	if all := r.std.tokens + r.long.tokens; all > 0 && r.unpriced > 0 && delta > 0 {
+		if r.unpriced == all {
+			unpriced = delta
+		} else {
+			unpriced = int64(math.Round(float64(delta) * float64(r.unpriced) / float64(all)))
+		}
+	}
+	return cost, unpriced
+}
 
 type seriesKey struct {
 	fam    family
@@ -41,7 +169,7 @@ type seriesKey struct {
 
 // contribution is one thread's share of every counter. Histograms are kept
 // as per-bucket (not cumulative) counts so that they merge like counters.
-type contribution map[seriesKey]float64
+type contribution map[seriesKey]int64
 
 // Histogram bounds.
 var (
@@ -93,6 +221,15 @@ type ThreadStore struct {
 	lastChange   time.Time
 	generation   uint64 // bumped on every change, for the state writer
 	now          func() time.Time
+	prices       Prices
+}
+
+// SetPrices changes the prices applied to tokens counted from now on;
+// dollars already counted stay as they were (a counter never goes down).
+func (s *ThreadStore) SetPrices(p Prices) {
+	s.mu.Lock()
+	s.prices = p
+	s.mu.Unlock()
 }
 
 // StoreOptions configures a ThreadStore.
@@ -167,18 +304,32 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := threadKey(path, sum)
-	c := s.contribute(sum)
+	c, rates := s.contribute(sum)
 	rec := s.threads[key]
 	if rec == nil {
 		rec = &threadRecord{contrib: contribution{}}
 		s.threads[key] = rec
 	}
 	changed := false
+	grown := map[seriesKey]int64{}
 	for k, val := range c {
 		if old := rec.contrib[k]; val > old {
-			s.totals[k] += val - old
+			delta := val - old
+			s.totals[k] = satAdd(s.totals[k], delta)
 			rec.contrib[k] = val
 			changed = true
+			if k.fam == famTokens || k.fam == famTokensLong {
+				grown[k] = delta
+			}
+		}
+	}
+	// Dollars follow token growth at today's prices, so a price change
+	// never re-prices tokens already counted.
+	for k, r := range rates {
+		if delta := grown[k]; delta > 0 {
+			cost, unpriced := r.charge(delta, grown[seriesKey{famTokensLong, k.l1, k.l2}])
+			s.addTo(rec, seriesKey{famCost, k.l1, ""}, cost)
+			s.addTo(rec, seriesKey{famUnpriced, k.l1, ""}, unpriced)
 		}
 	}
 	if sum.LastActivity > rec.lastActivity {
@@ -199,6 +350,13 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	return changed
 }
 
+func (s *ThreadStore) addTo(rec *threadRecord, k seriesKey, v int64) {
+	if v > 0 {
+		s.totals[k] = satAdd(s.totals[k], v)
+		rec.contrib[k] = satAdd(rec.contrib[k], v)
+	}
+}
+
 // Remove forgets that the file at path is present. Its thread's
 // contribution stays: tokens spent stay spent.
 func (s *ThreadStore) Remove(path string) {
@@ -212,51 +370,68 @@ func (s *ThreadStore) Remove(path string) {
 	s.generation++
 }
 
-// contribute turns a summary into series, folding data-derived label values.
-// Callers hold the write lock (the label cap mutates).
-func (s *ThreadStore) contribute(sum *thread.Summary) contribution {
+// contribute turns a summary into series, folding data-derived label values,
+// and prices its token series. Callers hold the write lock.
+func (s *ThreadStore) contribute(sum *thread.Summary) (contribution, map[seriesKey]rate) {
 	c := contribution{}
-	add := func(f family, l1, l2 string, v float64) {
-		if v != 0 {
-			c[seriesKey{f, l1, l2}] += v
+	rates := map[seriesKey]rate{}
+	add := func(f family, l1, l2 string, v int64) {
+		if v > 0 {
+			k := seriesKey{f, l1, l2}
+			c[k] = satAdd(c[k], v)
 		}
 	}
 	model := func(m string) string { return s.labels.value("model", m) }
-	add(famMessages, "user", "", float64(sum.UserMessages))
-	add(famMessages, "assistant", "", float64(sum.AssistantMessages))
-	add(famPrompts, "", "", float64(sum.Prompts))
-	for m, t := range sum.Tokens {
-		m = model(m)
-		add(famTokens, m, "input", float64(t.Input))
-		add(famTokens, m, "output", float64(t.Output))
-		add(famTokens, m, "cache_read", float64(t.CacheRead))
-		add(famTokens, m, "cache_creation", float64(t.CacheCreation))
+	add(famMessages, "user", "", int64(sum.UserMessages))
+	add(famMessages, "assistant", "", int64(sum.AssistantMessages))
+	add(famPrompts, "", "", int64(sum.Prompts))
+	for raw, t := range sum.Tokens {
+		m := model(raw)
+		long := sum.TokensOverThreshold[raw]
+		units, longUnits, priced := unitPrices(s.prices, raw)
+		longs := []int64{long.Input, long.Output, long.CacheRead, long.CacheCreation}
+		for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
+			k := seriesKey{famTokens, m, TokenTypes[i]}
+			add(k.fam, k.l1, k.l2, n)
+			nl := min(longs[i], n)
+			add(famTokensLong, m, TokenTypes[i], nl)
+			r := rates[k]
+			r.std.tokens = satAdd(r.std.tokens, n-nl)
+			r.long.tokens = satAdd(r.long.tokens, nl)
+			if priced {
+				r.std.cost = satAdd(r.std.cost, satMul(n-nl, units[i]))
+				r.long.cost = satAdd(r.long.cost, satMul(nl, longUnits[i]))
+			} else {
+				r.unpriced = satAdd(r.unpriced, n)
+			}
+			rates[k] = r
+		}
 	}
 	for m, v := range sum.Credits {
-		add(famCredits, model(m), "", v)
+		add(famCredits, model(m), "", fixed(famCredits, v))
 	}
 	for m, reasons := range sum.Finished {
 		m = model(m)
 		for r, n := range reasons {
-			add(famFinished, m, s.labels.value("stop_reason", r), float64(n))
+			add(famFinished, m, s.labels.value("stop_reason", r), int64(n))
 		}
 	}
 	for tool, statuses := range sum.ToolCalls {
 		tool = s.labels.value("tool", tool)
 		for st, n := range statuses {
-			add(famToolCalls, tool, st, float64(n))
+			add(famToolCalls, tool, st, int64(n))
 		}
 	}
 	for _, r := range sum.ContextUtil {
 		m := model(r.Model)
 		add(famContextBucket, m, bucketIndex(ContextBuckets, r.Ratio), 1)
-		add(famContextSum, m, "", r.Ratio)
+		add(famContextSum, m, "", fixed(famContextSum, r.Ratio))
 	}
 	for _, d := range sum.ExchangeSeconds {
 		add(famExchangeBucket, "", bucketIndex(ExchangeBuckets, d), 1)
-		add(famExchangeSum, "", "", d)
+		add(famExchangeSum, "", "", fixed(famExchangeSum, d))
 	}
-	return c
+	return c, rates
 }
 
 // ThreadSnapshot is a consistent copy of the store for one scrape.
@@ -320,10 +495,10 @@ type ThreadState struct {
 
 // SeriesValue is one persisted series of a contribution.
 type SeriesValue struct {
-	Family string  `json:"f"`
-	L1     string  `json:"a,omitempty"`
-	L2     string  `json:"b,omitempty"`
-	Value  float64 `json:"v"`
+	Family string `json:"f"`
+	L1     string `json:"a,omitempty"`
+	L2     string `json:"b,omitempty"`
+	Value  int64  `json:"v"` // fixed point, see familyScale
 }
 
 // Export returns the store's state for persistence.
@@ -364,6 +539,7 @@ func (s *ThreadStore) Export() *State {
 var knownFamilies = map[family]bool{
 	famMessages: true, famPrompts: true, famTokens: true, famCredits: true, famFinished: true,
 	famToolCalls: true, famContextBucket: true, famContextSum: true, famExchangeBucket: true, famExchangeSum: true,
+	famCost: true, famUnpriced: true, famTokensLong: true,
 }
 
 // Import loads persisted state into an empty store. It validates before it
@@ -377,7 +553,7 @@ func (s *ThreadStore) Import(st *State) error {
 			if !knownFamilies[family(sv.Family)] {
 				return fmt.Errorf("thread %q: unknown series family %q", key, sv.Family)
 			}
-			if sv.Value < 0 || sv.Value != sv.Value {
+			if sv.Value < 0 {
 				return fmt.Errorf("thread %q: invalid value %v in %q", key, sv.Value, sv.Family)
 			}
 		}
@@ -402,7 +578,7 @@ func (s *ThreadStore) Import(st *State) error {
 		for _, sv := range ts.Series {
 			k := seriesKey{family(sv.Family), sv.L1, sv.L2}
 			rec.contrib[k] = sv.Value
-			s.totals[k] += sv.Value
+			s.totals[k] = satAdd(s.totals[k], sv.Value)
 		}
 		s.threads[key] = rec
 	}

@@ -23,7 +23,26 @@ import (
 type Config struct {
 	Threads ThreadsConfig `yaml:"threads"`
 	Streams StreamsConfig `yaml:"streams"`
+	Pricing PricingConfig `yaml:"pricing"`
 	Limits  LimitsConfig  `yaml:"limits"`
+}
+
+// PricingConfig chooses the price table behind amp_cost_usd_total.
+type PricingConfig struct {
+	// File is a LiteLLM model_prices_and_context_window.json; empty means
+	// the embedded table.
+	File string `yaml:"file"`
+	// Models override the table per model, in USD per million tokens.
+	Models map[string]ModelPrice `yaml:"models"`
+}
+
+// ModelPrice is a per-model override; a cache price left out is charged at
+// the input price.
+type ModelPrice struct {
+	Input         *float64 `yaml:"input"`
+	Output        *float64 `yaml:"output"`
+	CacheRead     *float64 `yaml:"cache_read"`
+	CacheCreation *float64 `yaml:"cache_creation"`
 }
 
 // StreamsConfig configures the Amp --stream-json source.
@@ -131,6 +150,8 @@ var sectionOf = map[string]string{
 	"ThreadsConfig": "threads",
 	"StreamsConfig": "streams",
 	"IngestConfig":  "streams.ingest",
+	"PricingConfig": "pricing",
+	"ModelPrice":    "a pricing.models entry",
 	"LimitsConfig":  "limits",
 }
 
@@ -172,6 +193,25 @@ func (c *Config) resolve(env Env) error {
 	}
 	if c.Streams.Ingest.MaxBodyBytes < c.Streams.MaxLineBytes {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
+	}
+	if f := c.Pricing.File; f != "" {
+		if f == "~" || strings.HasPrefix(f, "~/") {
+			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			c.Pricing.File = abs
+		}
+	}
+	for model, p := range c.Pricing.Models {
+		if p.Input == nil || p.Output == nil {
+			errs = append(errs, fmt.Sprintf("pricing.models[%q]: input and output are required (USD per million tokens)", model))
+			continue
+		}
+		for name, v := range map[string]*float64{"input": p.Input, "output": p.Output, "cache_read": p.CacheRead, "cache_creation": p.CacheCreation} {
+			if v != nil && (*v < 0 || *v > 1e6) {
+				errs = append(errs, fmt.Sprintf("pricing.models[%q].%s: %v is not a price in USD per million tokens", model, name, *v))
+			}
+		}
 	}
 	if d := time.Duration(c.Threads.ResyncInterval); d < time.Second {
 		errs = append(errs, fmt.Sprintf("threads.resync_interval: %s is too short, use at least 1s", d))

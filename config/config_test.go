@@ -142,3 +142,29 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestPricingSection(t *testing.T) {
+	path := writeConfig(t, `
+pricing:
+  file: ~/prices.json
+  models:
+    my-model: {input: 1.5, output: 6}
+    other: {input: 1, output: 2, cache_read: 0.1, cache_creation: 1.25}
+`)
+	cfg, err := Load(path, testEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pricing.File != "/home/dev/prices.json" || *cfg.Pricing.Models["my-model"].Output != 6 || cfg.Pricing.Models["my-model"].CacheRead != nil {
+		t.Fatalf("%+v", cfg.Pricing)
+	}
+	for _, bad := range []string{
+		"pricing:\n  models:\n    m: {input: 1}\n",
+		"pricing:\n  models:\n    m: {input: 1, output: -2}\n",
+		"pricing:\n  models:\n    m: {input: 1, output: 2, cache_writes: 3}\n",
+	} {
+		if _, err := Load(writeConfig(t, bad), testEnv(nil)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -45,9 +45,17 @@ type tokenCounts struct {
 	Input, Output, CacheRead, CacheCreation float64
 }
 
+// costs are USD per model.
+type costs map[string]float64
+
 // ccusageByModel runs `ccusage amp session --json --offline` on a thread
 // directory and sums its per-model breakdowns.
 func ccusageByModel(t *testing.T, dir string) (map[string]tokenCounts, float64) {
+	byModel, credits, _ := ccusageReport(t, dir)
+	return byModel, credits
+}
+
+func ccusageReport(t *testing.T, dir string) (map[string]tokenCounts, float64, costs) {
 	t.Helper()
 	data := t.TempDir()
 	if err := os.Symlink(dir, filepath.Join(data, "threads")); err != nil {
@@ -68,6 +76,7 @@ func ccusageByModel(t *testing.T, dir string) (map[string]tokenCounts, float64) 
 				OutputTokens        float64 `json:"outputTokens"`
 				CacheReadTokens     float64 `json:"cacheReadTokens"`
 				CacheCreationTokens float64 `json:"cacheCreationTokens"`
+				Cost                float64 `json:"cost"`
 			} `json:"modelBreakdowns"`
 		} `json:"sessions"`
 	}
@@ -76,9 +85,11 @@ func ccusageByModel(t *testing.T, dir string) (map[string]tokenCounts, float64) 
 	}
 	byModel := map[string]tokenCounts{}
 	credits := 0.0
+	cost := costs{}
 	for _, s := range report.Sessions {
 		credits += s.Credits
 		for _, m := range s.ModelBreakdowns {
+			cost[m.ModelName] += m.Cost
 			c := byModel[m.ModelName]
 			c.Input += m.InputTokens
 			c.Output += m.OutputTokens
@@ -87,7 +98,21 @@ func ccusageByModel(t *testing.T, dir string) (map[string]tokenCounts, float64) 
 			byModel[m.ModelName] = c
 		}
 	}
-	return byModel, credits
+	return byModel, credits, cost
+}
+
+func exporterCosts(mfs map[string]*dto.MetricFamily) costs {
+	out := costs{}
+	if mf := mfs["amp_cost_usd_total"]; mf != nil {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "model" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
 
 // exporterByModel reads amp_tokens_total and amp_credits_total.
@@ -166,15 +191,36 @@ func TestTokensAgreeWithCcusageOnRealisticCorpus(t *testing.T) {
 	if _, err := g.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	theirs, theirCredits := ccusageByModel(t, dir)
+	theirs, theirCredits, theirCost := ccusageReport(t, dir)
 	if len(theirs) < 3 {
 		t.Fatalf("ccusage saw only %d models: the corpus is not exercising it", len(theirs))
 	}
 	e := startExporter(t, exporterOpts{threadsDir: dir})
-	ours, ourCredits := exporterByModel(e.metrics(t))
+	mfs := e.metrics(t)
+	ours, ourCredits := exporterByModel(mfs)
 	compareModels(t, "generated corpus", ours, theirs)
 	if !closeEnough(ourCredits, theirCredits) || theirCredits == 0 {
 		t.Errorf("credits: amp-exporter %v, ccusage %v", ourCredits, theirCredits)
+	}
+	// Dollars: the list-price estimates agree for Claude models (both
+	// tables carry Anthropic's prices). Other providers' token semantics
+	// and prices differ between the tables; see the README.
+	ourCost := exporterCosts(mfs)
+	claude := 0
+	for model, want := range theirCost {
+		if !strings.HasPrefix(model, "claude-") {
+			continue
+		}
+		claude++
+		if got := ourCost[model]; !closeEnough(got, want) {
+			t.Errorf("cost of %s: amp-exporter $%.6f, ccusage $%.6f", model, got, want)
+		}
+	}
+	if claude < 3 {
+		t.Errorf("only %d Claude models priced by ccusage", claude)
+	}
+	for model, want := range theirCost {
+		t.Logf("cost of %-40s amp-exporter $%12.6f  ccusage $%12.6f", model, ourCost[model], want)
 	}
 }
 

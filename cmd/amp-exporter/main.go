@@ -31,6 +31,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
@@ -139,6 +140,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	streamStore := collector.NewStreamStore(labels, nil)
 	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
 
+	embeddedPrices, err := pricing.Embedded(nil)
+	if err != nil {
+		logger.Error("embedded price table", "err", err)
+		return 1
+	}
+	pricer, err := buildPricer(cfg.Pricing, embeddedPrices)
+	if err != nil {
+		logger.Error("invalid configuration", "err", err)
+		return 1
+	}
+	store.SetPrices(pricer)
+	streamStore.SetPrices(pricer)
+	metrics.PricingInUse(pricer.Source, pricer.Version)
+
 	var keepers []*stateKeeper
 	if f.storagePath != "" {
 		keepers = []*stateKeeper{
@@ -165,6 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reloads := make(chan reloadRequest)
 	rl := &reloader{
 		path: f.configFile, env: env, current: cfg, labels: labels, watcher: watcher, tailer: tailer,
+		threadStore: store, streamStore: streamStore, embeddedPrices: embeddedPrices,
 		metrics: metrics, log: logger, requests: reloads,
 	}
 	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
@@ -19,14 +20,18 @@ type reloadRequest struct {
 // reloader owns the configuration: SIGHUP and POST /-/reload both go
 // through its one goroutine, so reloads never race.
 type reloader struct {
-	path     string
-	env      config.Env
-	labels   *collector.LabelCap
-	watcher  *threads.Watcher
-	tailer   *streams.Tailer
-	metrics  *collector.ExporterMetrics
-	log      *slog.Logger
-	requests chan reloadRequest
+	path   string
+	env    config.Env
+	labels *collector.LabelCap
+
+	threadStore    *collector.ThreadStore
+	streamStore    *collector.StreamStore
+	embeddedPrices *pricing.GenAIPrices
+	watcher        *threads.Watcher
+	tailer         *streams.Tailer
+	metrics        *collector.ExporterMetrics
+	log            *slog.Logger
+	requests       chan reloadRequest
 
 	mu      sync.RWMutex
 	current *config.Config
@@ -81,6 +86,15 @@ func (r *reloader) reload(ctx context.Context) error {
 		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
 		return err
 	}
+	pricer, err := buildPricer(cfg.Pricing, r.embeddedPrices)
+	if err != nil {
+		r.metrics.ConfigLoaded(false, time.Now())
+		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
+		return err
+	}
+	r.threadStore.SetPrices(pricer)
+	r.streamStore.SetPrices(pricer)
+	r.metrics.PricingInUse(pricer.Source, pricer.Version)
 	r.labels.SetMax(cfg.Limits.MaxLabelValues)
 	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
 	r.tailer.Reconfigure(ctx, tailConfig(cfg))

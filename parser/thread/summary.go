@@ -6,6 +6,10 @@ import (
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
+// LongContextThreshold is where long-context prices start
+// (pricing.LongContextThreshold; Anthropic's 200k tier).
+const LongContextThreshold = 200_000
+
 // UnknownModel labels usage that names no model.
 const UnknownModel = "unknown"
 
@@ -44,15 +48,20 @@ type Summary struct {
 	// LastActivity is the newest timestamp in the thread, epoch ms.
 	LastActivity int64 `json:"last_activity_ms"`
 
-	UserMessages      int                       `json:"user_messages"`
-	AssistantMessages int                       `json:"assistant_messages"`
-	Prompts           int                       `json:"prompts"`
-	Tokens            map[string]Tokens         `json:"tokens"`
-	Credits           map[string]float64        `json:"credits"`
-	Finished          map[string]map[string]int `json:"finished"`   // model → stop_reason → n
-	ToolCalls         map[string]map[string]int `json:"tool_calls"` // tool → status → n
-	ContextUtil       []Ratio                   `json:"context_utilization"`
-	ExchangeSeconds   []float64                 `json:"exchange_seconds"`
+	UserMessages      int               `json:"user_messages"`
+	AssistantMessages int               `json:"assistant_messages"`
+	Prompts           int               `json:"prompts"`
+	Tokens            map[string]Tokens `json:"tokens"`
+	// TokensOverThreshold are, per request and token type, the tokens
+	// beyond the first LongContextThreshold: models with long-context
+	// prices charge them at those (the way ccusage and LiteLLM price
+	// tiers).
+	TokensOverThreshold map[string]Tokens         `json:"tokens_over_threshold,omitempty"`
+	Credits             map[string]float64        `json:"credits"`
+	Finished            map[string]map[string]int `json:"finished"`   // model → stop_reason → n
+	ToolCalls           map[string]map[string]int `json:"tool_calls"` // tool → status → n
+	ContextUtil         []Ratio                   `json:"context_utilization"`
+	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
 }
 
 // Tool-call statuses: the terminal run states, with rejected-by-user
@@ -264,6 +273,18 @@ func (s *Summary) addTokens(model string, input, output, cacheRead, cacheCreatio
 	t.CacheRead = satAdd(t.CacheRead, cacheRead)
 	t.CacheCreation = satAdd(t.CacheCreation, cacheCreation)
 	s.Tokens[model] = t
+	over := func(n int64) int64 { return max(n-LongContextThreshold, 0) }
+	if o := (Tokens{over(input), over(output), over(cacheRead), over(cacheCreation)}); o != (Tokens{}) {
+		if s.TokensOverThreshold == nil {
+			s.TokensOverThreshold = map[string]Tokens{}
+		}
+		t := s.TokensOverThreshold[model]
+		t.Input = satAdd(t.Input, o.Input)
+		t.Output = satAdd(t.Output, o.Output)
+		t.CacheRead = satAdd(t.CacheRead, o.CacheRead)
+		t.CacheCreation = satAdd(t.CacheCreation, o.CacheCreation)
+		s.TokensOverThreshold[model] = t
+	}
 }
 
 // satAdd adds two non-negative counts, stopping at the largest int64 rather
