@@ -58,6 +58,12 @@ var familyScale = map[family]float64{
 	famExchangeSum:     1e3,  // milliseconds
 	famExecDurationSum: 1e3,  // milliseconds
 	famCost:            1e10, // 1e-10 USD: a price of $0.0001 per million tokens is one unit per token
+	famAmyTurnDurSum:   1e3,
+	famAmyTTFTSum:      1e3,
+	famAmyAgentDurSum:  1e3,
+	famAmyCost:         1e10,
+	famAmyTurnCostSum:  1e10,
+	famAmyAgentCost:    1e10,
 }
 
 func scaleOf(f family) float64 {

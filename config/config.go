@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,8 +24,44 @@ import (
 type Config struct {
 	Threads ThreadsConfig `yaml:"threads"`
 	Streams StreamsConfig `yaml:"streams"`
+	Amy     []AmyUpstream `yaml:"amy"`
 	Pricing PricingConfig `yaml:"pricing"`
 	Limits  LimitsConfig  `yaml:"limits"`
+}
+
+// AmyUpstream is one Amy API whose turn event streams are followed.
+type AmyUpstream struct {
+	// Name is the `upstream` label.
+	Name    string `yaml:"name"`
+	BaseURL string `yaml:"base_url"`
+	// APIKey may be written as ${ENV_VAR}; APIKeyFile is read at every
+	// connection, so a rotated key is picked up without a reload.
+	APIKey     Secret   `yaml:"api_key"`
+	APIKeyFile string   `yaml:"api_key_file"`
+	Turns      []string `yaml:"turns"`
+	Proxy      AmyProxy `yaml:"proxy"`
+	// IdleTimeout reconnects a stream silent for this long (keepalive
+	// comments count as activity).
+	IdleTimeout model.Duration `yaml:"idle_timeout"`
+	// TurnTimeout gives up a turn that has not ended this long after it
+	// was first followed.
+	TurnTimeout model.Duration `yaml:"turn_timeout"`
+}
+
+// AmyProxy configures the reverse-proxy tap in front of an Amy API.
+type AmyProxy struct {
+	ListenAddress string `yaml:"listen_address"`
+}
+
+// Secret is a credential: never printed, never logged.
+type Secret string
+
+// MarshalYAML implements yaml.Marshaler: a set secret renders as <secret>.
+func (s Secret) MarshalYAML() (any, error) {
+	if s == "" {
+		return "", nil
+	}
+	return "<secret>", nil
 }
 
 // PricingConfig chooses the price table behind amp_cost_usd_total.
@@ -151,6 +188,8 @@ var sectionOf = map[string]string{
 	"StreamsConfig": "streams",
 	"IngestConfig":  "streams.ingest",
 	"PricingConfig": "pricing",
+	"AmyUpstream":   "an amy entry",
+	"AmyProxy":      "an amy entry's proxy",
 	"ModelPrice":    "a pricing.models entry",
 	"LimitsConfig":  "limits",
 }
@@ -194,6 +233,7 @@ func (c *Config) resolve(env Env) error {
 	if c.Streams.Ingest.MaxBodyBytes < c.Streams.MaxLineBytes {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
 	}
+	c.resolveAmy(env, &errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))
@@ -229,6 +269,65 @@ func (c *Config) resolve(env Env) error {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+var upstreamName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+func (c *Config) resolveAmy(env Env, errs *[]string) {
+	seenNames := map[string]bool{}
+	seenListen := map[string]bool{}
+	for i := range c.Amy {
+		u := &c.Amy[i]
+		where := fmt.Sprintf("amy[%d]", i)
+		if u.Name != "" {
+			where = fmt.Sprintf("amy[%q]", u.Name)
+		}
+		if !upstreamName.MatchString(u.Name) {
+			*errs = append(*errs, where+".name: required, letters, digits, '_', '.', '-' (it is the upstream label)")
+		} else if seenNames[u.Name] {
+			*errs = append(*errs, where+".name: used twice")
+		}
+		seenNames[u.Name] = true
+		if parsed, err := url.Parse(u.BaseURL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			*errs = append(*errs, where+".base_url: want an http:// or https:// URL")
+		} else if parsed.User != nil {
+			*errs = append(*errs, where+".base_url: credentials do not belong in the URL; use api_key or api_key_file")
+		}
+		// ${VAR} in api_key comes from the environment, so the file can be
+		// committed without the key.
+		u.APIKey = Secret(os.Expand(string(u.APIKey), env.Getenv))
+		if u.APIKey != "" && u.APIKeyFile != "" {
+			*errs = append(*errs, where+": set api_key or api_key_file, not both")
+		}
+		if u.APIKeyFile != "" {
+			if abs, err := filepath.Abs(u.APIKeyFile); err == nil {
+				u.APIKeyFile = abs
+			}
+		}
+		for _, t := range u.Turns {
+			if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "/?#") {
+				*errs = append(*errs, fmt.Sprintf("%s.turns: %q is not a turn id", where, t))
+			}
+		}
+		if a := u.Proxy.ListenAddress; a != "" {
+			if seenListen[a] {
+				*errs = append(*errs, where+".proxy.listen_address: used twice")
+			}
+			seenListen[a] = true
+		}
+		if u.IdleTimeout == 0 {
+			u.IdleTimeout = model.Duration(time.Minute)
+		}
+		if u.TurnTimeout == 0 {
+			u.TurnTimeout = model.Duration(2 * time.Hour)
+		}
+		if time.Duration(u.IdleTimeout) < time.Second {
+			*errs = append(*errs, where+".idle_timeout: use at least 1s")
+		}
+		if time.Duration(u.TurnTimeout) < time.Minute {
+			*errs = append(*errs, where+".turn_timeout: use at least 1m")
+		}
+	}
 }
 
 // resolveDirs expands "~/", makes paths absolute and drops repeats.

@@ -168,3 +168,45 @@ pricing:
 		}
 	}
 }
+
+func TestAmySection(t *testing.T) {
+	path := writeConfig(t, `
+amy:
+  - name: prod
+    base_url: https://amy.example.com
+    api_key: ${AMY_API_KEY}
+    turns: [turn_1, turn_2]
+    proxy: {listen_address: "127.0.0.1:9975"}
+  - name: staging
+    base_url: http://amy.staging:8080/
+    api_key_file: ./amy.key
+`)
+	cfg, err := Load(path, testEnv(map[string]string{"AMY_API_KEY": "sk-live-very-secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Amy[0].APIKey != "sk-live-very-secret" || len(cfg.Amy[0].Turns) != 2 || cfg.Amy[1].APIKeyFile == "" {
+		t.Fatalf("%+v", cfg.Amy)
+	}
+	if time.Duration(cfg.Amy[0].IdleTimeout) != time.Minute || time.Duration(cfg.Amy[0].TurnTimeout) != 2*time.Hour {
+		t.Errorf("defaults: %+v", cfg.Amy[0])
+	}
+	out := cfg.String()
+	if strings.Contains(out, "sk-live") || !strings.Contains(out, "<secret>") {
+		t.Fatalf("the key is printed by the config dump:\n%s", out)
+	}
+	for content, want := range map[string]string{
+		"amy:\n  - {name: a, base_url: 'ftp://x'}\n":                                       "base_url",
+		"amy:\n  - {name: 'bad name', base_url: 'http://x'}\n":                             "name",
+		"amy:\n  - {name: a, base_url: 'http://x'}\n  - {name: a, base_url: 'http://y'}\n": "used twice",
+		"amy:\n  - {name: a, base_url: 'http://x', api_key: k, api_key_file: f}\n":         "not both",
+		"amy:\n  - {name: a, base_url: 'http://u:p@x'}\n":                                  "credentials",
+		"amy:\n  - {name: a, base_url: 'http://x', turns: ['a/b']}\n":                      "turn id",
+		"amy:\n  - {name: a, base_url: 'http://x', apikey: k}\n":                           `unknown key "apikey"`,
+	} {
+		_, err := Load(writeConfig(t, content), testEnv(nil))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to mention %q", content, err, want)
+		}
+	}
+}

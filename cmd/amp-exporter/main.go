@@ -32,6 +32,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/pricing"
+	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
@@ -139,6 +140,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
 	streamStore := collector.NewStreamStore(labels, nil)
 	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
+	amyStore := collector.NewAmyStore(labels, nil)
+	amyStore.SetUpstreams(upstreamNames(cfg))
+	reg.MustRegister(collector.NewAmyCollector(amyStore))
 
 	embeddedPrices, err := pricing.Embedded(nil)
 	if err != nil {
@@ -159,6 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		keepers = []*stateKeeper{
 			threadKeeper(filepath.Join(f.storagePath, "threads-state.json"), store, metrics, logger),
 			streamKeeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore, metrics, logger),
+			amyKeeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore, metrics, logger),
 		}
 		for _, k := range keepers {
 			if err := k.restore(); err != nil {
@@ -176,11 +181,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		OnFirstScan: func() { ready.Store(true) },
 	}, store, metrics)
 	tailer := streams.NewTailer(tailConfig(cfg), streamStore, metrics, logger, clock.Real{})
+	amyClient := amysource.NewClient(amyStore, logger, nil, clock.Real{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxies, err := amyProxies(ctx, cfg, amyStore, amyClient, logger)
+	if err != nil {
+		logger.Error("invalid configuration", "err", err)
+		return 1
+	}
 
 	reloads := make(chan reloadRequest)
 	rl := &reloader{
 		path: f.configFile, env: env, current: cfg, labels: labels, watcher: watcher, tailer: tailer,
 		threadStore: store, streamStore: streamStore, embeddedPrices: embeddedPrices,
+		amyStore: amyStore, amyClient: amyClient,
 		metrics: metrics, log: logger, requests: reloads,
 	}
 	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
@@ -201,11 +215,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var g rungroup.Group
 	g.Add(func() error { return watcher.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return tailer.Run(ctx) }, func(error) { cancel() })
+	g.Add(func() error {
+		followConfiguredTurns(ctx, cfg, amyClient)
+		return pruneAmy(ctx, amyStore, amyClient)
+	}, func(error) { cancel() })
+	for _, p := range proxies {
+		g.Add(func() error {
+			logger.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
+			if err := p.server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("Amy proxy %s: %w", p.upstream, err)
+			}
+			return nil
+		}, func(error) {
+			shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+			defer done()
+			_ = p.server.Shutdown(shutdownCtx)
+		})
+	}
 	g.Add(func() error { return rl.run(ctx) }, func(error) { cancel() })
 	for _, k := range keepers {
 		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })

@@ -9,6 +9,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/pricing"
+	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 )
@@ -27,6 +28,8 @@ type reloader struct {
 	threadStore    *collector.ThreadStore
 	streamStore    *collector.StreamStore
 	embeddedPrices *pricing.GenAIPrices
+	amyStore       *collector.AmyStore
+	amyClient      *amysource.Client
 	watcher        *threads.Watcher
 	tailer         *streams.Tailer
 	metrics        *collector.ExporterMetrics
@@ -35,6 +38,14 @@ type reloader struct {
 
 	mu      sync.RWMutex
 	current *config.Config
+}
+
+func proxyAddrs(cfg *config.Config) string {
+	s := ""
+	for _, u := range cfg.Amy {
+		s += u.Name + "=" + u.Proxy.ListenAddress + ";"
+	}
+	return s
 }
 
 func (r *reloader) ingestConfig() streams.IngestConfig {
@@ -96,6 +107,11 @@ func (r *reloader) reload(ctx context.Context) error {
 	r.streamStore.SetPrices(pricer)
 	r.metrics.PricingInUse(pricer.Source, pricer.Version)
 	r.labels.SetMax(cfg.Limits.MaxLabelValues)
+	r.amyStore.SetUpstreams(upstreamNames(cfg))
+	followConfiguredTurns(ctx, cfg, r.amyClient)
+	if proxyAddrs(cfg) != proxyAddrs(r.current) {
+		r.log.Warn("amy proxy listen addresses changed; they take effect at the next restart")
+	}
 	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
 	r.tailer.Reconfigure(ctx, tailConfig(cfg))
 	r.mu.Lock()

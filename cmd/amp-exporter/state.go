@@ -62,6 +62,22 @@ func streamKeeper(path string, s *collector.StreamStore, m *collector.ExporterMe
 	}
 }
 
+func amyKeeper(path string, s *collector.AmyStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+	return &stateKeeper{
+		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
+		load: func(path string) (bool, error) {
+			var st collector.AmyState
+			found, err := statefile.Load(path, &st)
+			if err == nil && found {
+				if err = s.Import(&st); err != nil {
+					err = errors.Join(statefile.ErrDamaged, err)
+				}
+			}
+			return found, err
+		},
+	}
+}
+
 // restore loads the state. A damaged file is reported, set aside for
 // inspection and replaced by an empty state; it is never silently dropped.
 func (k *stateKeeper) restore() error {

@@ -1,0 +1,487 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amp-exporter/amp-exporter/parser/amy"
+)
+
+// Families of the Amy source (per upstream).
+const (
+	famAmyStarted        family = "amy_started"
+	famAmyFinished       family = "amy_finished"        // l1 outcome
+	famAmyTurnDurBucket  family = "amy_turn_dur_bucket" // l1 outcome, l2 bucket
+	famAmyTurnDurSum     family = "amy_turn_dur_sum"    // l1 outcome (ms)
+	famAmyTTFTBucket     family = "amy_ttft_bucket"     // l2 bucket
+	famAmyTTFTSum        family = "amy_ttft_sum"        // ms
+	famAmyCost           family = "amy_cost"            // 1e-10 USD
+	famAmyTurnCostBucket family = "amy_turn_cost_bucket"
+	famAmyTurnCostSum    family = "amy_turn_cost_sum"
+	famAmyAgentRuns      family = "amy_agent_runs"       // l1 agent
+	famAmyAgentDurBucket family = "amy_agent_dur_bucket" // l1 agent, l2 bucket
+	famAmyAgentDurSum    family = "amy_agent_dur_sum"    // l1 agent (ms)
+	famAmyAgentCost      family = "amy_agent_cost"       // l1 agent (1e-10 USD)
+	famAmyValidations    family = "amy_validations"      // l1 verdict
+	famAmyGates          family = "amy_gates"            // l1 result
+	famAmyRouting        family = "amy_routing"          // l1 main agent
+	famAmyFactIssues     family = "amy_fact_issues"
+	famAmyMemory         family = "amy_memory"
+	famAmyCostWarnings   family = "amy_cost_warnings"
+	famAmyEvents         family = "amy_events" // l1 event
+	famAmyReconnects     family = "amy_reconnects"
+	famAmyDuplicates     family = "amy_duplicates"
+	famAmyGivenUp        family = "amy_given_up" // l1 reason
+	famAmyBadEvents      family = "amy_bad_events"
+)
+
+// Histogram bounds of the Amy source.
+var (
+	AmyTurnDurationBuckets  = []float64{5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 600, 1200}
+	AmyTTFTBuckets          = []float64{1, 2, 5, 10, 20, 30, 60, 120, 180, 300}
+	AmyTurnCostBuckets      = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+	AmyAgentDurationBuckets = []float64{1, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600}
+)
+
+// Reconnect reasons and give-up reasons of the Amy client.
+const (
+	ReconnectEOF          = "eof"
+	ReconnectError        = "error"
+	ReconnectHTTP5xx      = "http_5xx"
+	ReconnectHTTP429      = "http_429"
+	ReconnectUnauthorized = "unauthorized"
+	ReconnectIdle         = "idle_timeout"
+	GivenUpTimeout        = "timeout"
+	GivenUpNotFound       = "not_found"
+)
+
+// retainFinished is how long a finished turn's state is kept: a reader can
+// replay it from the server for an hour after it ended, and must not count
+// it again.
+const retainFinished = 2 * time.Hour
+
+type amyTurnState struct {
+	amy.Turn
+	Upstream  string    `json:"upstream"`
+	LastEvent time.Time `json:"last_event"`
+}
+
+type amyUpstream struct {
+	totals contribution
+	up     bool
+}
+
+// AmyStore holds the Amy source's counters and every followed turn's
+// deduplication state, shared by all readers of a turn.
+type AmyStore struct {
+	mu         sync.RWMutex
+	labels     *LabelCap
+	upstreams  map[string]*amyUpstream
+	turns      map[string]*amyTurnState // upstream + "\x00" + turn id
+	generation uint64
+	now        func() time.Time
+}
+
+// NewAmyStore returns a store; upstreams lists the configured names, whose
+// known series start at zero.
+func NewAmyStore(labels *LabelCap, now func() time.Time) *AmyStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &AmyStore{labels: labels, upstreams: map[string]*amyUpstream{}, turns: map[string]*amyTurnState{}, now: now}
+}
+
+// SetUpstreams declares the configured upstreams (on start and reload).
+// Counters of upstreams no longer configured stay until restart.
+func (s *AmyStore) SetUpstreams(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		if s.upstreams[n] == nil {
+			s.upstreams[n] = &amyUpstream{totals: contribution{}, up: true}
+		}
+	}
+}
+
+func (s *AmyStore) upstream(name string) *amyUpstream {
+	u := s.upstreams[name]
+	if u == nil {
+		u = &amyUpstream{totals: contribution{}, up: true}
+		s.upstreams[name] = u
+	}
+	return u
+}
+
+func turnKey(upstream, turn string) string { return upstream + "\x00" + turn }
+
+// ResumeID is the id a new connection to a turn resumes after.
+func (s *AmyStore) ResumeID(upstream, turn string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.turns[turnKey(upstream, turn)]; t != nil {
+		return t.ResumeID()
+	}
+	return ""
+}
+
+// Finished reports whether a turn has ended (a follower can stop).
+func (s *AmyStore) Finished(upstream, turn string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.turns[turnKey(upstream, turn)]
+	return t != nil && t.Finished
+}
+
+// Observe counts one decoded event of a turn. It reports whether the event
+// was new (not a replay).
+func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, received time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := turnKey(upstream, turnID)
+	t := s.turns[k]
+	if t == nil {
+		t = &amyTurnState{Upstream: upstream}
+		s.turns[k] = t
+	}
+	t.LastEvent = received
+	o := t.Observe(eventID, r, received)
+	u := s.upstream(upstream)
+	add := func(f family, l1, l2 string, v int64) {
+		if v > 0 {
+			key := seriesKey{f, l1, l2}
+			u.totals[key] = satAdd(u.totals[key], v)
+		}
+	}
+	s.generation++
+	if o.Duplicate {
+		add(famAmyDuplicates, "", "", 1)
+		return false
+	}
+	add(famAmyEvents, r.Name, "", 1)
+	if o.Started {
+		add(famAmyStarted, "", "", 1)
+	}
+	if o.HasTTFT {
+		sec := o.TTFT.Seconds()
+		add(famAmyTTFTBucket, "", bucketIndex(AmyTTFTBuckets, sec), 1)
+		add(famAmyTTFTSum, "", "", fixed(famAmyTTFTSum, sec))
+	}
+	switch r.Name {
+	case amy.EventAgentEnd:
+		agent := s.labels.value("agent", r.Agent)
+		add(famAmyAgentRuns, agent, "", 1)
+		if r.HasDur {
+			sec := r.DurationMs / 1000
+			add(famAmyAgentDurBucket, agent, bucketIndex(AmyAgentDurationBuckets, sec), 1)
+			add(famAmyAgentDurSum, agent, "", fixed(famAmyAgentDurSum, sec))
+		}
+		if r.HasCost {
+			add(famAmyAgentCost, agent, "", fixed(famAmyAgentCost, r.CostUSD))
+		}
+	case amy.EventValidationEnd:
+		verdict := r.Verdict
+		switch verdict {
+		case amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected:
+		default:
+			verdict = UnknownValue
+		}
+		add(famAmyValidations, verdict, "", 1)
+		if r.HasGates && r.GatesTotal >= r.GatesPassed && r.GatesPassed >= 0 {
+			add(famAmyGates, "passed", "", r.GatesPassed)
+			add(famAmyGates, "failed", "", r.GatesTotal-r.GatesPassed)
+		}
+	case amy.EventRouting:
+		add(famAmyRouting, s.labels.value("agent", r.MainAgent), "", 1)
+	case amy.EventFactCheck:
+		add(famAmyFactIssues, "", "", int64(r.Issues))
+	case amy.EventMemory:
+		add(famAmyMemory, "", "", int64(r.Entries))
+	case amy.EventCostWarning:
+		add(famAmyCostWarnings, "", "", 1)
+	}
+	if o.Outcome != "" {
+		add(famAmyFinished, o.Outcome, "", 1)
+		if o.HasDuration {
+			sec := o.Duration.Seconds()
+			add(famAmyTurnDurBucket, o.Outcome, bucketIndex(AmyTurnDurationBuckets, sec), 1)
+			add(famAmyTurnDurSum, o.Outcome, "", fixed(famAmyTurnDurSum, sec))
+		}
+		if r.Name == amy.EventTurnCompleted && r.HasCost {
+			add(famAmyCost, "", "", fixed(famAmyCost, r.CostUSD))
+			add(famAmyTurnCostBucket, "", bucketIndex(AmyTurnCostBuckets, r.CostUSD), 1)
+			add(famAmyTurnCostSum, "", "", fixed(famAmyTurnCostSum, r.CostUSD))
+		}
+	}
+	return true
+}
+
+// BadEvent counts an event whose data did not decode.
+func (s *AmyStore) BadEvent(upstream string) { s.count(upstream, famAmyBadEvents, "") }
+
+// Reconnected counts a reconnection of a stream.
+func (s *AmyStore) Reconnected(upstream, reason string) { s.count(upstream, famAmyReconnects, reason) }
+
+// GaveUp stops counting a turn as in flight.
+func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.turns[turnKey(upstream, turnID)]; t != nil && !t.Finished {
+		t.Finished = true
+		u := s.upstream(upstream)
+		key := seriesKey{famAmyGivenUp, reason, ""}
+		u.totals[key] = satAdd(u.totals[key], 1)
+		s.generation++
+	}
+}
+
+func (s *AmyStore) count(upstream string, f family, l1 string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.upstream(upstream)
+	key := seriesKey{f, l1, ""}
+	u.totals[key] = satAdd(u.totals[key], 1)
+	s.generation++
+}
+
+// SetUp records whether an upstream's streams are healthy (connected, or
+// idle without error).
+func (s *AmyStore) SetUp(upstream string, up bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.upstream(upstream).up = up
+}
+
+// Prune forgets finished turns past the replay window, and turns silent
+// for longer than that.
+func (s *AmyStore) Prune() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cutoff := s.now().Add(-retainFinished)
+	for k, t := range s.turns {
+		if t.LastEvent.Before(cutoff) {
+			delete(s.turns, k)
+			s.generation++
+		}
+	}
+}
+
+// Generation changes whenever the store does.
+func (s *AmyStore) Generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.generation
+}
+
+type amySnapshot struct {
+	name     string
+	totals   contribution
+	inFlight int
+	up       bool
+}
+
+func (s *AmyStore) snapshot() []amySnapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	inFlight := map[string]int{}
+	for _, t := range s.turns {
+		if t.Started && !t.Finished {
+			inFlight[t.Upstream]++
+		}
+	}
+	out := make([]amySnapshot, 0, len(s.upstreams))
+	for name, u := range s.upstreams {
+		c := make(contribution, len(u.totals))
+		for k, v := range u.totals {
+			c[k] = v
+		}
+		out = append(out, amySnapshot{name: name, totals: c, inFlight: inFlight[name], up: u.up})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// AmyState is the persisted form of an AmyStore.
+type AmyState struct {
+	Version   int                      `json:"version"`
+	Labels    map[string][]string      `json:"labels"`
+	Upstreams map[string][]SeriesValue `json:"upstreams"`
+	Turns     map[string]*amyTurnState `json:"turns"`
+}
+
+// Export returns the store's state for persistence.
+func (s *AmyStore) Export() *AmyState {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := &AmyState{Version: StateVersion, Labels: s.labels.export(), Upstreams: map[string][]SeriesValue{}, Turns: map[string]*amyTurnState{}}
+	for name, u := range s.upstreams {
+		var series []SeriesValue
+		for k, v := range u.totals {
+			series = append(series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
+		}
+		sort.Slice(series, func(i, j int) bool {
+			a, b := series[i], series[j]
+			return a.Family+"\x00"+a.L1+"\x00"+a.L2 < b.Family+"\x00"+b.L1+"\x00"+b.L2
+		})
+		st.Upstreams[name] = series
+	}
+	for k, t := range s.turns {
+		c := *t
+		st.Turns[k] = &c
+	}
+	return st
+}
+
+// Import loads persisted state into an empty store.
+func (s *AmyStore) Import(st *AmyState) error {
+	if st.Version != StateVersion {
+		return fmt.Errorf("amy state version %d, this exporter reads %d", st.Version, StateVersion)
+	}
+	for name, series := range st.Upstreams {
+		for _, sv := range series {
+			if sv.Value < 0 || len(sv.Family) < 4 || sv.Family[:4] != "amy_" {
+				return fmt.Errorf("upstream %q: invalid series %q", name, sv.Family)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for label, vals := range st.Labels {
+		for _, v := range vals {
+			s.labels.admit(label, v)
+		}
+	}
+	for name, series := range st.Upstreams {
+		u := s.upstream(name)
+		for _, sv := range series {
+			u.totals[seriesKey{family(sv.Family), sv.L1, sv.L2}] = sv.Value
+		}
+	}
+	for k, t := range st.Turns {
+		if t != nil {
+			s.turns[k] = t
+		}
+	}
+	return nil
+}
+
+// AmyCollector exposes the amy_* families.
+type AmyCollector struct {
+	store *AmyStore
+	d     map[string]*prometheus.Desc
+}
+
+// NewAmyCollector returns the collector.
+func NewAmyCollector(store *AmyStore) *AmyCollector {
+	up := []string{"upstream"}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(append([]string{}, up...), labels...), nil)
+	}
+	return &AmyCollector{store: store, d: map[string]*prometheus.Desc{
+		"started":     desc("amy_turns_started_total", "Amy turns started (turn.started)."),
+		"finished":    desc("amy_turns_finished_total", "Amy turns finished, by outcome (turn.completed, turn.failed).", "outcome"),
+		"inflight":    desc("amy_turns_in_flight", "Amy turns started and not yet finished or given up."),
+		"duration":    desc("amy_turn_duration_seconds", "Amy turn duration, turn.started to turn.completed/failed (the turn's own timestamps when both carry one, else the exporter's clock).", "outcome"),
+		"ttft":        desc("amy_time_to_first_token_seconds", "Amy turn.started to the first synthesis_delta, on the exporter's clock."),
+		"cost":        desc("amy_cost_usd_total", "Amy spend in US dollars from turn.completed result.cost_usd (as the API reports it)."),
+		"turncost":    desc("amy_turn_cost_usd", "Amy cost per completed turn in US dollars."),
+		"agentruns":   desc("amy_agent_runs_total", "Amy agent runs (agent_end), by agent.", "agent"),
+		"agentdur":    desc("amy_agent_duration_seconds", "Amy agent run durations (agent_end duration_ms).", "agent"),
+		"agentcost":   desc("amy_agent_cost_usd_total", "Amy agent spend in US dollars (agent_end cost_usd).", "agent"),
+		"validations": desc("amy_validations_total", "Amy validator verdicts (validation_end).", "verdict"),
+		"gates":       desc("amy_validation_gates_total", "Amy validation gates passed and failed (gates_passed, gates_total - gates_passed).", "result"),
+		"routing":     desc("amy_routing_decisions_total", "Amy routing decisions by main agent.", "main_agent"),
+		"facts":       desc("amy_fact_check_issues_total", "Issues reported by Amy fact checks."),
+		"memory":      desc("amy_memory_entries_total", "Entries Amy remembered (memory events)."),
+		"warnings":    desc("amy_cost_warnings_total", "Amy cost_warning events."),
+		"events":      desc("amy_events_total", "Amy events by name; names outside the catalogue as unknown.", "event"),
+		"up":          desc("amy_stream_up", "1 while the upstream's streams are connected or idle without error."),
+		"reconnects":  desc("amy_stream_reconnects_total", "Amy stream reconnections, by reason.", "reason"),
+		"duplicates":  desc("amy_stream_duplicate_events_total", "Replayed Amy events dropped because their id was already counted."),
+		"givenup":     desc("amy_turns_given_up_total", "Amy turns no longer followed before they ended: timeout (turn_timeout) or not_found (HTTP 404, past the replay window).", "reason"),
+		"bad":         desc("amy_stream_bad_events_total", "Amy events whose data was not a JSON object (counted and skipped)."),
+	}}
+}
+
+// Describe implements prometheus.Collector.
+func (c *AmyCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.d {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *AmyCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.store.snapshot() {
+		t, n := u.totals, u.name
+		get := func(f family, l1 string) float64 { return unfixed(f, t[seriesKey{f, l1, ""}]) }
+		emit(ch, c.d["started"], prometheus.CounterValue, get(famAmyStarted, ""), n)
+		for _, o := range []string{amy.OutcomeCompleted, amy.OutcomeFailed} {
+			emit(ch, c.d["finished"], prometheus.CounterValue, get(famAmyFinished, o), n, o)
+		}
+		emit(ch, c.d["inflight"], prometheus.GaugeValue, float64(u.inFlight), n)
+		emit(ch, c.d["cost"], prometheus.CounterValue, get(famAmyCost, ""), n)
+		for _, v := range []string{amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected} {
+			emit(ch, c.d["validations"], prometheus.CounterValue, get(famAmyValidations, v), n, v)
+		}
+		for _, r := range []string{"passed", "failed"} {
+			emit(ch, c.d["gates"], prometheus.CounterValue, get(famAmyGates, r), n, r)
+		}
+		emit(ch, c.d["facts"], prometheus.CounterValue, get(famAmyFactIssues, ""), n)
+		emit(ch, c.d["memory"], prometheus.CounterValue, get(famAmyMemory, ""), n)
+		emit(ch, c.d["warnings"], prometheus.CounterValue, get(famAmyCostWarnings, ""), n)
+		for _, e := range append(append([]string{}, amy.Catalogue...), amy.EventUnknown) {
+			emit(ch, c.d["events"], prometheus.CounterValue, get(famAmyEvents, e), n, e)
+		}
+		up := 0.0
+		if u.up {
+			up = 1
+		}
+		emit(ch, c.d["up"], prometheus.GaugeValue, up, n)
+		for _, r := range []string{ReconnectEOF, ReconnectError, ReconnectHTTP5xx, ReconnectHTTP429, ReconnectUnauthorized, ReconnectIdle} {
+			emit(ch, c.d["reconnects"], prometheus.CounterValue, get(famAmyReconnects, r), n, r)
+		}
+		emit(ch, c.d["duplicates"], prometheus.CounterValue, get(famAmyDuplicates, ""), n)
+		for _, r := range []string{GivenUpTimeout, GivenUpNotFound} {
+			emit(ch, c.d["givenup"], prometheus.CounterValue, get(famAmyGivenUp, r), n, r)
+		}
+		emit(ch, c.d["bad"], prometheus.CounterValue, get(famAmyBadEvents, ""), n)
+
+		durations := histograms{
+			amy.OutcomeCompleted: make([]float64, len(AmyTurnDurationBuckets)+1),
+			amy.OutcomeFailed:    make([]float64, len(AmyTurnDurationBuckets)+1),
+		}
+		ttft := histograms{"": make([]float64, len(AmyTTFTBuckets)+1)}
+		turnCost := histograms{"": make([]float64, len(AmyTurnCostBuckets)+1)}
+		agentDur := histograms{}
+		for k, v := range t {
+			switch k.fam {
+			case famAmyTurnDurBucket:
+				durations.add(k.l1, k.l2, len(AmyTurnDurationBuckets), v)
+			case famAmyTTFTBucket:
+				ttft.add("", k.l2, len(AmyTTFTBuckets), v)
+			case famAmyTurnCostBucket:
+				turnCost.add("", k.l2, len(AmyTurnCostBuckets), v)
+			case famAmyAgentDurBucket:
+				agentDur.add(k.l1, k.l2, len(AmyAgentDurationBuckets), v)
+			case famAmyAgentRuns:
+				emit(ch, c.d["agentruns"], prometheus.CounterValue, float64(v), n, k.l1)
+			case famAmyAgentCost:
+				emit(ch, c.d["agentcost"], prometheus.CounterValue, unfixed(k.fam, v), n, k.l1)
+			case famAmyRouting:
+				emit(ch, c.d["routing"], prometheus.CounterValue, float64(v), n, k.l1)
+			}
+		}
+		for outcome, b := range durations {
+			ch <- constHistogram(c.d["duration"], AmyTurnDurationBuckets, b, get(famAmyTurnDurSum, outcome), n, outcome)
+		}
+		ch <- constHistogram(c.d["ttft"], AmyTTFTBuckets, ttft[""], get(famAmyTTFTSum, ""), n)
+		ch <- constHistogram(c.d["turncost"], AmyTurnCostBuckets, turnCost[""], get(famAmyTurnCostSum, ""), n)
+		for agent, b := range agentDur {
+			ch <- constHistogram(c.d["agentdur"], AmyAgentDurationBuckets, b, get(famAmyAgentDurSum, agent), n, agent)
+		}
+	}
+}

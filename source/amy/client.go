@@ -1,0 +1,373 @@
+// Package amy follows Amy turn event streams (Server-Sent Events) and taps
+// the ones clients read through a reverse proxy, handing every event to the
+// collector, which counts each once per turn.
+package amy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/sse"
+)
+
+// Upstream is one configured Amy API.
+type Upstream struct {
+	Name        string
+	BaseURL     *url.URL
+	APIKey      string // or:
+	APIKeyFile  string // read at every connection
+	IdleTimeout time.Duration
+	TurnTimeout time.Duration
+}
+
+// key returns the bearer token; the file wins when set, and is read now so
+// a rotated key is used from the next connection.
+func (u Upstream) key() (string, error) {
+	if u.APIKeyFile == "" {
+		return u.APIKey, nil
+	}
+	b, err := os.ReadFile(u.APIKeyFile)
+	if err != nil {
+		return "", fmt.Errorf("read api_key_file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// eventsURL is GET {base}/v1/turns/{id}/events.
+func (u Upstream) eventsURL(turn string) string {
+	base := *u.BaseURL
+	base.Path = strings.TrimSuffix(base.Path, "/") + "/v1/turns/" + url.PathEscape(turn) + "/events"
+	base.RawPath = ""
+	return base.String()
+}
+
+// Backoff bounds.
+const (
+	backoffMin          = 500 * time.Millisecond
+	backoffMax          = 30 * time.Second
+	unauthorizedBackoff = 5 * time.Minute // a wrong key is not retried in a loop
+	maxFollowers        = 1000            // per upstream
+)
+
+// Client follows turns. One goroutine per followed turn.
+type Client struct {
+	store *collector.AmyStore
+	log   *slog.Logger
+	http  *http.Client
+	clock clock.Clock
+
+	mu        sync.Mutex
+	following map[string]bool // upstream + "\x00" + turn
+	perUp     map[string]int
+	wg        sync.WaitGroup
+}
+
+// NewClient returns a client; httpClient nil means one with sane transport
+// timeouts and no overall timeout (streams are long).
+func NewClient(store *collector.AmyStore, log *slog.Logger, httpClient *http.Client, clk clock.Clock) *Client {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if httpClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		httpClient = &http.Client{Transport: tr}
+	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Client{store: store, log: log, http: httpClient, clock: clk,
+		following: map[string]bool{}, perUp: map[string]int{}}
+}
+
+// Wait blocks until every follower has stopped (after ctx ended).
+func (c *Client) Wait() { c.wg.Wait() }
+
+// Follow starts following a turn unless it is already followed or over.
+// auth, when set, is the Authorization header to use (the creating
+// client's, for turns discovered through the proxy); otherwise the
+// upstream's key is used.
+func (c *Client) Follow(ctx context.Context, up Upstream, turn, auth string) {
+	k := up.Name + "\x00" + turn
+	c.mu.Lock()
+	if c.following[k] || c.store.Finished(up.Name, turn) {
+		c.mu.Unlock()
+		return
+	}
+	if c.perUp[up.Name] >= maxFollowers {
+		c.mu.Unlock()
+		c.log.Warn("too many Amy turns followed at once; not following another", "upstream", up.Name, "limit", maxFollowers)
+		return
+	}
+	c.following[k] = true
+	c.perUp[up.Name]++
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.following, k)
+			c.perUp[up.Name]--
+			c.mu.Unlock()
+		}()
+		c.follow(ctx, up, turn, auth)
+	}()
+}
+
+// outcome of one connection.
+type outcome struct {
+	terminal   bool   // the turn ended
+	status     int    // HTTP status when not 200
+	reason     string // reconnect reason
+	retryAfter time.Duration
+	err        error
+}
+
+func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
+	deadline := c.clock.Now().Add(up.TurnTimeout)
+	dec := amyparser.NewDecoder()
+	lastID := "" // for ids that are not numbers; numeric ones come from the store
+	attempt := 0
+	reportedAuth := false
+	for ctx.Err() == nil {
+		if c.store.Finished(up.Name, turn) {
+			return
+		}
+		if c.clock.Now().After(deadline) {
+			c.store.GaveUp(up.Name, turn, collector.GivenUpTimeout)
+			c.log.Warn("Amy turn did not end within turn_timeout; no longer followed", "upstream", up.Name, "turn", turn, "turn_timeout", up.TurnTimeout)
+			return
+		}
+		resume := c.store.ResumeID(up.Name, turn)
+		if resume == "" {
+			resume = lastID
+		}
+		o, seenID, retry := c.connect(ctx, up, turn, auth, resume, dec)
+		if seenID != "" {
+			lastID = seenID
+		}
+		if o.terminal || ctx.Err() != nil {
+			c.store.SetUp(up.Name, true)
+			return
+		}
+		switch {
+		case o.status == http.StatusNotFound:
+			c.store.GaveUp(up.Name, turn, collector.GivenUpNotFound)
+			c.log.Info("Amy turn not found (past the replay window); no longer followed", "upstream", up.Name, "turn", turn)
+			return
+		case o.status == http.StatusUnauthorized || o.status == http.StatusForbidden:
+			c.store.SetUp(up.Name, false)
+			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
+			if !reportedAuth {
+				reportedAuth = true
+				c.log.Error("Amy refused the API key; retrying only every few minutes", "upstream", up.Name,
+					"status", o.status, "retry_in", unauthorizedBackoff)
+			}
+			c.sleep(ctx, unauthorizedBackoff)
+			continue
+		}
+		if o.reason == "" {
+			o.reason = collector.ReconnectError
+		}
+		if o.reason != collector.ReconnectEOF {
+			c.store.SetUp(up.Name, false)
+			c.log.Debug("Amy stream broke; reconnecting", "upstream", up.Name, "turn", turn, "reason", o.reason, "err", o.err)
+		}
+		c.store.Reconnected(up.Name, o.reason)
+		if o.reason == collector.ReconnectEOF && seenID != "" {
+			attempt = 0 // the stream was healthy until it ended
+		}
+		attempt++
+		wait := backoff(attempt)
+		if retry > wait {
+			wait = retry
+		}
+		if o.retryAfter > wait {
+			wait = o.retryAfter
+		}
+		c.sleep(ctx, wait)
+	}
+}
+
+// backoff is capped exponential with jitter (half to full).
+func backoff(attempt int) time.Duration {
+	d := backoffMin << min(attempt, 10)
+	if d > backoffMax {
+		d = backoffMax
+	}
+	return time.Duration(float64(d) * (0.5 + 0.5*rand.Float64()))
+}
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
+	}
+}
+
+// connect makes one connection and reads events until the turn ends or the
+// stream breaks. It returns the last event id seen and the server's retry
+// field, if any.
+func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume string, dec *amyparser.Decoder) (outcome, string, time.Duration) {
+	if auth == "" {
+		key, err := up.key()
+		if err != nil {
+			c.log.Error("cannot read the Amy API key", "upstream", up.Name, "err", err)
+			return outcome{reason: collector.ReconnectError, err: err}, "", 0
+		}
+		if key != "" {
+			auth = "Bearer " + key
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, up.eventsURL(turn), nil)
+	if err != nil {
+		return outcome{reason: collector.ReconnectError, err: err}, "", 0
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if resume != "" {
+		req.Header.Set("Last-Event-ID", resume)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return outcome{reason: collector.ReconnectError, err: redact(err)}, "", 0
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		o := outcome{status: resp.StatusCode, reason: collector.ReconnectError}
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			o.reason = collector.ReconnectHTTP429
+		case resp.StatusCode >= 500:
+			o.reason = collector.ReconnectHTTP5xx
+		}
+		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
+		return o, "", 0
+	}
+	c.store.SetUp(up.Name, true)
+
+	// The idle watchdog: any byte (events or keepalive comments) resets
+	// it; silence for IdleTimeout cancels the request.
+	var idle sync.Mutex
+	idled := false
+	timer := c.clock.NewTimer(up.IdleTimeout)
+	defer timer.Stop()
+	activity := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-cctx.Done():
+				return
+			case <-activity:
+				timer.Reset(up.IdleTimeout)
+			case <-timer.C():
+				idle.Lock()
+				idled = true
+				idle.Unlock()
+				cancel()
+				return
+			}
+		}
+	}()
+	body := &activityReader{r: resp.Body, activity: activity}
+	parser := sse.NewParser(body, sse.Options{})
+	seen := ""
+	for {
+		ev, err := parser.Next()
+		if err != nil {
+			retry, _ := parser.Retry()
+			idle.Lock()
+			wasIdle := idled
+			idle.Unlock()
+			switch {
+			case wasIdle:
+				return outcome{reason: collector.ReconnectIdle}, seen, retry
+			case errors.Is(err, io.EOF):
+				return outcome{reason: collector.ReconnectEOF}, seen, retry
+			default:
+				return outcome{reason: collector.ReconnectError, err: redact(err)}, seen, retry
+			}
+		}
+		if ev.ID != "" {
+			seen = ev.ID
+		}
+		rec, derr := dec.Decode(ev.Event, ev.Data)
+		if derr != nil {
+			c.store.BadEvent(up.Name)
+			c.log.Debug("Amy event data does not decode; skipped", "upstream", up.Name, "event", ev.Event, "err", derr)
+			continue
+		}
+		c.store.Observe(up.Name, turn, ev.ID, rec, c.clock.Now())
+		if rec.Name == amyparser.EventTurnCompleted || rec.Name == amyparser.EventTurnFailed {
+			return outcome{terminal: true}, seen, 0
+		}
+	}
+}
+
+// activityReader signals every read that returned bytes.
+type activityReader struct {
+	r        io.Reader
+	activity chan<- struct{}
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		select {
+		case a.activity <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date),
+// capped at backoffMax × 10.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && secs >= 0 {
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), 10*backoffMax)
+}
+
+// redact strips any URL userinfo from an error (keys never travel there,
+// but a misconfigured base_url must not leak through a log line).
+func redact(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		if u, perr := url.Parse(uerr.URL); perr == nil && u.User != nil {
+			u.User = nil
+			return &url.Error{Op: uerr.Op, URL: u.String(), Err: uerr.Err}
+		}
+	}
+	return err
+}

@@ -1,0 +1,171 @@
+package amy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"regexp"
+	"strings"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/sse"
+)
+
+var (
+	eventsPath = regexp.MustCompile(`/v1/turns/([^/]+)/events$`)
+	createPath = regexp.MustCompile(`/v1/turns/?$`)
+)
+
+// maxCreateBody bounds how much of a POST /v1/turns answer is kept to find
+// the new turn's id; the client gets every byte regardless.
+const maxCreateBody = 1 << 20
+
+// NewProxy returns a transparent reverse proxy to the upstream that taps
+// what passes through it:
+//
+//   - event streams clients read (GET …/v1/turns/{id}/events, 200) are
+//     parsed on the side and counted, each event once per turn however many
+//     clients read it (the store deduplicates by event id);
+//   - turns created through it (POST …/v1/turns, 2xx) are followed by the
+//     exporter itself with the creating client's Authorization header, so
+//     a turn is measured even when no client reads its stream.
+//
+// Requests and responses pass through unchanged: status, headers (but
+// hop-by-hop ones, which HTTP forbids forwarding), and bodies, streamed
+// without buffering; a client that goes away cancels the upstream request.
+func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// No X-Forwarded-* headers: the proxy is meant to be
+			// invisible to the API.
+			pr.SetURL(up.BaseURL)
+			pr.Out.Host = up.BaseURL.Host
+		},
+		FlushInterval: -1, // flush every write: event streams must not wait
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ModifyResponse: func(resp *http.Response) error {
+			req := resp.Request
+			switch {
+			case req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && eventsPath.MatchString(req.URL.Path):
+				turn := eventsPath.FindStringSubmatch(req.URL.Path)[1]
+				resp.Body = tapStream(resp.Body, up.Name, turn, store, log, clk)
+			case req.Method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode < 300 && createPath.MatchString(req.URL.Path):
+				auth := req.Header.Get("Authorization")
+				resp.Body = &captureBody{rc: resp.Body, onClose: func(body []byte) {
+					if id := turnID(body); id != "" {
+						client.Follow(ctx, up, id, auth)
+					}
+				}}
+			}
+			return nil
+		},
+	}
+	return rp
+}
+
+// turnID finds the new turn's id in a POST /v1/turns answer: {"id": …},
+// {"turn_id": …} or {"turn": {"id": …}}.
+func turnID(body []byte) string {
+	var v struct {
+		ID     string `json:"id"`
+		TurnID string `json:"turn_id"`
+		Turn   struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	for _, id := range []string{v.ID, v.TurnID, v.Turn.ID} {
+		if id != "" && !strings.ContainsAny(id, "/?#") {
+			return id
+		}
+	}
+	return ""
+}
+
+// tapStream returns a body that gives the client every byte and feeds the
+// same bytes to an SSE parser on the side.
+func tapStream(body io.ReadCloser, upstream, turn string, store *collector.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		dec := amyparser.NewDecoder()
+		p := sse.NewParser(pr, sse.Options{})
+		for {
+			ev, err := p.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
+					log.Debug("tapped Amy stream ended", "upstream", upstream, "err", err)
+				}
+				io.Copy(io.Discard, pr) // never block the client
+				return
+			}
+			rec, derr := dec.Decode(ev.Event, ev.Data)
+			if derr != nil {
+				store.BadEvent(upstream)
+				continue
+			}
+			store.Observe(upstream, turn, ev.ID, rec, clk.Now())
+		}
+	}()
+	return &teeBody{rc: body, pw: pw}
+}
+
+type teeBody struct {
+	rc io.ReadCloser
+	pw *io.PipeWriter
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		if _, werr := t.pw.Write(p[:n]); werr != nil {
+			t.pw.CloseWithError(werr)
+		}
+	}
+	if err != nil {
+		t.pw.CloseWithError(err)
+	}
+	return n, err
+}
+
+func (t *teeBody) Close() error {
+	t.pw.CloseWithError(io.ErrClosedPipe)
+	return t.rc.Close()
+}
+
+// captureBody passes a response through and hands its first bytes to
+// onClose when the client is done with it.
+type captureBody struct {
+	rc      io.ReadCloser
+	buf     bytes.Buffer
+	onClose func([]byte)
+	done    bool
+}
+
+func (c *captureBody) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if n > 0 && c.buf.Len() < maxCreateBody {
+		c.buf.Write(p[:min(n, maxCreateBody-c.buf.Len())])
+	}
+	if errors.Is(err, io.EOF) && !c.done {
+		c.done = true
+		c.onClose(c.buf.Bytes())
+	}
+	return n, err
+}
+
+func (c *captureBody) Close() error { return c.rc.Close() }
