@@ -11,15 +11,16 @@ LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$
 STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
-.PHONY: build test unit e2e lint fuzz bench ci
+.PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
 
 # The whole suite: unit tests with the race detector (parsers, collector,
-# watcher, config, binary), then the end-to-end tests against a real
-# Prometheus and promtool.
-test: unit e2e
+# sources, config, binary), the alert rules under promtool, the dashboards'
+# generator and checks, the Helm chart under a real helm, then the
+# end-to-end tests against a real Prometheus.
+test: unit rules dashboards helm-check e2e
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -27,17 +28,39 @@ unit:
 e2e:
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./e2e/
 
+rules:
+	bash deploy/rules/check.sh
+
+dashboards:
+	$(GO) -C dashboards/gen vet ./...
+	$(GO) -C dashboards/gen test -count=1 ./...
+
+# Regenerate the dashboards after changing dashboards/gen.
+dashboards-gen:
+	$(GO) -C dashboards/gen run . -out ..
+
+helm-check:
+	bash .ci/helm-check
+
+# Copy the rules and dashboards into the chart after changing them.
+chart-sync:
+	deploy/helm/sync.sh
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/
 	$(STATICCHECK) ./...
+	cd dashboards/gen && $(GO) vet ./... && $(STATICCHECK) ./...
+	cd deploy/helm/manifest-test && $(GO) vet ./... && $(STATICCHECK) ./...
 
 # A short run of every fuzz target; the corpus lives in testdata/fuzz.
 fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScanner -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
