@@ -179,8 +179,8 @@ amp_prompts_total{source="threads"} 0
 	}
 	reg := prometheus.NewPedanticRegistry()
 	NewExporterMetrics(reg)
-	if n, err := testutil.GatherAndCount(reg, "amp_exporter_parse_errors_total"); err != nil || n != 5 {
-		t.Fatalf("parse error series at start = %d (%v), want all 5 reasons", n, err)
+	if n, err := testutil.GatherAndCount(reg, "amp_exporter_parse_errors_total"); err != nil || n != 8 {
+		t.Fatalf("parse error series at start = %d (%v), want all 5 thread and 3 stream reasons", n, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -82,6 +83,9 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
 		m.parseErrors.WithLabelValues(SourceThreads, r)
+	}
+	for _, r := range []string{streamjson.ReasonInvalidJSON, streamjson.ReasonNotObject, streamjson.ReasonLineTooLong} {
+		m.parseErrors.WithLabelValues(SourceStream, r)
 	}
 	m.parseDuration.WithLabelValues(SourceThreads)
 	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode"} {

@@ -383,19 +383,32 @@ type prometheus struct {
 // is ready.
 func startPrometheus(t *testing.T, target string) *prometheus {
 	t.Helper()
+	return startPrometheusWith(t, target, "amp")
+}
+
+// startPrometheusWith is startPrometheus with a job name and rule files.
+func startPrometheusWith(t *testing.T, target, job string, ruleFiles ...string) *prometheus {
+	t.Helper()
 	bin := requireTool(t, "prometheus")
 	dir := t.TempDir()
+	rules := ""
+	if len(ruleFiles) > 0 {
+		rules = "rule_files:\n"
+		for _, f := range ruleFiles {
+			rules += fmt.Sprintf("  - %q\n", f)
+		}
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
-scrape_configs:
-  - job_name: amp
+%sscrape_configs:
+  - job_name: %s
     scrape_interval: 1s
     scrape_timeout: 1s
     static_configs:
       - targets: [%q]
-`, target)
+`, rules, job, target)
 	cfgFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -475,6 +488,32 @@ func (p *prometheus) query(q, key string) (map[string]float64, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// queryRaw runs an instant query and returns its result type and how many
+// series or samples it holds, or the error Prometheus reported.
+func (p *prometheus) queryRaw(q string) (string, int, error) {
+	resp, err := httpClient.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status    string `json:"status"`
+		Error     string `json:"error"`
+		ErrorType string `json:"errorType"`
+		Data      struct {
+			ResultType string            `json:"resultType"`
+			Result     []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return "", 0, fmt.Errorf("decode answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	if r.Status != "success" {
+		return "", 0, fmt.Errorf("%s: %s", r.ErrorType, r.Error)
+	}
+	return r.Data.ResultType, len(r.Data.Result), nil
 }
 
 // formatVector renders a query result deterministically for messages.

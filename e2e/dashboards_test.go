@@ -1,0 +1,211 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// panelQuery is one line of dashboards/queries.txt.
+type panelQuery struct{ uid, title, expr string }
+
+func readPanelQueries(t *testing.T) []panelQuery {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "dashboards", "queries.txt"))
+	if err != nil {
+		t.Fatalf("dashboards/queries.txt (written by go -C dashboards/gen run . -out ..): %v", err)
+	}
+	var out []panelQuery
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			t.Fatalf("queries.txt: bad line %q", line)
+		}
+		out = append(out, panelQuery{parts[0], parts[1], parts[2]})
+	}
+	if len(out) < 20 {
+		t.Fatalf("only %d panel queries", len(out))
+	}
+	return out
+}
+
+// instantiate replaces the dashboards' Grafana variables the way Grafana
+// would for "all" selections over a 15-minute range.
+func instantiate(expr string) string {
+	r := strings.NewReplacer(
+		"$__rate_interval", "1m", "${__rate_interval}", "1m",
+		"$__range", "15m", "${__range}", "15m",
+		"$__interval", "15s", "${__interval}", "15s",
+		"$job", ".*", "${job}", ".*",
+		"$instance", ".*", "${instance}", ".*",
+		"$upstream", ".*", "${upstream}", ".*",
+		"$model", ".*", "${model}", ".*",
+		"$source", ".*", "${source}", ".*",
+	)
+	return r.Replace(expr)
+}
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string `yaml:"name"`
+		Rules []struct {
+			Record string `yaml:"record"`
+			Alert  string `yaml:"alert"`
+			Expr   string `yaml:"expr"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// TestDashboardsAndRulesAgainstPrometheus feeds the exporter all three
+// sources — thread files, stream-json runs, an Amy stand-in — while a real
+// Prometheus scrapes it with the shipped rules loaded, then runs every
+// dashboard panel query and every rule expression: none may fail, and
+// every panel must show data.
+func TestDashboardsAndRulesAgainstPrometheus(t *testing.T) {
+	const key = "sk-amy-dash-0123"
+	standIn := newAmyStandIn(key, "turn_a")
+	amySrv := httptest.NewServer(standIn)
+	defer amySrv.Close()
+
+	threads, runs, dir := t.TempDir(), t.TempDir(), t.TempDir()
+	copyFixtures(t, threads)
+	keyFile := filepath.Join(dir, "amy.key")
+	os.WriteFile(keyFile, []byte(key), 0o600)
+	proxyPort := freePort(t)
+	cfg := filepath.Join(dir, "amp-exporter.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`threads: {dirs: [%q]}
+streams: {dirs: [%q], poll_interval: 200ms}
+amy:
+  - name: stand-in
+    base_url: %s
+    api_key_file: %s
+    turns: [turn_a]
+    proxy: {listen_address: "127.0.0.1:%d"}
+`, threads, runs, amySrv.URL, keyFile, proxyPort)), 0o644)
+	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg}})
+	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
+	p := startPrometheusWith(t, strings.TrimPrefix(e.base, "http://"), "amp-exporter", rules)
+
+	// Keep every source busy while Prometheus scrapes, so rates and
+	// quantiles over the last minute have something to show.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		capture := readCapture(t, "success-run.jsonl")
+		denied := readCapture(t, "approval-denied.jsonl")
+		proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+		for i := 0; ctx.Err() == nil; i++ {
+			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-%04d.json", i), threadJSON(fmt.Sprintf("T-e2e-%04d", i), "claude-opus-4-6", 1, 100+i))
+			os.WriteFile(filepath.Join(runs, fmt.Sprintf("run-%04d.jsonl", i)), []byte(capture), 0o644)
+			os.WriteFile(filepath.Join(runs, fmt.Sprintf("denied-%04d.jsonl", i)), []byte(denied), 0o644)
+			req, _ := http.NewRequest(http.MethodPost, proxy+"/v1/turns", strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer "+key)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+
+	// Wait until rates over a minute window exist for all three sources.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok := true
+		for _, q := range []string{
+			`sum(rate(amp_tokens_total{source="threads"}[1m])) > 0`,
+			`sum(rate(amp_tokens_total{source="stream"}[1m])) > 0`,
+			`sum(rate(amy_turns_finished_total[1m])) > 0`,
+		} {
+			if _, n, err := p.queryRaw(q); err != nil || n == 0 {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sources never showed activity in Prometheus")
+		}
+		time.Sleep(time.Second)
+	}
+
+	for _, q := range readPanelQueries(t) {
+		expr := instantiate(q.expr)
+		typ, n, err := p.queryRaw(expr)
+		switch {
+		case err != nil:
+			t.Errorf("%s / %q: %s: %v", q.uid, q.title, expr, err)
+		case n == 0 && typ != "scalar":
+			t.Errorf("%s / %q shows no data: %s", q.uid, q.title, expr)
+		}
+	}
+
+	var rf ruleFile
+	data, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &rf); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			n++
+			if _, _, err := p.queryRaw(r.Expr); err != nil {
+				t.Errorf("rule %s%s: %v", r.Record, r.Alert, err)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d rules", n)
+	}
+	// Prometheus's own evaluation of the loaded rules: all healthy.
+	resp, err := httpClient.Get(p.base + "/api/v1/rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rr struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct {
+					Name      string `json:"name"`
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+		t.Fatal(err)
+	}
+	loaded := 0
+	for _, g := range rr.Data.Groups {
+		for _, r := range g.Rules {
+			loaded++
+			if r.Health == "err" {
+				t.Errorf("rule %s: %s", r.Name, r.LastError)
+			}
+		}
+	}
+	if loaded != n {
+		t.Errorf("Prometheus loaded %d rules, the file has %d", loaded, n)
+	}
+}
