@@ -219,17 +219,44 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 	return true
 }
 
-// BadEvent counts an event whose data did not decode.
-func (s *AmyStore) BadEvent(upstream string) { s.count(upstream, famAmyBadEvents, "") }
+// BadEvent counts an event of a turn whose data did not decode, once per
+// event id: a replay of it counts as a duplicate, like any other event.
+func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := turnKey(upstream, turnID)
+	t := s.turns[k]
+	if t == nil {
+		t = &amyTurnState{Upstream: upstream}
+		s.turns[k] = t
+	}
+	t.LastEvent = received
+	f := famAmyBadEvents
+	if t.Skip(eventID) {
+		f = famAmyDuplicates
+	}
+	u := s.upstream(upstream)
+	key := seriesKey{f, "", ""}
+	u.totals[key] = satAdd(u.totals[key], 1)
+	s.generation++
+}
 
 // Reconnected counts a reconnection of a stream.
 func (s *AmyStore) Reconnected(upstream, reason string) { s.count(upstream, famAmyReconnects, reason) }
 
-// GaveUp stops counting a turn as in flight.
+// GaveUp stops counting a turn as in flight, and counts it given up (also
+// a turn of which no event was ever received: a 404 or a timeout on the
+// first connection).
 func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := s.turns[turnKey(upstream, turnID)]; t != nil && !t.Finished {
+	k := turnKey(upstream, turnID)
+	t := s.turns[k]
+	if t == nil {
+		t = &amyTurnState{Upstream: upstream, LastEvent: s.now()}
+		s.turns[k] = t
+	}
+	if !t.Finished {
 		t.Finished = true
 		u := s.upstream(upstream)
 		key := seriesKey{famAmyGivenUp, reason, ""}

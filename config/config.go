@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -55,6 +56,17 @@ type AmyProxy struct {
 
 // Secret is a credential: never printed, never logged.
 type Secret string
+
+// String keeps the secret out of %v and %s.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "<secret>"
+}
+
+// LogValue keeps the secret out of structured logs.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // MarshalYAML implements yaml.Marshaler: a set secret renders as <secret>.
 func (s Secret) MarshalYAML() (any, error) {

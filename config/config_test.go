@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,6 +208,15 @@ amy:
 		_, err := Load(writeConfig(t, content), testEnv(nil))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to mention %q", content, err, want)
+		}
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := Secret("sk-live-123")
+	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %s", s, s), s.LogValue().String()} {
+		if strings.Contains(out, "sk-live") {
+			t.Fatalf("secret printed: %q", out)
 		}
 	}
 }

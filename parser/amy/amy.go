@@ -164,7 +164,7 @@ func (d *Decoder) Decode(name, data string) (Record, error) {
 		return Record{Name: r.Name}, fmt.Errorf("%w (event %q): data after the JSON object", ErrBadData, name)
 	}
 	if r.Name != EventAgentEnd && r.Name != EventTurnCompleted && r.Name != EventCost {
-		r.HasCost = false
+		r.CostUSD, r.HasCost = 0, false
 	}
 	return r, nil
 }

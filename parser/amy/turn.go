@@ -95,6 +95,11 @@ func nonNegative(d time.Duration) (time.Duration, bool) {
 	return d, true
 }
 
+// Skip remembers the id of an event that is not observed (its data did not
+// decode), so that a replay of it is a duplicate too and a resume starts
+// after it. It reports whether the id was seen before.
+func (t *Turn) Skip(id string) (duplicate bool) { return t.duplicate(id) }
+
 // duplicate reports whether an event id was seen, and remembers it.
 func (t *Turn) duplicate(id string) bool {
 	if id == "" {

@@ -34,6 +34,11 @@ type Upstream struct {
 	TurnTimeout time.Duration
 }
 
+// LogValue keeps the key out of structured logs.
+func (u Upstream) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("name", u.Name), slog.String("base_url", u.BaseURL.Redacted()))
+}
+
 // key returns the bearer token; the file wins when set, and is read now so
 // a rotated key is used from the next connection.
 func (u Upstream) key() (string, error) {
@@ -140,6 +145,20 @@ type outcome struct {
 
 func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 	deadline := c.clock.Now().Add(up.TurnTimeout)
+	// turn_timeout also ends a connection that stays open without the turn
+	// ending (kept alive by comments) and a sleep between attempts: tctx
+	// is cancelled when it expires.
+	tctx, expire := context.WithCancel(ctx)
+	defer expire()
+	expiry := c.clock.NewTimer(up.TurnTimeout)
+	defer expiry.Stop()
+	go func() {
+		select {
+		case <-tctx.Done():
+		case <-expiry.C():
+			expire()
+		}
+	}()
 	dec := amyparser.NewDecoder()
 	lastID := "" // for ids that are not numbers; numeric ones come from the store
 	attempt := 0
@@ -148,7 +167,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 		if c.store.Finished(up.Name, turn) {
 			return
 		}
-		if c.clock.Now().After(deadline) {
+		if tctx.Err() != nil || c.clock.Now().After(deadline) {
 			c.store.GaveUp(up.Name, turn, collector.GivenUpTimeout)
 			c.log.Warn("Amy turn did not end within turn_timeout; no longer followed", "upstream", up.Name, "turn", turn, "turn_timeout", up.TurnTimeout)
 			return
@@ -157,13 +176,16 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 		if resume == "" {
 			resume = lastID
 		}
-		o, seenID, retry := c.connect(ctx, up, turn, auth, resume, dec)
+		o, seenID, retry := c.connect(tctx, up, turn, auth, resume, dec)
 		if seenID != "" {
 			lastID = seenID
 		}
 		if o.terminal || ctx.Err() != nil {
 			c.store.SetUp(up.Name, true)
 			return
+		}
+		if tctx.Err() != nil {
+			continue // turn_timeout: given up above
 		}
 		switch {
 		case o.status == http.StatusNotFound:
@@ -178,7 +200,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 				c.log.Error("Amy refused the API key; retrying only every few minutes", "upstream", up.Name,
 					"status", o.status, "retry_in", unauthorizedBackoff)
 			}
-			c.sleep(ctx, unauthorizedBackoff)
+			c.sleep(tctx, unauthorizedBackoff)
 			continue
 		}
 		if o.reason == "" {
@@ -195,12 +217,12 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 		attempt++
 		wait := backoff(attempt)
 		if retry > wait {
-			wait = retry
+			wait = min(retry, 10*backoffMax) // as Retry-After
 		}
 		if o.retryAfter > wait {
 			wait = o.retryAfter
 		}
-		c.sleep(ctx, wait)
+		c.sleep(tctx, wait)
 	}
 }
 
@@ -316,7 +338,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 		}
 		rec, derr := dec.Decode(ev.Event, ev.Data)
 		if derr != nil {
-			c.store.BadEvent(up.Name)
+			c.store.BadEvent(up.Name, turn, ev.ID, c.clock.Now())
 			c.log.Debug("Amy event data does not decode; skipped", "upstream", up.Name, "event", ev.Event, "err", derr)
 			continue
 		}

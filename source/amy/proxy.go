@@ -2,6 +2,7 @@ package amy
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http/httputil"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
@@ -47,6 +49,14 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 	if clk == nil {
 		clk = clock.Real{}
 	}
+	// A body in an encoding the tap cannot read (br, zstd: the client
+	// asked for it) reaches the client but is not counted; said once.
+	var warnOnce sync.Once
+	undecodable := func(enc string) {
+		warnOnce.Do(func() {
+			log.Warn("Amy responses in this Content-Encoding pass through the proxy uncounted", "upstream", up.Name, "content_encoding", enc)
+		})
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// No X-Forwarded-* headers: the proxy is meant to be
@@ -61,11 +71,21 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 			switch {
 			case req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && eventsPath.MatchString(req.URL.Path):
 				turn := eventsPath.FindStringSubmatch(req.URL.Path)[1]
-				resp.Body = tapStream(resp.Body, up.Name, turn, store, log, clk)
+				enc := resp.Header.Get("Content-Encoding")
+				if !decodable(enc) {
+					undecodable(enc)
+					return nil
+				}
+				resp.Body = tapStream(resp.Body, enc, up.Name, turn, store, log, clk)
 			case req.Method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode < 300 && createPath.MatchString(req.URL.Path):
 				auth := req.Header.Get("Authorization")
+				enc := resp.Header.Get("Content-Encoding")
+				if !decodable(enc) {
+					undecodable(enc)
+					return nil
+				}
 				resp.Body = &captureBody{rc: resp.Body, onClose: func(body []byte) {
-					if id := turnID(body); id != "" {
+					if id := turnID(decoded(body, enc)); id != "" {
 						client.Follow(ctx, up, id, auth)
 					}
 				}}
@@ -74,6 +94,35 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 		},
 	}
 	return rp
+}
+
+// decodable reports whether the tap reads a Content-Encoding: none, or
+// gzip (which Go clients, among others, ask for by default).
+func decodable(enc string) bool {
+	switch strings.ToLower(strings.TrimSpace(enc)) {
+	case "", "identity", "gzip", "x-gzip":
+		return true
+	}
+	return false
+}
+
+func isGzip(enc string) bool {
+	enc = strings.ToLower(strings.TrimSpace(enc))
+	return enc == "gzip" || enc == "x-gzip"
+}
+
+// decoded returns a captured body without its Content-Encoding (nil when
+// it does not decompress), bounded like the capture.
+func decoded(body []byte, enc string) []byte {
+	if !isGzip(enc) {
+		return body
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(zr, maxCreateBody))
+	return b
 }
 
 // turnID finds the new turn's id in a POST /v1/turns answer: {"id": …},
@@ -99,11 +148,21 @@ func turnID(body []byte) string {
 
 // tapStream returns a body that gives the client every byte and feeds the
 // same bytes to an SSE parser on the side.
-func tapStream(body io.ReadCloser, upstream, turn string, store *collector.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
+func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		dec := amyparser.NewDecoder()
-		p := sse.NewParser(pr, sse.Options{})
+		var src io.Reader = pr
+		if isGzip(enc) {
+			zr, err := gzip.NewReader(pr)
+			if err != nil {
+				log.Debug("tapped Amy stream does not decompress", "upstream", upstream, "err", err)
+				io.Copy(io.Discard, pr) // never block the client
+				return
+			}
+			src = zr
+		}
+		p := sse.NewParser(src, sse.Options{})
 		for {
 			ev, err := p.Next()
 			if err != nil {
@@ -115,7 +174,7 @@ func tapStream(body io.ReadCloser, upstream, turn string, store *collector.AmySt
 			}
 			rec, derr := dec.Decode(ev.Event, ev.Data)
 			if derr != nil {
-				store.BadEvent(upstream)
+				store.BadEvent(upstream, turn, ev.ID, clk.Now())
 				continue
 			}
 			store.Observe(upstream, turn, ev.ID, rec, clk.Now())

@@ -275,6 +275,7 @@ func (w *Watcher) fallBack(reason string, err error) {
 			"reason", reason, "poll_interval", w.cfg.PollInterval, "err", err)
 	}
 	w.polling = true
+	w.metrics.WatcherPolling(true)
 	if w.fsw != nil {
 		w.fsw.Close()
 		w.fsw = nil
