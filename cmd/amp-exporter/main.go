@@ -226,7 +226,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error {
 			logger.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
 			if err := p.server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("Amy proxy %s: %w", p.upstream, err)
+				return fmt.Errorf("amy proxy %s: %w", p.upstream, err)
 			}
 			return nil
 		}, func(error) {

@@ -89,7 +89,7 @@ type Record struct {
 }
 
 // ErrBadData reports an event whose data is not a JSON object.
-var ErrBadData = errors.New("Amy event data is not a JSON object")
+var ErrBadData = errors.New("amy event data is not a JSON object")
 
 // Decoder decodes events, reusing its scanner.
 type Decoder struct{ sc *jsonscan.Scanner }
