@@ -65,9 +65,9 @@ func TestPrometheusScrapesExporter(t *testing.T) {
 		{`amp_tokens_total{job="amp",model="claude-opus-4-6",token_type="cache_read"}`, "", map[string]float64{"": 42700}},
 		{`sum by (status) (amp_tool_calls_total{job="amp"})`, "status",
 			map[string]float64{"done": 10, "error": 3, "cancelled": 2, "rejected": 1}},
-		{`amp_exporter_parse_errors_total{job="amp",reason="truncated"}`, "", map[string]float64{"": 1}},
-		{`amp_exporter_parse_errors_total{job="amp",reason="invalid_json"}`, "", map[string]float64{"": 2}},
-		{`amp_exporter_parse_errors_total{job="amp",reason="not_thread"}`, "", map[string]float64{"": 2}},
+		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="truncated"}`, "", map[string]float64{"": 1}},
+		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="invalid_json"}`, "", map[string]float64{"": 2}},
+		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="not_thread"}`, "", map[string]float64{"": 2}},
 		{`sum(amp_threads{job="amp"})`, "", map[string]float64{"": 9}},
 		{`amp_threads{job="amp"}`, "agent_mode", map[string]float64{"smart": 5, "rush": 1, "deep": 1, "unknown": 2}},
 	}
