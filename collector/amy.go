@@ -141,13 +141,7 @@ func (s *AmyStore) Finished(upstream, turn string) bool {
 func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, received time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := turnKey(upstream, turnID)
-	t := s.turns[k]
-	if t == nil {
-		t = &amyTurnState{Upstream: upstream}
-		s.turns[k] = t
-	}
-	t.LastEvent = received
+	t := s.turnLocked(upstream, turnID, received)
 	o := t.Observe(eventID, r, received)
 	u := s.upstream(upstream)
 	add := func(f family, l1, l2 string, v int64) {
@@ -219,11 +213,9 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 	return true
 }
 
-// BadEvent counts an event of a turn whose data did not decode, once per
-// event id: a replay of it counts as a duplicate, like any other event.
-func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// turnLocked returns a turn's state, creating it, and notes the activity.
+// Callers hold the write lock.
+func (s *AmyStore) turnLocked(upstream, turnID string, received time.Time) *amyTurnState {
 	k := turnKey(upstream, turnID)
 	t := s.turns[k]
 	if t == nil {
@@ -231,6 +223,15 @@ func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time
 		s.turns[k] = t
 	}
 	t.LastEvent = received
+	return t
+}
+
+// BadEvent counts an event of a turn whose data did not decode, once per
+// event id: a replay of it counts as a duplicate, like any other event.
+func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.turnLocked(upstream, turnID, received)
 	f := famAmyBadEvents
 	if t.Skip(eventID) {
 		f = famAmyDuplicates
@@ -345,14 +346,7 @@ func (s *AmyStore) Export() *AmyState {
 	defer s.mu.RUnlock()
 	st := &AmyState{Version: StateVersion, Labels: s.labels.export(), Upstreams: map[string][]SeriesValue{}, Turns: map[string]*amyTurnState{}}
 	for name, u := range s.upstreams {
-		var series []SeriesValue
-		for k, v := range u.totals {
-			series = append(series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
-		}
-		sort.Slice(series, func(i, j int) bool {
-			a, b := series[i], series[j]
-			return a.Family+"\x00"+a.L1+"\x00"+a.L2 < b.Family+"\x00"+b.L1+"\x00"+b.L2
-		})
+		series := u.totals.series()
 		st.Upstreams[name] = series
 	}
 	for k, t := range s.turns {

@@ -220,19 +220,7 @@ func (s *StreamStore) Export() *StreamState {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st := &StreamState{Version: StateVersion, Labels: s.labels.export(), Files: map[string]StreamFile{}}
-	for k, v := range s.totals {
-		st.Series = append(st.Series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
-	}
-	sort.Slice(st.Series, func(i, j int) bool {
-		a, b := st.Series[i], st.Series[j]
-		if a.Family != b.Family {
-			return a.Family < b.Family
-		}
-		if a.L1 != b.L1 {
-			return a.L1 < b.L1
-		}
-		return a.L2 < b.L2
-	})
+	st.Series = s.totals.series()
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}

@@ -493,6 +493,26 @@ type State struct {
 	Files        map[string]FileRecord  `json:"files"`
 }
 
+// series returns the contribution in its persisted form, sorted so state
+// files are stable.
+func (c contribution) series() []SeriesValue {
+	out := make([]SeriesValue, 0, len(c))
+	for k, v := range c {
+		out = append(out, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Family != b.Family {
+			return a.Family < b.Family
+		}
+		if a.L1 != b.L1 {
+			return a.L1 < b.L1
+		}
+		return a.L2 < b.L2
+	})
+	return out
+}
+
 // ThreadState is one thread's persisted contribution.
 type ThreadState struct {
 	LastActivity int64         `json:"last_activity_ms,omitempty"`
@@ -520,20 +540,7 @@ func (s *ThreadStore) Export() *State {
 	}
 	st.Labels = s.labels.export()
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: make([]SeriesValue, 0, len(rec.contrib))}
-		for k, v := range rec.contrib {
-			ts.Series = append(ts.Series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
-		}
-		sort.Slice(ts.Series, func(i, j int) bool {
-			a, b := ts.Series[i], ts.Series[j]
-			if a.Family != b.Family {
-				return a.Family < b.Family
-			}
-			if a.L1 != b.L1 {
-				return a.L1 < b.L1
-			}
-			return a.L2 < b.L2
-		})
+		ts := ThreadState{LastActivity: rec.lastActivity, Series: rec.contrib.series()}
 		st.Threads[key] = ts
 	}
 	for p, f := range s.files {
