@@ -39,6 +39,15 @@ const (
 	famAmyBadEvents      family = "amy_bad_events"
 )
 
+var amyFamilies = map[family]bool{
+	famAmyStarted: true, famAmyFinished: true, famAmyTurnDurBucket: true, famAmyTurnDurSum: true,
+	famAmyTTFTBucket: true, famAmyTTFTSum: true, famAmyCost: true, famAmyTurnCostBucket: true,
+	famAmyTurnCostSum: true, famAmyAgentRuns: true, famAmyAgentDurBucket: true, famAmyAgentDurSum: true,
+	famAmyAgentCost: true, famAmyValidations: true, famAmyGates: true, famAmyRouting: true,
+	famAmyFactIssues: true, famAmyMemory: true, famAmyCostWarnings: true, famAmyEvents: true,
+	famAmyReconnects: true, famAmyDuplicates: true, famAmyGivenUp: true, famAmyBadEvents: true,
+}
+
 // Histogram bounds of the Amy source.
 var (
 	AmyTurnDurationBuckets  = []float64{5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 600, 1200}
@@ -362,19 +371,13 @@ func (s *AmyStore) Import(st *AmyState) error {
 		return fmt.Errorf("amy state version %d, this exporter reads %d", st.Version, StateVersion)
 	}
 	for name, series := range st.Upstreams {
-		for _, sv := range series {
-			if sv.Value < 0 || len(sv.Family) < 4 || sv.Family[:4] != "amy_" {
-				return fmt.Errorf("upstream %q: invalid series %q", name, sv.Family)
-			}
+		if err := checkSeries(series, amyFamilies); err != nil {
+			return fmt.Errorf("upstream %q: %w", name, err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for label, vals := range st.Labels {
-		for _, v := range vals {
-			s.labels.admit(label, v)
-		}
-	}
+	s.labels.restore(st.Labels)
 	for name, series := range st.Upstreams {
 		u := s.upstream(name)
 		for _, sv := range series {

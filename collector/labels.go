@@ -94,17 +94,21 @@ func (c *LabelCap) value(label, v string) string {
 	return OtherValue
 }
 
-// admit restores a persisted admission, even past the cap: values that
+// restore brings back persisted admissions, even past the cap: values that
 // already own series keep them after a restart or a lowered limit.
-func (c *LabelCap) admit(label, v string) {
+func (c *LabelCap) restore(admitted map[string][]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	set := c.admitted[label]
-	if set == nil {
-		set = map[string]struct{}{}
-		c.admitted[label] = set
+	for label, vals := range admitted {
+		set := c.admitted[label]
+		if set == nil {
+			set = map[string]struct{}{}
+			c.admitted[label] = set
+		}
+		for _, v := range vals {
+			set[v] = struct{}{}
+		}
 	}
-	set[v] = struct{}{}
 }
 
 // sanitizeLabel makes a data value safe as a label value: valid UTF-8,

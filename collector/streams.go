@@ -240,13 +240,8 @@ func (s *StreamStore) Import(st *StreamState) error {
 	if st.Version != StateVersion {
 		return fmt.Errorf("stream state version %d, this exporter reads %d", st.Version, StateVersion)
 	}
-	for _, sv := range st.Series {
-		if !streamFamilies[family(sv.Family)] {
-			return fmt.Errorf("unknown series family %q", sv.Family)
-		}
-		if sv.Value < 0 {
-			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
-		}
+	if err := checkSeries(st.Series, streamFamilies); err != nil {
+		return err
 	}
 	for p, f := range st.Files {
 		if f.Offset < 0 {
@@ -258,11 +253,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 	if len(s.totals) > 0 || len(s.files) > 0 {
 		return fmt.Errorf("state must be loaded into an empty store")
 	}
-	for label, vals := range st.Labels {
-		for _, v := range vals {
-			s.labels.admit(label, v)
-		}
-	}
+	s.labels.restore(st.Labels)
 	for _, sv := range st.Series {
 		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
 		s.totals[k] = satAdd(s.totals[k], sv.Value)

@@ -513,6 +513,20 @@ func (c contribution) series() []SeriesValue {
 	return out
 }
 
+// checkSeries refuses persisted series of families a store does not keep,
+// or with negative values.
+func checkSeries(series []SeriesValue, known map[family]bool) error {
+	for _, sv := range series {
+		if !known[family(sv.Family)] {
+			return fmt.Errorf("unknown series family %q", sv.Family)
+		}
+		if sv.Value < 0 {
+			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
+		}
+	}
+	return nil
+}
+
 // ThreadState is one thread's persisted contribution.
 type ThreadState struct {
 	LastActivity int64         `json:"last_activity_ms,omitempty"`
@@ -562,13 +576,8 @@ func (s *ThreadStore) Import(st *State) error {
 		return fmt.Errorf("state version %d, this exporter reads %d", st.Version, StateVersion)
 	}
 	for key, ts := range st.Threads {
-		for _, sv := range ts.Series {
-			if !knownFamilies[family(sv.Family)] {
-				return fmt.Errorf("thread %q: unknown series family %q", key, sv.Family)
-			}
-			if sv.Value < 0 {
-				return fmt.Errorf("thread %q: invalid value %v in %q", key, sv.Value, sv.Family)
-			}
+		if err := checkSeries(ts.Series, knownFamilies); err != nil {
+			return fmt.Errorf("thread %q: %w", key, err)
 		}
 	}
 	for p, f := range st.Files {
@@ -581,11 +590,7 @@ func (s *ThreadStore) Import(st *State) error {
 	if len(s.threads) > 0 || len(s.files) > 0 {
 		return fmt.Errorf("state must be loaded into an empty store")
 	}
-	for label, vals := range st.Labels {
-		for _, v := range vals {
-			s.labels.admit(label, v)
-		}
-	}
+	s.labels.restore(st.Labels)
 	for key, ts := range st.Threads {
 		rec := &threadRecord{contrib: make(contribution, len(ts.Series)), lastActivity: ts.LastActivity}
 		for _, sv := range ts.Series {

@@ -30,52 +30,34 @@ type stateKeeper struct {
 	saved   uint64
 }
 
-func threadKeeper(path string, s *collector.ThreadStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+// keeper returns the state keeper of a store whose persisted form is S.
+func keeper[S any](path string, generation func() uint64, export func() *S, importState func(*S) error,
+	m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
 	return &stateKeeper{
-		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
+		path: path, generation: generation, export: func() any { return export() }, metrics: m, log: log,
 		load: func(path string) (bool, error) {
-			var st collector.State
+			var st S
 			found, err := statefile.Load(path, &st)
 			if err == nil && found {
-				if err = s.Import(&st); err != nil {
+				if err = importState(&st); err != nil {
 					err = errors.Join(statefile.ErrDamaged, err)
 				}
 			}
 			return found, err
 		},
 	}
+}
+
+func threadKeeper(path string, s *collector.ThreadStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+	return keeper(path, s.Generation, s.Export, s.Import, m, log)
 }
 
 func streamKeeper(path string, s *collector.StreamStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return &stateKeeper{
-		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
-		load: func(path string) (bool, error) {
-			var st collector.StreamState
-			found, err := statefile.Load(path, &st)
-			if err == nil && found {
-				if err = s.Import(&st); err != nil {
-					err = errors.Join(statefile.ErrDamaged, err)
-				}
-			}
-			return found, err
-		},
-	}
+	return keeper(path, s.Generation, s.Export, s.Import, m, log)
 }
 
 func amyKeeper(path string, s *collector.AmyStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return &stateKeeper{
-		path: path, generation: s.Generation, export: func() any { return s.Export() }, metrics: m, log: log,
-		load: func(path string) (bool, error) {
-			var st collector.AmyState
-			found, err := statefile.Load(path, &st)
-			if err == nil && found {
-				if err = s.Import(&st); err != nil {
-					err = errors.Join(statefile.ErrDamaged, err)
-				}
-			}
-			return found, err
-		},
-	}
+	return keeper(path, s.Generation, s.Export, s.Import, m, log)
 }
 
 // restore loads the state. A damaged file is reported, set aside for
