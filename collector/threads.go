@@ -307,10 +307,15 @@ func threadKey(path string, sum *thread.Summary) string {
 // Apply records a successfully parsed snapshot of the file at path and
 // reports whether any counter moved.
 func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) bool {
+	// The contribution is worked out before taking the write lock, so that
+	// parsing workers and scrapes do not queue behind it.
+	s.mu.RLock()
+	prices := s.prices
+	s.mu.RUnlock()
+	c, rates := s.contribute(sum, prices)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := threadKey(path, sum)
-	c, rates := s.contribute(sum)
 	rec := s.threads[key]
 	if rec == nil {
 		rec = &threadRecord{contrib: contribution{}}
@@ -377,8 +382,8 @@ func (s *ThreadStore) Remove(path string) {
 }
 
 // contribute turns a summary into series, folding data-derived label values,
-// and prices its token series. Callers hold the write lock.
-func (s *ThreadStore) contribute(sum *thread.Summary) (contribution, map[seriesKey]rate) {
+// and prices its token series with prices.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
 	c := contribution{}
 	rates := map[seriesKey]rate{}
 	add := func(f family, l1, l2 string, v int64) {
@@ -394,7 +399,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary) (contribution, map[seriesK
 	for raw, t := range sum.Tokens {
 		m := model(raw)
 		long := sum.TokensOverThreshold[raw]
-		units, longUnits, priced := unitPrices(s.prices, raw)
+		units, longUnits, priced := unitPrices(prices, raw)
 		longs := []int64{long.Input, long.Output, long.CacheRead, long.CacheCreation}
 		for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
 			k := seriesKey{famTokens, m, TokenTypes[i]}
@@ -428,15 +433,43 @@ func (s *ThreadStore) contribute(sum *thread.Summary) (contribution, map[seriesK
 			add(famToolCalls, tool, st, int64(n))
 		}
 	}
+	// Observations are one per request: tally them per model in arrays
+	// first, so the map sees one entry per bucket rather than per request.
+	type tally struct {
+		buckets []int64
+		sum     int64
+	}
+	var lastModel string
+	var last *tally
+	perModel := map[string]*tally{}
 	for _, r := range sum.ContextUtil {
-		m := model(r.Model)
-		add(famContextBucket, m, bucketIndex(ContextBuckets, r.Ratio), 1)
-		add(famContextSum, m, "", fixed(famContextSum, r.Ratio))
+		if last == nil || r.Model != lastModel {
+			lastModel, last = r.Model, perModel[r.Model]
+			if last == nil {
+				last = &tally{buckets: make([]int64, len(ContextBuckets)+1)}
+				perModel[r.Model] = last
+			}
+		}
+		last.buckets[sort.SearchFloat64s(ContextBuckets, r.Ratio)]++
+		last.sum = satAdd(last.sum, fixed(famContextSum, r.Ratio))
 	}
+	for raw, t := range perModel {
+		m := model(raw)
+		for i, n := range t.buckets {
+			add(famContextBucket, m, strconv.Itoa(i), n)
+		}
+		add(famContextSum, m, "", t.sum)
+	}
+	exchanges := make([]int64, len(ExchangeBuckets)+1)
+	var exchangeSum int64
 	for _, d := range sum.ExchangeSeconds {
-		add(famExchangeBucket, "", bucketIndex(ExchangeBuckets, d), 1)
-		add(famExchangeSum, "", "", fixed(famExchangeSum, d))
+		exchanges[sort.SearchFloat64s(ExchangeBuckets, d)]++
+		exchangeSum = satAdd(exchangeSum, fixed(famExchangeSum, d))
 	}
+	for i, n := range exchanges {
+		add(famExchangeBucket, "", strconv.Itoa(i), n)
+	}
+	add(famExchangeSum, "", "", exchangeSum)
 	return c, rates
 }
 

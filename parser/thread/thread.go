@@ -132,13 +132,23 @@ type LedgerEvent struct {
 	Timestamp   int64 // epoch ms; 0 when absent
 }
 
-// Parser decodes thread files, reusing its read window and interned strings
-// across files. A Parser is not safe for concurrent use; use one per worker.
+// Parser decodes thread files, reusing its read window, interned strings
+// and message storage across files: a Thread it returns is valid only until
+// its next Parse or ParseBytes call. A Parser is not safe for concurrent
+// use; use one per worker.
 type Parser struct {
 	sc     *jsonscan.Scanner
 	intern map[string]string
 	seed   maphash.Seed
+	// msgStore is the storage of the last Thread's Messages. The message
+	// list is the largest allocation of a parse by far; the watcher
+	// summarizes each thread before parsing the next, so it can be reused.
+	msgStore []Message
 }
+
+// maxKeptMessages bounds the message storage a parser keeps between files
+// (~2.5 MB): one huge thread should not pin its list for good.
+const maxKeptMessages = 1 << 14
 
 // NewParser returns a parser.
 func NewParser() *Parser {
@@ -163,10 +173,6 @@ func (p *Parser) ParseBytes(b []byte) (*Thread, error) {
 	return p.parse()
 }
 
-// Forget drops the parser's reference to the last document given to
-// ParseBytes (a mapped file about to be unmapped, say).
-func (p *Parser) Forget() { p.sc.ResetBytes(nil) }
-
 func (p *Parser) str(b []byte) string {
 	if s, ok := p.intern[string(b)]; ok {
 		return s
@@ -189,7 +195,12 @@ func (p *Parser) parse() (*Thread, error) {
 		}
 		return nil, ErrNotThread
 	}
-	t := &Thread{ForkPoint: -1}
+	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	defer func() {
+		if cap(t.Messages) <= maxKeptMessages {
+			p.msgStore = t.Messages[:0]
+		}
+	}()
 	hasV := false
 	forkRelationship := -1
 	obj := sc.Object()

@@ -147,11 +147,7 @@ func BenchmarkInitialScan(b *testing.B) {
 						return err
 					}
 					defer f.Close()
-					fi, err := f.Stat()
-					if err != nil {
-						return err
-					}
-					th, err := parseFile(p, f, fi.Size(), 1<<40)
+					th, err := parseFile(p, f, 1<<40)
 					if err != nil {
 						return fmt.Errorf("%s: %w", path, err)
 					}

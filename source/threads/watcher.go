@@ -496,7 +496,14 @@ func (w *Watcher) run(ctx context.Context, jobs []job) {
 			}
 		}()
 	}
-	for i := range jobs {
+	// Largest first: a big file started last would leave one worker alone
+	// at the end of the first scan.
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return jobs[order[a]].size > jobs[order[b]].size })
+	for _, i := range order {
 		if ctx.Err() != nil {
 			break
 		}
@@ -527,7 +534,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		return r
 	}
 	defer f.Close()
-	t, err := parseFile(p, f, j.size, w.cfg.MaxFileBytes)
+	t, err := parseFile(p, f, w.cfg.MaxFileBytes)
 	if err != nil {
 		r.err = err
 		return r

@@ -17,7 +17,6 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // makeThread returns a thread file with n assistant messages of 10 input
@@ -445,33 +444,5 @@ func TestRestartFromStateReadsNothingAndKeepsDeleted(t *testing.T) {
 	}
 	if _, parsed, _ := h2.metrics.snapshot(); parsed != 0 {
 		t.Fatalf("restart re-read %d unchanged files", parsed)
-	}
-}
-
-// TestMappedFileTruncatedDuringParse maps a file, truncates it under the
-// mapping, and parses: the kernel's SIGBUS must become a retryable
-// truncated read, not a crash.
-func TestMappedFileTruncatedDuringParse(t *testing.T) {
-	path := filepath.Join(t.TempDir(), threadA+".json")
-	data := makeThread(threadA, 200)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mapped, err := syscall.Mmap(int(f.Fd()), 0, len(data), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(mapped)
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	_, err = parseMapped(thread.NewParser(), mapped)
-	if err == nil || thread.Reason(err) != thread.ReasonTruncated {
-		t.Fatalf("err = %v, want a truncated read", err)
 	}
 }
