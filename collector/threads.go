@@ -317,17 +317,26 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	defer s.mu.Unlock()
 	key := threadKey(path, sum)
 	rec := s.threads[key]
-	if rec == nil {
-		rec = &threadRecord{contrib: contribution{}}
+	fresh := rec == nil
+	if fresh {
+		// A thread seen for the first time (every thread of a first
+		// scan) contributes all of c: it becomes the record as it is.
+		rec = &threadRecord{contrib: c}
 		s.threads[key] = rec
 	}
 	changed := false
-	grown := map[seriesKey]int64{}
+	grown := make(map[seriesKey]int64, len(rates))
 	for k, val := range c {
-		if old := rec.contrib[k]; val > old {
+		var old int64
+		if !fresh {
+			old = rec.contrib[k]
+		}
+		if val > old {
 			delta := val - old
 			s.totals[k] = satAdd(s.totals[k], delta)
-			rec.contrib[k] = val
+			if !fresh {
+				rec.contrib[k] = val
+			}
 			changed = true
 			if k.fam == famTokens || k.fam == famTokensLong {
 				grown[k] = delta
@@ -384,8 +393,10 @@ func (s *ThreadStore) Remove(path string) {
 // contribute turns a summary into series, folding data-derived label values,
 // and prices its token series with prices.
 func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
-	c := contribution{}
-	rates := map[seriesKey]rate{}
+	// Roughly: per model, tokens, credits, stop reasons and context
+	// buckets; per tool, a few statuses; then the exchange histogram.
+	c := make(contribution, 16*len(sum.Tokens)+3*len(sum.ToolCalls)+24)
+	rates := make(map[seriesKey]rate, 4*len(sum.Tokens))
 	add := func(f family, l1, l2 string, v int64) {
 		if v > 0 {
 			k := seriesKey{f, l1, l2}

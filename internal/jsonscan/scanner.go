@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -173,9 +174,14 @@ func (s *Scanner) skipSpace() bool {
 			switch s.buf[s.pos] {
 			case ' ', '\n', '\r', '\t':
 				s.pos++
-				// Pretty-printed files indent every line: take the
-				// spaces eight at a time.
-				for s.pos+8 <= s.end && binary.LittleEndian.Uint64(s.buf[s.pos:]) == eightSpaces {
+				// Pretty-printed files indent every line: take the run
+				// of spaces eight bytes at a time.
+				for s.pos+8 <= s.end {
+					x := binary.LittleEndian.Uint64(s.buf[s.pos:]) ^ eightSpaces
+					if x != 0 {
+						s.pos += bits.TrailingZeros64(x) >> 3
+						break
+					}
 					s.pos += 8
 				}
 			default:
@@ -537,37 +543,67 @@ func validNumber(b []byte) bool {
 }
 
 // skipStringBody consumes a string whose opening quote is already consumed.
-// It jumps from quote to quote; a quote preceded by an odd run of
-// backslashes is escaped. oddCarry remembers an odd run that ended a window.
+// Most strings end at their first quote, which bytes.IndexByte finds at
+// memory speed; a string with an escaped quote before its end (code and
+// JSON in tool output) goes to skipRest, whose block kernel does not stop
+// at every escaped quote.
 func (s *Scanner) skipStringBody() {
-	oddCarry := false
-	for {
-		seg := s.buf[s.pos:s.end]
-		i := bytes.IndexByte(seg, '"')
-		if i < 0 {
-			n := trailingBackslashes(seg)
-			if n == len(seg) {
-				oddCarry = oddCarry != (n%2 == 1)
-			} else {
-				oddCarry = n%2 == 1
-			}
-			s.pos = s.end
-			if !s.fill(s.pos) {
-				s.fail(ErrTruncated)
-				return
-			}
-			continue
-		}
-		n := trailingBackslashes(seg[:i])
-		escaped := n%2 == 1
-		if n == i && oddCarry {
-			escaped = !escaped
-		}
+	seg := s.buf[s.pos:s.end]
+	if i := bytes.IndexByte(seg, '"'); i >= 0 && trailingBackslashes(seg[:i])%2 == 0 {
 		s.pos += i + 1
-		if !escaped {
+		return
+	}
+	s.skipRest(blockState{inString: true})
+}
+
+// skipRest consumes the rest of a value being skipped, st being the state at
+// pos. skipBlocks passes over the 64-byte blocks in which the value cannot
+// end; the block in which it may end, and a short tail, are walked here byte
+// by byte, which is what decides where the value ends.
+func (s *Scanner) skipRest(st blockState) {
+	for {
+		buf := s.buf[s.pos:s.end]
+		i := skipBlocks(buf, &st)
+		for end := min(len(buf), i+64); i < end; i++ {
+			c := buf[i]
+			if st.inString {
+				switch {
+				case st.escaped:
+					st.escaped = false
+				case c == '\\':
+					st.escaped = true
+				case c == '"':
+					st.inString = false
+					if st.depth == 0 {
+						s.pos += i + 1
+						return
+					}
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				st.inString = true
+			case '{', '[':
+				st.depth++
+				if st.depth > maxDepth {
+					s.pos += i + 1
+					s.syntax("nesting too deep")
+					return
+				}
+			case '}', ']':
+				st.depth--
+				if st.depth == 0 {
+					s.pos += i + 1
+					return
+				}
+			}
+		}
+		s.pos += i
+		if s.pos == s.end && !s.fill(s.pos) {
+			s.fail(ErrTruncated)
 			return
 		}
-		oddCarry = false
 	}
 }
 
@@ -608,13 +644,11 @@ func (s *Scanner) skipContainer(depth int) {
 					i++
 					continue
 				}
+				// A string with escaped quotes: from here on the
+				// block kernel is faster than stopping at each of them.
 				s.pos = i
-				s.skipStringBody()
-				if s.err != nil {
-					return
-				}
-				buf = s.buf[:s.end]
-				i = s.pos
+				s.skipRest(blockState{depth: depth, inString: true})
+				return
 			case '{', '[':
 				depth++
 				if depth > maxDepth {
@@ -651,8 +685,16 @@ func (s *Scanner) readString() []byte {
 	s.pos++
 	i := s.pos
 	for {
-		// Kept strings are short (keys, models, statuses): a plain loop
-		// beats bytes.IndexAny's set construction.
+		// Kept strings are short (keys, models, statuses): look for a
+		// quote or backslash eight bytes at a time, then byte by byte.
+		for i+8 <= s.end {
+			m := quoteOrBackslash(binary.LittleEndian.Uint64(s.buf[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		for ; i < s.end; i++ {
 			switch s.buf[i] {
 			case '"':
@@ -678,6 +720,16 @@ func (s *Scanner) readString() []byte {
 		}
 		i = s.pos + scanned
 	}
+}
+
+// quoteOrBackslash has the high bit set in the lowest byte of x that is a
+// quote or a backslash (higher bytes may be marked spuriously): the classic
+// has-zero-byte test on x XOR each of them.
+func quoteOrBackslash(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (lo * '"')
+	b := x ^ (lo * '\\')
+	return ((q-lo)&^q | (b-lo)&^b) & hi
 }
 
 // readEscapedString decodes from pos (just after the opening quote) into

@@ -2,9 +2,12 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/bits"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -239,6 +242,34 @@ func TestStringPrefix(t *testing.T) {
 		want := []string{"Tool execution cancelled: ", `ab"c\dé` + `ab"c\dé` + `ab"c\dé` + `ab`, "short", "<not a string>"}
 		if s.Err() != nil || !s.AtEOF() || strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Fatalf("%s: got %q err %v, want %q", name, got, s.Err(), want)
+		}
+	}
+}
+
+// TestQuoteOrBackslashFindsTheFirst checks the word-at-a-time search used by
+// readString against a byte loop, on words dense in the bytes that could
+// confuse it (quotes, backslashes, their neighbours, 0x00, 0x80, 0xff).
+func TestQuoteOrBackslashFindsTheFirst(t *testing.T) {
+	alphabet := []byte{'"', '\\', '!', '#', '[', ']', 0x00, 0x01, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 'a'}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var word [8]byte
+	for n := 0; n < 200000; n++ {
+		for i := range word {
+			word[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		want := 8
+		for i, c := range word {
+			if c == '"' || c == '\\' {
+				want = i
+				break
+			}
+		}
+		got := 8
+		if m := quoteOrBackslash(binary.LittleEndian.Uint64(word[:])); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("%q: first quote or backslash at %d, want %d", word, got, want)
 		}
 	}
 }

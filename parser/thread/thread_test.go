@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -93,6 +96,30 @@ func TestFastParserMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		compareWithReference(t, data)
+	}
+}
+
+// TestFastParserMatchesReferenceOnGeneratedThreads does the same on
+// realistic generated threads (tool output full of escaped quotes, images,
+// files of a few MB), in memory and through the streaming window, where the
+// scanner's block kernel and its hand-offs at window boundaries do the work.
+func TestFastParserMatchesReferenceOnGeneratedThreads(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 12 << 20, Seed: 11, Start: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)})
+	p := NewParser()
+	for i := 0; i < g.Len(); i++ {
+		_, data := g.Thread(i)
+		compareWithReference(t, data)
+		ref, err := referenceParse(data, p.seed)
+		if err != nil || ref == nil {
+			t.Fatalf("thread %d: the reference cannot read a generated thread: %v", i, err)
+		}
+		th, err := p.Parse(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("thread %d through a reader: %v", i, err)
+		}
+		if !reflect.DeepEqual(th, ref) {
+			t.Fatalf("thread %d: streamed parse differs from the reference", i)
+		}
 	}
 }
 
