@@ -1,9 +1,11 @@
 package collector
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -204,8 +206,59 @@ type FileRecord struct {
 }
 
 type threadRecord struct {
-	contrib      contribution
+	contrib      compactContribution
 	lastActivity int64 // epoch ms
+}
+
+// seriesIndex numbers the series a store has seen, so that a thread's
+// contribution, kept for every thread ever seen, can be a sorted slice of
+// (number, value) pairs: ~16 bytes a series instead of ~60 in a map, and
+// nothing for the garbage collector to scan.
+type seriesIndex struct {
+	ids  map[seriesKey]uint32
+	keys []seriesKey
+}
+
+func (x *seriesIndex) id(k seriesKey) uint32 {
+	if id, ok := x.ids[k]; ok {
+		return id
+	}
+	id := uint32(len(x.keys))
+	x.ids[k] = id
+	x.keys = append(x.keys, k)
+	return id
+}
+
+type seriesValue struct {
+	id uint32
+	v  int64
+}
+
+// compactContribution is a contribution as series numbers and values,
+// sorted by number.
+type compactContribution []seriesValue
+
+func (c compactContribution) find(id uint32) (int, bool) {
+	return slices.BinarySearchFunc(c, id, func(e seriesValue, id uint32) int { return cmp.Compare(e.id, id) })
+}
+
+// compact numbers c's series and sorts them.
+func (x *seriesIndex) compact(c contribution) compactContribution {
+	out := make(compactContribution, 0, len(c))
+	for k, v := range c {
+		out = append(out, seriesValue{x.id(k), v})
+	}
+	slices.SortFunc(out, func(a, b seriesValue) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// expand turns a compact contribution back into a map.
+func (x *seriesIndex) expand(c compactContribution) contribution {
+	out := make(contribution, len(c))
+	for _, e := range c {
+		out[x.keys[e.id]] = e.v
+	}
+	return out
 }
 
 // ThreadStore holds the threads source's counters: every thread's
@@ -221,6 +274,7 @@ type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
 	threads      map[string]*threadRecord
+	series       seriesIndex
 	files        map[string]*FileRecord
 	totals       contribution
 	lastActivity int64
@@ -264,6 +318,7 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	return &ThreadStore{
 		labels:  opts.Labels,
 		threads: map[string]*threadRecord{},
+		series:  seriesIndex{ids: map[seriesKey]uint32{}},
 		files:   map[string]*FileRecord{},
 		totals:  contribution{},
 		now:     opts.Now,
@@ -317,32 +372,42 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	defer s.mu.Unlock()
 	key := threadKey(path, sum)
 	rec := s.threads[key]
-	fresh := rec == nil
-	if fresh {
-		// A thread seen for the first time (every thread of a first
-		// scan) contributes all of c: it becomes the record as it is.
-		rec = &threadRecord{contrib: c}
+	if rec == nil {
+		rec = &threadRecord{}
 		s.threads[key] = rec
 	}
 	changed := false
 	grown := make(map[seriesKey]int64, len(rates))
-	for k, val := range c {
-		var old int64
-		if !fresh {
-			old = rec.contrib[k]
+	// Merge the new snapshot into the record, both sorted by series
+	// number: each series keeps the larger value, and the totals grow by
+	// the difference.
+	upd := s.series.compact(c)
+	merged := make(compactContribution, 0, len(rec.contrib)+len(upd))
+	rest := rec.contrib
+	for _, e := range upd {
+		for len(rest) > 0 && rest[0].id < e.id {
+			merged = append(merged, rest[0])
+			rest = rest[1:]
 		}
-		if val > old {
-			delta := val - old
-			s.totals[k] = satAdd(s.totals[k], delta)
-			if !fresh {
-				rec.contrib[k] = val
-			}
-			changed = true
-			if k.fam == famTokens || k.fam == famTokensLong {
-				grown[k] = delta
-			}
+		var was int64
+		if len(rest) > 0 && rest[0].id == e.id {
+			was = rest[0].v
+			rest = rest[1:]
+		}
+		if e.v <= was {
+			merged = append(merged, seriesValue{e.id, was})
+			continue
+		}
+		merged = append(merged, e)
+		k := s.series.keys[e.id]
+		delta := e.v - was
+		s.totals[k] = satAdd(s.totals[k], delta)
+		changed = true
+		if k.fam == famTokens || k.fam == famTokensLong {
+			grown[k] = delta
 		}
 	}
+	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
 	for k, r := range rates {
@@ -371,9 +436,15 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k seriesKey, v int64) {
-	if v > 0 {
-		s.totals[k] = satAdd(s.totals[k], v)
-		rec.contrib[k] = satAdd(rec.contrib[k], v)
+	if v <= 0 {
+		return
+	}
+	s.totals[k] = satAdd(s.totals[k], v)
+	id := s.series.id(k)
+	if i, ok := rec.contrib.find(id); ok {
+		rec.contrib[i].v = satAdd(rec.contrib[i].v, v)
+	} else {
+		rec.contrib = slices.Insert(rec.contrib, i, seriesValue{id, v})
 	}
 }
 
@@ -598,7 +669,7 @@ func (s *ThreadStore) Export() *State {
 	}
 	st.Labels = s.labels.export()
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: rec.contrib.series()}
+		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
 		st.Threads[key] = ts
 	}
 	for p, f := range s.files {
@@ -636,13 +707,13 @@ func (s *ThreadStore) Import(st *State) error {
 	}
 	s.labels.restore(st.Labels)
 	for key, ts := range st.Threads {
-		rec := &threadRecord{contrib: make(contribution, len(ts.Series)), lastActivity: ts.LastActivity}
+		c := make(contribution, len(ts.Series))
 		for _, sv := range ts.Series {
 			k := seriesKey{family(sv.Family), sv.L1, sv.L2}
-			rec.contrib[k] = sv.Value
+			c[k] = satAdd(c[k], sv.Value)
 			s.totals[k] = satAdd(s.totals[k], sv.Value)
 		}
-		s.threads[key] = rec
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
 	}
 	for p, f := range st.Files {
 		f := f

@@ -140,15 +140,21 @@ type Parser struct {
 	sc     *jsonscan.Scanner
 	intern map[string]string
 	seed   maphash.Seed
-	// msgStore is the storage of the last Thread's Messages. The message
-	// list is the largest allocation of a parse by far; the watcher
-	// summarizes each thread before parsing the next, so it can be reused.
-	msgStore []Message
+	// msgStore is the storage of the last Thread's Messages, and the
+	// others the storage its messages' usage blocks, tool uses and tool
+	// results point into. They were most of what a parse allocated; the
+	// watcher summarizes each thread before parsing the next, so they are
+	// reused. A full usage slab is replaced, not grown, so that pointers
+	// already handed out stay valid.
+	msgStore    []Message
+	usageSlab   []Usage
+	toolUses    []ToolUse
+	toolResults []ToolResult
 }
 
-// maxKeptMessages bounds the message storage a parser keeps between files
-// (~2.5 MB): one huge thread should not pin its list for good.
-const maxKeptMessages = 1 << 14
+// maxKept bounds each of the storages a parser keeps between files: one
+// huge thread should not pin them for good.
+const maxKept = 1 << 14
 
 // NewParser returns a parser.
 func NewParser() *Parser {
@@ -196,10 +202,10 @@ func (p *Parser) parse() (*Thread, error) {
 		return nil, ErrNotThread
 	}
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
-		if cap(t.Messages) <= maxKeptMessages {
-			p.msgStore = t.Messages[:0]
-		}
+		p.msgStore = keep(t.Messages)
+		p.usageSlab, p.toolUses, p.toolResults = keep(p.usageSlab), keep(p.toolUses), keep(p.toolResults)
 	}()
 	hasV := false
 	forkRelationship := -1
@@ -268,10 +274,32 @@ func (p *Parser) messages(t *Thread) {
 	}
 }
 
+// keep returns s emptied for reuse, or nil when it is too large to keep.
+func keep[T any](s []T) []T {
+	if cap(s) > maxKept {
+		return nil
+	}
+	return s[:0]
+}
+
+// newUsage returns a zeroed Usage from the parser's slab.
+func (p *Parser) newUsage() *Usage {
+	if len(p.usageSlab) == cap(p.usageSlab) {
+		p.usageSlab = make([]Usage, 0, max(64, 2*cap(p.usageSlab)))
+	}
+	p.usageSlab = p.usageSlab[:len(p.usageSlab)+1]
+	u := &p.usageSlab[len(p.usageSlab)-1]
+	*u = Usage{}
+	return u
+}
+
 func (p *Parser) message() Message {
 	sc := p.sc
 	var m Message
 	nonToolResult := false
+	// The message's tool uses and results are appended to the parser's
+	// storage while its content is read, and sliced out at the end.
+	uses, results := len(p.toolUses), len(p.toolResults)
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 		switch string(key) {
@@ -322,6 +350,12 @@ func (p *Parser) message() Message {
 		default:
 			sc.Skip()
 		}
+	}
+	if n := len(p.toolUses); n > uses {
+		m.ToolUses = p.toolUses[uses:n:n]
+	}
+	if n := len(p.toolResults); n > results {
+		m.ToolResults = p.toolResults[results:n:n]
 	}
 	m.Prompt = m.Role == RoleUser && nonToolResult
 	if m.Role != RoleUser {
@@ -389,7 +423,7 @@ func (p *Parser) content(m *Message) bool {
 		switch typ {
 		case "tool_result":
 			if hasToolUseID && stat != "" {
-				m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat})
+				p.toolResults = append(p.toolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat})
 			}
 			continue
 		case "tool_use":
@@ -397,7 +431,7 @@ func (p *Parser) content(m *Message) bool {
 				if normName != "" {
 					name = normName
 				}
-				m.ToolUses = append(m.ToolUses, ToolUse{IDHash: idHash, Name: name})
+				p.toolUses = append(p.toolUses, ToolUse{IDHash: idHash, Name: name})
 			}
 		}
 		nonToolResult = true
@@ -479,7 +513,7 @@ func (p *Parser) count(u *Usage) int64 {
 
 func (p *Parser) usage() *Usage {
 	sc := p.sc
-	u := &Usage{}
+	u := p.newUsage()
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 		switch string(key) {
