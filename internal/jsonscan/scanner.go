@@ -284,11 +284,18 @@ func (it *ObjectIter) Next() ([]byte, bool) {
 		s.syntax("expected string key in object")
 		return nil, false
 	}
-	// The key must outlive the window refills that finding ':' may cause.
-	s.key = append(s.key[:0], s.readString()...)
+	key := s.readString()
 	if s.err != nil {
 		return nil, false
 	}
+	if s.pos < s.end && s.buf[s.pos] == ':' {
+		// The usual "key": — nothing can move the key before the caller's
+		// next call.
+		s.pos++
+		return key, true
+	}
+	// The key must outlive the window refills that finding ':' may cause.
+	s.key = append(s.key[:0], key...)
 	if !s.skipSpace() {
 		s.fail(ErrTruncated)
 		return nil, false
@@ -382,6 +389,9 @@ func (s *Scanner) Int() (int64, bool) {
 	if s.err != nil {
 		return 0, false
 	}
+	if n, ok := smallInt(tok); ok {
+		return n, true
+	}
 	if n, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
 		return n, true
 	}
@@ -390,6 +400,30 @@ func (s *Scanner) Int() (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// smallInt decodes a valid number token of at most 18 digits without a
+// fraction or exponent (token counts, ids, epoch milliseconds), which
+// cannot overflow; anything else is left to strconv.
+func smallInt(tok []byte) (int64, bool) {
+	digits := tok
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(tok) {
+		n = -n
+	}
+	return n, true
 }
 
 // Float returns the next value if it is a number; any other value is skipped

@@ -154,9 +154,15 @@ func Summarize(t *Thread) *Summary {
 	counted := t.Messages[first:]
 
 	// Sized up front: growing these maps was a tenth of the summary's cost.
-	uses := 0
+	uses, requests := 0, 0
 	for i := range t.Messages {
 		uses += len(t.Messages[i].ToolUses)
+		if i >= first && t.Messages[i].Usage != nil {
+			requests++
+		}
+	}
+	if requests > 0 {
+		s.ContextUtil = make([]Ratio, 0, requests)
 	}
 	toolNames := make(map[uint64]string, uses)
 	for i := range t.Messages {
