@@ -58,7 +58,8 @@ lint:
 fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScanner -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipBlocks -fuzztime $(FUZZTIME)
-	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/thread -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)

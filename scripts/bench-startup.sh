@@ -37,8 +37,9 @@ cc=$(for i in $(seq "$runs"); do
   e=$(date +%s.%N); echo "$e - $s" | bc; done | median)
 echo "ccusage amp session --json --offline: ${cc} s (median of $runs)"
 
-# Raw reading into a reused buffer, 2 goroutines (the benchmark's baseline).
-AMP_BENCH_CORPUS="$corpus" "$work/threads.test" -test.run '^$' -test.bench 'InitialScan/scanner' -test.benchtime 3x | grep Benchmark
+# The initial scan against raw reading into a reused buffer, 2 goroutines,
+# same run: the parser, the whole watcher path, and the skip-only floor.
+AMP_BENCH_CORPUS="$corpus" "$work/threads.test" -test.run '^$' -test.bench 'InitialScan/(scanner|watcher|skip-only)' -test.benchtime 5x | grep Benchmark
 
 # The exporter: exec to /-/ready, polled every 2 ms from one process (so
 # the measurement does not steal the CPU it measures), then the peak RSS
@@ -55,6 +56,19 @@ def get(path):
         return None, 0
     finally:
         c.close()
+# The fixed cost: exec to /-/ready on an empty directory.
+import tempfile
+empty = tempfile.mkdtemp()
+fixed = []
+for _ in range(runs):
+    t0 = time.perf_counter()
+    p = subprocess.Popen([exe, f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], env=dict(os.environ, AMP_THREADS_DIR=empty))
+    while get("/-/ready")[0] != 200:
+        time.sleep(0.001)
+    fixed.append(time.perf_counter() - t0)
+    p.terminate(); p.wait()
+print(f"amp-exporter exec -> /-/ready, empty directory: {statistics.median(fixed)*1000:.0f} ms (median of {runs})")
+
 readys, during, after, rss = [], [], [], []
 for _ in range(runs):
     env = dict(os.environ, AMP_THREADS_DIR=corpus)
@@ -86,7 +100,6 @@ print(f"  /metrics after: median {statistics.median(after)*1000:.1f} ms, max {ma
 
 # A restart with --storage.path: unchanged files are recognised from stat
 # and not read again.
-import tempfile
 store = tempfile.mkdtemp()
 restarts = []
 for i in range(runs + 1):

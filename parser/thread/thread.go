@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 )
@@ -655,12 +654,4 @@ func (p *Parser) relationships() int {
 		}
 	}
 	return fork
-}
-
-func parseTimestamp(b []byte) int64 {
-	ts, err := time.Parse(time.RFC3339Nano, string(b))
-	if err != nil {
-		return 0
-	}
-	return ts.UnixMilli()
 }
