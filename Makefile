@@ -56,8 +56,9 @@ lint:
 
 # A short run of every fuzz target; the corpus lives in testdata/fuzz.
 fuzz:
-	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzScanner -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonscan -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipBlocks -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipEnd -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)

@@ -273,3 +273,79 @@ func TestQuoteOrBackslashFindsTheFirst(t *testing.T) {
 		}
 	}
 }
+
+// chunkReader hands out its data n bytes per Read, so window refills land
+// in the middle of skipped values.
+type chunkReader struct {
+	data []byte
+	n    int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n, len(r.data))
+	copy(p, r.data[:k])
+	r.data = r.data[k:]
+	return k, nil
+}
+
+// checkSkipEnd wraps doc in an array behind a string with escaped quotes,
+// so that Skip hands the rest of the array, doc included, to skipRest and
+// its block kernel, and checks where the skip ends against the byte-wise
+// rules (blkStep): the offset just past the closing bracket, or a
+// truncation error when the input ends first. The bulk of the skipped
+// bytes need not be valid JSON: the scanner is lenient inside values it
+// skips, and so are the rules.
+func checkSkipEnd(t *testing.T, doc []byte, chunk int) {
+	t.Helper()
+	wrapped := []byte(`["` + strings.Repeat(`\"ab`, 20) + `",`)
+	wrapped = append(wrapped, doc...)
+	wrapped = append(wrapped, ']')
+	st := blockState{depth: 1}
+	want := -1 // offset past the value, or -1 when the input ends first
+	for i := 1; i < len(wrapped); i++ {
+		blkStep(&st, wrapped[i])
+		if st.depth > maxDepth {
+			return // the scanner reports nesting; not what is checked here
+		}
+		if st.depth == 0 {
+			want = i + 1
+			break
+		}
+	}
+	for name, s := range map[string]*Scanner{
+		"bytes":   NewBytes(wrapped),
+		"chunked": New(&chunkReader{data: wrapped, n: chunk}),
+	} {
+		s.Skip()
+		switch {
+		case want < 0:
+			if !errors.Is(s.Err(), ErrTruncated) {
+				t.Fatalf("%s: skip of %q: err=%v, want truncated", name, wrapped, s.Err())
+			}
+		case s.Err() != nil || s.Offset() != int64(want):
+			t.Fatalf("%s: skip of %q ended at %d (err %v), want %d", name, wrapped, s.Offset(), s.Err(), want)
+		}
+	}
+}
+
+func TestSkipEndMatchesByteRules(t *testing.T) {
+	for _, seed := range seeds {
+		for _, chunk := range []int{1, 7, 64, 100, 1 << 20} {
+			checkSkipEnd(t, []byte(seed), chunk)
+		}
+	}
+	checkSkipEnd(t, []byte(`"unterminated \" string`), 65)
+	checkSkipEnd(t, []byte(`{"a":[1,2}`), 65)
+}
+
+func FuzzSkipEnd(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s), uint8(65))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, chunk uint8) {
+		checkSkipEnd(t, doc, int(chunk)+1)
+	})
+}
