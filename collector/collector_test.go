@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -456,5 +457,40 @@ func TestLongContextRequestsArePricedAtTheirTier(t *testing.T) {
 	want := (10*3+1000*15+150000*0.3+1000*3.75)/1e6 + (10*3+1000*15+200000*0.3+50000*0.6+1000*3.75)/1e6
 	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "claude-sonnet-4-5-20250929", ""}]); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("cost %v, want %v", got, want)
+	}
+}
+
+// pausingPrices stops the first Lookup until released, so a test can change
+// prices while an Apply is working out its contribution.
+type pausingPrices struct {
+	Prices
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (p *pausingPrices) Lookup(m string) (pricing.Price, bool) {
+	p.once.Do(func() { close(p.entered); <-p.release })
+	return p.Prices.Lookup(m)
+}
+
+// TestPricesSetDuringApplyAreUsed: SetPrices promises its prices for every
+// token counted once it has returned, also for an Apply that was already
+// under way (it works out its contribution before taking the lock).
+func TestPricesSetDuringApplyAreUsed(t *testing.T) {
+	old := &pausingPrices{
+		Prices:  pricing.New(nil, "test", "1", map[string]pricing.Price{"m1": {Input: 2, Output: 10}}),
+		entered: make(chan struct{}), release: make(chan struct{}),
+	}
+	s := NewThreadStore(StoreOptions{})
+	s.SetPrices(old)
+	sum := &thread.Summary{ID: "T-1", Tokens: map[string]thread.Tokens{"m1": {Input: 1_000_000}}}
+	done := make(chan struct{})
+	go func() { s.Apply("/d/T-1.json", FileVersion{}, sum); close(done) }()
+	<-old.entered
+	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 1.7, Output: 9}}))
+	close(old.release)
+	<-done
+	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); got != 1.7 {
+		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
 	}
 }

@@ -282,6 +282,7 @@ type ThreadStore struct {
 	generation   uint64 // bumped on every change, for the state writer
 	now          func() time.Time
 	prices       Prices
+	pricesGen    uint64 // bumped by SetPrices
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -289,6 +290,7 @@ type ThreadStore struct {
 func (s *ThreadStore) SetPrices(p Prices) {
 	s.mu.Lock()
 	s.prices = p
+	s.pricesGen++
 	s.mu.Unlock()
 }
 
@@ -365,11 +367,16 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	// The contribution is worked out before taking the write lock, so that
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
-	prices := s.prices
+	prices, gen := s.prices, s.pricesGen
 	s.mu.RUnlock()
 	c, rates := s.contribute(sum, prices)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.pricesGen != gen {
+		// New prices arrived meanwhile; SetPrices promises them for every
+		// token counted once it has returned.
+		c, rates = s.contribute(sum, s.prices)
+	}
 	key := threadKey(path, sum)
 	rec := s.threads[key]
 	if rec == nil {

@@ -234,6 +234,9 @@ func Summarize(t *Thread) *Summary {
 			}
 		}
 	}
+	if len(s.ContextUtil) == 0 {
+		s.ContextUtil = nil // as before it was sized up front
+	}
 	s.ExchangeSeconds = exchanges(counted)
 	return s
 }
