@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -110,9 +111,7 @@ func (s *AmyStore) SetUpstreams(names []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range names {
-		if s.upstreams[n] == nil {
-			s.upstreams[n] = &amyUpstream{totals: contribution{}, up: true}
-		}
+		s.upstream(n)
 	}
 }
 
@@ -331,11 +330,7 @@ func (s *AmyStore) snapshot() []amySnapshot {
 	}
 	out := make([]amySnapshot, 0, len(s.upstreams))
 	for name, u := range s.upstreams {
-		c := make(contribution, len(u.totals))
-		for k, v := range u.totals {
-			c[k] = v
-		}
-		out = append(out, amySnapshot{name: name, totals: c, inFlight: inFlight[name], up: u.up})
+		out = append(out, amySnapshot{name: name, totals: maps.Clone(u.totals), inFlight: inFlight[name], up: u.up})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
@@ -379,10 +374,7 @@ func (s *AmyStore) Import(st *AmyState) error {
 	defer s.mu.Unlock()
 	s.labels.restore(st.Labels)
 	for name, series := range st.Upstreams {
-		u := s.upstream(name)
-		for _, sv := range series {
-			u.totals[seriesKey{family(sv.Family), sv.L1, sv.L2}] = sv.Value
-		}
+		maps.Copy(s.upstream(name).totals, contributionOf(series))
 	}
 	for k, t := range st.Turns {
 		if t != nil {

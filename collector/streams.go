@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -80,12 +81,7 @@ func (s *StreamStore) File(path string) (StreamFile, bool) {
 	c := *f
 	// The caller advances the run; the stored map must not change under a
 	// concurrent Export.
-	if f.Run.Pending != nil {
-		c.Run.Pending = make(map[string]string, len(f.Run.Pending))
-		for k, v := range f.Run.Pending {
-			c.Run.Pending[k] = v
-		}
-	}
+	c.Run.Pending = maps.Clone(f.Run.Pending)
 	return c, true
 }
 
@@ -193,11 +189,7 @@ type StreamSnapshot struct {
 func (s *StreamStore) Snapshot() StreamSnapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	snap := StreamSnapshot{totals: make(contribution, len(s.totals)), LastChange: s.lastChange}
-	for k, v := range s.totals {
-		snap.totals[k] = v
-	}
-	return snap
+	return StreamSnapshot{totals: maps.Clone(s.totals), LastChange: s.lastChange}
 }
 
 // Generation changes whenever the store does.
@@ -254,9 +246,8 @@ func (s *StreamStore) Import(st *StreamState) error {
 		return fmt.Errorf("state must be loaded into an empty store")
 	}
 	s.labels.restore(st.Labels)
-	for _, sv := range st.Series {
-		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
-		s.totals[k] = satAdd(s.totals[k], sv.Value)
+	for k, v := range contributionOf(st.Series) {
+		s.totals[k] = satAdd(s.totals[k], v)
 	}
 	for p, f := range st.Files {
 		f := f

@@ -3,6 +3,7 @@ package collector
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -575,12 +576,9 @@ func (s *ThreadStore) Snapshot() ThreadSnapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	snap := ThreadSnapshot{
-		totals:     make(contribution, len(s.totals)),
+		totals:     maps.Clone(s.totals),
 		Threads:    map[string]int{},
 		LastChange: s.lastChange,
-	}
-	for k, v := range s.totals {
-		snap.totals[k] = v
 	}
 	seen := make(map[string]bool, len(s.files))
 	for _, f := range s.files {
@@ -635,6 +633,16 @@ func (c contribution) series() []SeriesValue {
 	return out
 }
 
+// contributionOf is the inverse of series.
+func contributionOf(series []SeriesValue) contribution {
+	c := make(contribution, len(series))
+	for _, sv := range series {
+		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+		c[k] = satAdd(c[k], sv.Value)
+	}
+	return c
+}
+
 // checkSeries refuses persisted series of families a store does not keep,
 // or with negative values.
 func checkSeries(series []SeriesValue, known map[family]bool) error {
@@ -670,11 +678,10 @@ func (s *ThreadStore) Export() *State {
 	st := &State{
 		Version:      StateVersion,
 		LastActivity: s.lastActivity,
-		Labels:       map[string][]string{},
+		Labels:       s.labels.export(),
 		Threads:      make(map[string]ThreadState, len(s.threads)),
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
-	st.Labels = s.labels.export()
 	for key, rec := range s.threads {
 		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
 		st.Threads[key] = ts
@@ -714,11 +721,9 @@ func (s *ThreadStore) Import(st *State) error {
 	}
 	s.labels.restore(st.Labels)
 	for key, ts := range st.Threads {
-		c := make(contribution, len(ts.Series))
-		for _, sv := range ts.Series {
-			k := seriesKey{family(sv.Family), sv.L1, sv.L2}
-			c[k] = satAdd(c[k], sv.Value)
-			s.totals[k] = satAdd(s.totals[k], sv.Value)
+		c := contributionOf(ts.Series)
+		for k, v := range c {
+			s.totals[k] = satAdd(s.totals[k], v)
 		}
 		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
 	}

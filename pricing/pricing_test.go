@@ -110,3 +110,43 @@ func TestLongContextTier(t *testing.T) {
 		t.Errorf("LiteLLM tier: %+v", got)
 	}
 }
+
+// BenchmarkEmbeddedLookup: the cost of a price lookup on the Apply path,
+// for a priced model and for one the table does not know (model="unknown",
+// which most stream-json lines carry), memoised and not.
+func BenchmarkEmbeddedLookup(b *testing.B) {
+	tab, err := Embedded(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, model := range []string{"claude-sonnet-4-5-20250929", "unknown"} {
+		b.Run(model+"/memo", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				tab.Lookup(model)
+			}
+		})
+		b.Run(model+"/walk", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				tab.lookup(model)
+			}
+		})
+	}
+}
+
+// TestLookupMemoFollowsTheDate: a remembered answer is not kept past the
+// day it was found on, since dated prices change at midnight (UTC).
+// claude-opus-4-6 lost its long-context tier on 2026-03-13.
+func TestLookupMemoFollowsTheDate(t *testing.T) {
+	now := time.Date(2026, 3, 12, 23, 30, 0, 0, time.UTC)
+	tab, err := Embedded(func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := tab.Lookup("claude-opus-4-6"); !ok || p.Long == nil {
+		t.Fatalf("2026-03-12: %+v, %v; want a long-context tier", p, ok)
+	}
+	now = now.Add(time.Hour)
+	if p, ok := tab.Lookup("claude-opus-4-6"); !ok || p.Long != nil {
+		t.Fatalf("2026-03-13: %+v, %v; want no long-context tier", p, ok)
+	}
+}

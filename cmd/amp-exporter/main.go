@@ -161,9 +161,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var keepers []*stateKeeper
 	if f.storagePath != "" {
 		keepers = []*stateKeeper{
-			threadKeeper(filepath.Join(f.storagePath, "threads-state.json"), store, metrics, logger),
-			streamKeeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore, metrics, logger),
-			amyKeeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore, metrics, logger),
+			keeper(filepath.Join(f.storagePath, "threads-state.json"), store.Generation, store.Export, store.Import, metrics, logger),
+			keeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore.Generation, streamStore.Export, streamStore.Import, metrics, logger),
+			keeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore.Generation, amyStore.Export, amyStore.Import, metrics, logger),
 		}
 		for _, k := range keepers {
 			if err := k.restore(); err != nil {

@@ -16,14 +16,7 @@ import (
 func buildPricer(cfg config.PricingConfig, embedded *pricing.GenAIPrices) (*pricing.Pricer, error) {
 	overrides := make(map[string]pricing.Price, len(cfg.Models))
 	for model, mp := range cfg.Models {
-		p := pricing.Price{Input: *mp.Input, Output: *mp.Output}
-		if mp.CacheRead != nil {
-			p.CacheRead, p.HasCacheRead = *mp.CacheRead, true
-		}
-		if mp.CacheCreation != nil {
-			p.CacheWrite, p.HasCacheWrite = *mp.CacheCreation, true
-		}
-		overrides[model] = p
+		overrides[model] = pricing.MakePrice(mp.Input, mp.Output, mp.CacheRead, mp.CacheCreation)
 	}
 	if cfg.File == "" {
 		return pricing.New(embedded, "genai-prices", embedded.Version, overrides), nil

@@ -48,18 +48,6 @@ func keeper[S any](path string, generation func() uint64, export func() *S, impo
 	}
 }
 
-func threadKeeper(path string, s *collector.ThreadStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return keeper(path, s.Generation, s.Export, s.Import, m, log)
-}
-
-func streamKeeper(path string, s *collector.StreamStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return keeper(path, s.Generation, s.Export, s.Import, m, log)
-}
-
-func amyKeeper(path string, s *collector.AmyStore, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return keeper(path, s.Generation, s.Export, s.Import, m, log)
-}
-
 // restore loads the state. A damaged file is reported, set aside for
 // inspection and replaced by an empty state; it is never silently dropped.
 func (k *stateKeeper) restore() error {

@@ -1,6 +1,10 @@
 package streamjson
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/amp-exporter/amp-exporter/parser/toolname"
+)
 
 // UnknownModel labels assistant lines without message.model (the CLI does
 // not emit it yet).
@@ -79,7 +83,7 @@ func (r *Run) Apply(m Message) Increments {
 			} else {
 				name = ""
 			}
-			inc.ToolCalls = append(inc.ToolCalls, ToolCall{Tool: normalize(name), Status: tr.Status})
+			inc.ToolCalls = append(inc.ToolCalls, ToolCall{Tool: toolname.Normalize(name), Status: tr.Status})
 		}
 	case KindAssistant:
 		r.Open = true
@@ -148,10 +152,10 @@ func (r *Run) reset() {
 func denials(m Message) []string {
 	set := map[string]bool{}
 	for _, t := range m.PermissionDenials {
-		set[normalize(t)] = true
+		set[toolname.Normalize(t)] = true
 	}
 	for _, t := range deniedTools(m.Error) {
-		set[normalize(t)] = true
+		set[toolname.Normalize(t)] = true
 	}
 	out := make([]string, 0, len(set))
 	for t := range set {

@@ -7,12 +7,12 @@
 package streamjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
-	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
 // Kind is a line's top-level "type".
@@ -111,7 +111,7 @@ func NewParser() *Parser { return &Parser{sc: jsonscan.NewBytes(nil)} }
 // ParseLine decodes one line (without its newline). A blank line is not an
 // error: it returns ok=false.
 func (p *Parser) ParseLine(line []byte) (m Message, ok bool, err error) {
-	if len(strings.TrimSpace(string(line))) == 0 {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return Message{}, false, nil
 	}
 	sc := p.sc
@@ -180,9 +180,6 @@ func (p *Parser) ParseLine(line []byte) (m Message, ok bool, err error) {
 		return Message{}, false, fmt.Errorf("decode stream-json line: %w", err)
 	}
 	if !sc.AtEOF() {
-		if err := sc.Err(); err != nil {
-			return Message{}, false, fmt.Errorf("decode stream-json line: %w", err)
-		}
 		return Message{}, false, fmt.Errorf("decode stream-json line: %w", &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "data after the JSON object"})
 	}
 	if m.Kind != KindResult {
@@ -357,7 +354,3 @@ func deniedTools(errText string) []string {
 	}
 	return out
 }
-
-// normalize is toolname.Normalize, kept here so the parser's users need not
-// import both.
-func normalize(name string) string { return toolname.Normalize(name) }

@@ -62,34 +62,34 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 			// No X-Forwarded-* headers: the proxy is meant to be
 			// invisible to the API.
 			pr.SetURL(up.BaseURL)
-			pr.Out.Host = up.BaseURL.Host
 		},
 		FlushInterval: -1, // flush every write: event streams must not wait
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
 			req := resp.Request
-			switch {
-			case req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && eventsPath.MatchString(req.URL.Path):
-				turn := eventsPath.FindStringSubmatch(req.URL.Path)[1]
-				enc := resp.Header.Get("Content-Encoding")
-				if !decodable(enc) {
-					undecodable(enc)
-					return nil
-				}
-				resp.Body = tapStream(resp.Body, enc, up.Name, turn, store, log, clk)
-			case req.Method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode < 300 && createPath.MatchString(req.URL.Path):
-				auth := req.Header.Get("Authorization")
-				enc := resp.Header.Get("Content-Encoding")
-				if !decodable(enc) {
-					undecodable(enc)
-					return nil
-				}
-				resp.Body = &captureBody{rc: resp.Body, onClose: func(body []byte) {
-					if id := turnID(decoded(body, enc)); id != "" {
-						client.Follow(ctx, up, id, auth)
-					}
-				}}
+			var events []string // the event stream's path, with its turn
+			if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
+				events = eventsPath.FindStringSubmatch(req.URL.Path)
 			}
+			created := req.Method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode < 300 && createPath.MatchString(req.URL.Path)
+			if events == nil && !created {
+				return nil
+			}
+			enc := resp.Header.Get("Content-Encoding")
+			if !decodable(enc) {
+				undecodable(enc)
+				return nil
+			}
+			if events != nil {
+				resp.Body = tapStream(resp.Body, enc, up.Name, events[1], store, log, clk)
+				return nil
+			}
+			auth := req.Header.Get("Authorization")
+			resp.Body = &captureBody{rc: resp.Body, onClose: func(body []byte) {
+				if id := turnID(decoded(body, enc)); id != "" {
+					client.Follow(ctx, up, id, auth)
+				}
+			}}
 			return nil
 		},
 	}

@@ -384,9 +384,7 @@ func (w *Watcher) flush(ctx context.Context) {
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil || !fi.Mode().IsRegular() {
-			if _, known := w.store.File(p); known || w.failed[p] != (collector.FileVersion{}) || w.retrying[p] != (collector.FileVersion{}) {
-				w.forget(p)
-			}
+			w.forget(p) // a no-op for a file never seen
 			continue
 		}
 		if j, ok := w.jobFor(p, fi); ok {
