@@ -82,7 +82,13 @@ type amyTurnState struct {
 
 type amyUpstream struct {
 	totals contribution
-	up     bool
+	// streams holds the health of each turn's stream being followed
+	// (connected, or idle without error).
+	streams map[string]bool
+	// idleUp is what the last stream to end left behind, for when none
+	// is followed: an upstream whose last stream failed is not idle
+	// without error.
+	idleUp bool
 }
 
 // AmyStore holds the Amy source's counters and every followed turn's
@@ -118,7 +124,7 @@ func (s *AmyStore) SetUpstreams(names []string) {
 func (s *AmyStore) upstream(name string) *amyUpstream {
 	u := s.upstreams[name]
 	if u == nil {
-		u = &amyUpstream{totals: contribution{}, up: true}
+		u = &amyUpstream{totals: contribution{}, streams: map[string]bool{}, idleUp: true}
 		s.upstreams[name] = u
 	}
 	return u
@@ -283,12 +289,37 @@ func (s *AmyStore) count(upstream string, f family, l1 string) {
 	s.generation++
 }
 
-// SetUp records whether an upstream's streams are healthy (connected, or
+// SetUp records whether one turn's stream is healthy (connected, or
 // idle without error).
-func (s *AmyStore) SetUp(upstream string, up bool) {
+func (s *AmyStore) SetUp(upstream, turn string, up bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.upstream(upstream).up = up
+	s.upstream(upstream).streams[turn] = up
+}
+
+// StreamEnded forgets a turn's stream once it is no longer followed.
+func (s *AmyStore) StreamEnded(upstream, turn string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.upstream(upstream)
+	if up, ok := u.streams[turn]; ok {
+		u.idleUp = up
+		delete(u.streams, turn)
+	}
+}
+
+// isUp is amy_stream_up: at least one stream healthy, or none followed
+// and the last one ended well. One broken stream must not hide the others.
+func (u *amyUpstream) isUp() bool {
+	if len(u.streams) == 0 {
+		return u.idleUp
+	}
+	for _, ok := range u.streams {
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Prune forgets finished turns past the replay window, and turns silent
@@ -330,7 +361,7 @@ func (s *AmyStore) snapshot() []amySnapshot {
 	}
 	out := make([]amySnapshot, 0, len(s.upstreams))
 	for name, u := range s.upstreams {
-		out = append(out, amySnapshot{name: name, totals: maps.Clone(u.totals), inFlight: inFlight[name], up: u.up})
+		out = append(out, amySnapshot{name: name, totals: maps.Clone(u.totals), inFlight: inFlight[name], up: u.isUp()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out

@@ -494,3 +494,43 @@ func TestPricesSetDuringApplyAreUsed(t *testing.T) {
 		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
 	}
 }
+
+// TestAmyStreamUpWhileAnyStreamIsHealthy: amy_stream_up is 1 while at least
+// one stream of the upstream is connected, whatever the others do; with
+// none followed it keeps what the last one to end left.
+func TestAmyStreamUpWhileAnyStreamIsHealthy(t *testing.T) {
+	s := NewAmyStore(NewLabelCap(100, nil), nil)
+	up := func() bool {
+		for _, u := range s.snapshot() {
+			if u.name == "main" {
+				return u.up
+			}
+		}
+		t.Fatal("no upstream main")
+		return false
+	}
+	s.SetUpstreams([]string{"main"})
+	if !up() {
+		t.Fatal("down before any stream")
+	}
+	s.SetUp("main", "t1", true)
+	s.SetUp("main", "t2", false)
+	if !up() {
+		t.Fatal("down while t1 is connected and only t2 is broken")
+	}
+	s.SetUp("main", "t1", false)
+	if up() {
+		t.Fatal("up with every stream broken")
+	}
+	s.StreamEnded("main", "t1")
+	s.SetUp("main", "t2", true)
+	s.StreamEnded("main", "t2")
+	if !up() {
+		t.Fatal("down with no stream followed after the last one ended well")
+	}
+	s.SetUp("main", "t3", false)
+	s.StreamEnded("main", "t3")
+	if up() {
+		t.Fatal("up with no stream followed after the last one ended broken")
+	}
+}

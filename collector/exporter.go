@@ -88,7 +88,7 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 		m.parseErrors.WithLabelValues(SourceStream, r)
 	}
 	m.parseDuration.WithLabelValues(SourceThreads)
-	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode"} {
+	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode", "agent"} {
 		m.folded.WithLabelValues(l)
 	}
 	for _, r := range []string{FallbackOverflow, FallbackWatchError, FallbackAddFailed} {

@@ -12,7 +12,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -378,7 +380,11 @@ func ParseLiteLLM(data []byte) (*LiteLLM, error) {
 		return nil, fmt.Errorf("LiteLLM price file: %w", err)
 	}
 	t := &LiteLLM{models: map[string]Price{}, bySuffix: map[string]Price{}}
-	for name, msg := range raw {
+	// In name order, so that when several provider-prefixed keys end in the
+	// same model the same one wins on every start, not whichever the map
+	// walk met first.
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		msg := raw[name]
 		var e litellmEntry
 		if err := json.Unmarshal(msg, &e); err != nil || (e.Input == nil && e.Output == nil) {
 			continue

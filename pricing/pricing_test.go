@@ -150,3 +150,23 @@ func TestLookupMemoFollowsTheDate(t *testing.T) {
 		t.Fatalf("2026-03-13: %+v, %v; want no long-context tier", p, ok)
 	}
 }
+
+// TestLiteLLMSuffixIsDeterministic: a bare model name found only under
+// several provider prefixes gets the same price on every parse (the first
+// key in name order).
+func TestLiteLLMSuffixIsDeterministic(t *testing.T) {
+	doc := []byte(`{
+		"vertex_ai/m9": {"input_cost_per_token": 0.000005},
+		"bedrock/m9": {"input_cost_per_token": 0.000003},
+		"azure/m9": {"input_cost_per_token": 0.000001}
+	}`)
+	for i := 0; i < 50; i++ {
+		tab, err := ParseLiteLLM(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := tab.Lookup("m9"); !ok || math.Abs(p.Input-1) > 1e-9 {
+			t.Fatalf("parse %d: m9 = %+v, %v; want azure's $1/M", i, p, ok)
+		}
+	}
+}

@@ -130,6 +130,7 @@ func (c *Client) Follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.perUp[up.Name]--
 			c.mu.Unlock()
 		}()
+		defer c.store.StreamEnded(up.Name, turn)
 		c.follow(ctx, up, turn, auth)
 	}()
 }
@@ -181,7 +182,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			lastID = seenID
 		}
 		if o.terminal || ctx.Err() != nil {
-			c.store.SetUp(up.Name, true)
+			c.store.SetUp(up.Name, turn, true)
 			return
 		}
 		if tctx.Err() != nil {
@@ -193,7 +194,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.log.Info("Amy turn not found (past the replay window); no longer followed", "upstream", up.Name, "turn", turn)
 			return
 		case o.status == http.StatusUnauthorized || o.status == http.StatusForbidden:
-			c.store.SetUp(up.Name, false)
+			c.store.SetUp(up.Name, turn, false)
 			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
 			if !reportedAuth {
 				reportedAuth = true
@@ -207,7 +208,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			o.reason = collector.ReconnectError
 		}
 		if o.reason != collector.ReconnectEOF {
-			c.store.SetUp(up.Name, false)
+			c.store.SetUp(up.Name, turn, false)
 			c.log.Debug("Amy stream broke; reconnecting", "upstream", up.Name, "turn", turn, "reason", o.reason, "err", o.err)
 		}
 		c.store.Reconnected(up.Name, o.reason)
@@ -289,7 +290,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
 		return o, "", 0
 	}
-	c.store.SetUp(up.Name, true)
+	c.store.SetUp(up.Name, turn, true)
 
 	// The idle watchdog: any byte (events or keepalive comments) resets
 	// it; silence for IdleTimeout cancels the request.
