@@ -36,6 +36,7 @@ import (
 type Store interface {
 	File(path string) (collector.FileRecord, bool)
 	FilesUnder(dir string) []string
+	FileDirs() []string
 	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 }
@@ -94,7 +95,7 @@ type Watcher struct {
 	watched  map[string]bool // directories with an inotify watch
 	missing  map[string]bool // configured directories that do not exist
 	dirty    map[string]bool
-	failed   map[string]collector.FileVersion // versions that failed twice: not read again
+	failed   map[string]failure               // versions counted as failed: not read again
 	retrying map[string]collector.FileVersion // versions that failed once
 	parsers  chan *thread.Parser
 
@@ -137,7 +138,7 @@ func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
 		watched:  map[string]bool{},
 		missing:  map[string]bool{},
 		dirty:    map[string]bool{},
-		failed:   map[string]collector.FileVersion{},
+		failed:   map[string]failure{},
 		retrying: map[string]collector.FileVersion{},
 		parsers:  make(chan *thread.Parser, opts.Workers),
 	}
@@ -177,6 +178,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	w.syncWatches()
 	start := clk.Now()
+	w.forgetUnconfigured()
 	w.scanAll(ctx)
 	w.log.Info("first scan done", "dirs", len(w.cfg.Dirs), "missing_dirs", len(w.missing),
 		"duration", clk.Now().Sub(start).Round(time.Millisecond))
@@ -256,11 +258,19 @@ func (w *Watcher) applyConfig(ctx context.Context, cfg Config) {
 		}
 		delete(w.watched, d)
 		delete(w.missing, d)
-		for _, p := range w.store.FilesUnder(d) {
-			w.forget(p)
+		w.forgetDir(d)
+	}
+	if cfg.MaxFileBytes > w.cfg.MaxFileBytes {
+		// Files the old limit refused are read again if the new one
+		// admits them; those still too large are not counted twice.
+		for p, f := range w.failed {
+			if f.reason == thread.ReasonTooLarge && f.version.Size <= cfg.MaxFileBytes {
+				delete(w.failed, p)
+			}
 		}
 	}
 	w.cfg = cfg
+	w.forgetUnconfigured()
 	w.syncWatches()
 	w.scanAll(ctx)
 	w.opts.Trace("reconfigured")
@@ -331,9 +341,7 @@ func (w *Watcher) handleEvent(ev fsnotify.Event) {
 			}
 			delete(w.watched, dir)
 			w.missing[dir] = true
-			for _, p := range w.store.FilesUnder(dir) {
-				w.forget(p)
-			}
+			w.forgetDir(dir)
 			w.metrics.DirsMissing(len(w.missing))
 			w.log.Warn("thread directory removed; polling for it", "dir", dir)
 			w.opts.Trace("dir gone " + dir)
@@ -372,6 +380,39 @@ func (w *Watcher) forget(path string) {
 	delete(w.retrying, path)
 }
 
+// forgetDir forgets every file of dir: those present in the store and those
+// still waiting to be parsed or read again, so that nothing of a directory
+// that left the configuration (or the disk) comes back later.
+func (w *Watcher) forgetDir(dir string) {
+	for _, p := range w.store.FilesUnder(dir) {
+		w.forget(p)
+	}
+	deleteUnder(w.dirty, dir)
+	deleteUnder(w.failed, dir)
+	deleteUnder(w.retrying, dir)
+}
+
+// deleteUnder deletes the entries of m for files directly in dir.
+func deleteUnder[V any](m map[string]V, dir string) {
+	for p := range m {
+		if filepath.Dir(p) == dir {
+			delete(m, p)
+		}
+	}
+}
+
+// forgetUnconfigured forgets the present files of directories that are not
+// configured: after a state restored from a run with other threads.dirs,
+// they would otherwise stay in amp_threads for good. Their contributions
+// stay counted.
+func (w *Watcher) forgetUnconfigured() {
+	for _, d := range w.store.FileDirs() {
+		if !w.configured(d) {
+			w.forgetDir(d)
+		}
+	}
+}
+
 // flush parses the dirty files.
 func (w *Watcher) flush(ctx context.Context) {
 	paths := make([]string, 0, len(w.dirty))
@@ -382,7 +423,10 @@ func (w *Watcher) flush(ctx context.Context) {
 	sort.Strings(paths)
 	var jobs []job
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		if !w.configured(filepath.Dir(p)) {
+			continue // its directory left the configuration meanwhile
+		}
+		fi, err := os.Stat(p) // follows a symbolic link, as scanAll does
 		if err != nil || !fi.Mode().IsRegular() {
 			w.forget(p) // a no-op for a file never seen
 			continue
@@ -407,22 +451,20 @@ func (w *Watcher) scanAll(ctx context.Context) {
 				w.missing[dir] = true
 				w.metrics.DirsMissing(len(w.missing))
 			}
-			for _, p := range w.store.FilesUnder(dir) {
-				w.forget(p)
-			}
+			w.forgetDir(dir)
 			continue
 		}
 		present := map[string]bool{}
 		for _, e := range entries {
-			if !e.Type().IsRegular() || !isThreadFile(e.Name()) {
+			if !isThreadFile(e.Name()) {
 				continue
 			}
 			p := filepath.Join(dir, e.Name())
-			present[p] = true
-			fi, err := e.Info()
-			if err != nil {
-				continue // removed since the listing
+			fi, ok := threadFileInfo(p, e)
+			if !ok {
+				continue
 			}
+			present[p] = true
 			if j, ok := w.jobFor(p, fi); ok {
 				jobs = append(jobs, j)
 			}
@@ -440,6 +482,33 @@ func (w *Watcher) scanAll(ctx context.Context) {
 	}
 	w.run(ctx, jobs)
 	w.opts.Trace("scanned")
+}
+
+// threadFileInfo returns the stat of a directory entry that can hold a
+// thread: a regular file, or a symbolic link to one, followed wherever it
+// points (the same as an inotify event's os.Stat). Anything else — a link
+// to nothing or to a directory, a socket — is not a thread file.
+func threadFileInfo(path string, e fs.DirEntry) (fs.FileInfo, bool) {
+	var fi fs.FileInfo
+	var err error
+	switch {
+	case e.Type().IsRegular():
+		fi, err = e.Info()
+	case e.Type()&fs.ModeSymlink != 0:
+		fi, err = os.Stat(path)
+	default:
+		return nil, false
+	}
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false // removed since the listing, dangling, or not a file
+	}
+	return fi, true
+}
+
+// failure is a file version counted as failed, and why.
+type failure struct {
+	version collector.FileVersion
+	reason  string
 }
 
 type job struct {
@@ -460,7 +529,7 @@ func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
 	if rec, ok := w.store.File(path); ok && rec.Version == v {
 		return job{}, false
 	}
-	if f, ok := w.failed[path]; ok && f == v {
+	if f, ok := w.failed[path]; ok && f.version == v {
 		return job{}, false
 	}
 	return job{path: path, version: v, size: fi.Size()}, true
@@ -570,7 +639,7 @@ func (w *Watcher) settle(r result) {
 		return
 	}
 	delete(w.retrying, r.path)
-	w.failed[r.path] = r.version
+	w.failed[r.path] = failure{version: r.version, reason: reason}
 	w.metrics.ParseFailed(collector.SourceThreads, reason)
 	_, kept := w.store.File(r.path)
 	attrs := []any{"path", r.path, "reason", reason, "kept_last_good", kept}
