@@ -2,8 +2,13 @@ package threads
 
 import (
 	"context"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -198,5 +203,184 @@ func TestSymlinkedThreadFiles(t *testing.T) {
 				t.Fatalf("links counted errors: %v", errs)
 			}
 		})
+	}
+}
+
+// expect waits for a trace event starting with prefix without moving the
+// clock.
+func (h *harness) expect(prefix string) {
+	h.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-h.trace:
+			if strings.HasPrefix(ev, prefix) {
+				return
+			}
+		case <-deadline:
+			h.t.Fatalf("timed out waiting for %q", prefix)
+		}
+	}
+}
+
+// flakyOpener fails to open one file with err while failing says so, or
+// for the next n attempts, and records when each attempt was made.
+type flakyOpener struct {
+	mu       sync.Mutex
+	clk      interface{ Now() time.Time }
+	path     string
+	err      error
+	n        int
+	failing  bool
+	attempts []time.Time
+}
+
+func (o *flakyOpener) open(path string) (io.ReadCloser, error) {
+	if path == o.path {
+		o.mu.Lock()
+		o.attempts = append(o.attempts, o.clk.Now())
+		fail := o.failing || o.n > 0
+		if o.n > 0 {
+			o.n--
+		}
+		o.mu.Unlock()
+		if fail {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: o.err}
+		}
+	}
+	return os.Open(path)
+}
+
+func (o *flakyOpener) set(failing bool) {
+	o.mu.Lock()
+	o.failing = failing
+	o.mu.Unlock()
+}
+
+func (o *flakyOpener) times() []time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.attempts)
+}
+
+// A read that fails (the open-file limit exhausted, an NFS hiccup) is
+// retried with a growing delay until it succeeds; the error is counted
+// once, however many attempts fail.
+func TestTransientReadErrorIsRetriedWithBackoff(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, threadA+".json")
+	op := &flakyOpener{path: path, err: syscall.EMFILE, n: 5}
+	h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
+		op.clk = o.Clock
+		o.open = op.open
+		o.RetryDelay = time.Second
+		o.MaxRetryDelay = 8 * time.Second
+	})
+	h.writeAtomic(threadA+".json", makeThread(threadA, 3))
+	h.waitFor("read after 5 failures", func() bool { return h.outputTokens() == 300 })
+	at := op.times()
+	if len(at) != 6 {
+		t.Fatalf("%d attempts, want 6 (5 failures, then success)", len(at))
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		// The loop reads when the delay is over; the test's clock moves
+		// a second at a time.
+		if gap := at[i+1].Sub(at[i]); gap < want || gap > want+time.Second {
+			t.Errorf("attempt %d came %v after the previous one, want %v", i+2, gap, want)
+		}
+	}
+	if errs, _, _ := h.metrics.snapshot(); errs["read_error"] != 1 || len(errs) != 1 {
+		t.Fatalf("errors %v, want read_error counted once", errs)
+	}
+	if got := h.threads(); got != 1 {
+		t.Fatalf("amp_threads = %v", got)
+	}
+}
+
+// A file that cannot be read until its permissions are fixed is read again
+// on the attribute event of the chmod, not at the next resync; a reload
+// reads a failing file again at once.
+func TestUnreadableFileIsRetriedOnChmodAndReload(t *testing.T) {
+	t.Run("chmod", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, threadA+".json")
+		op := &flakyOpener{path: path, err: syscall.EACCES, failing: true}
+		h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
+			op.clk = o.Clock
+			o.open = op.open
+			o.RetryDelay = time.Hour // no timed retry within the test
+			o.MaxRetryDelay = time.Hour
+		})
+		h.writeAtomic(threadA+".json", makeThread(threadA, 3))
+		h.waitFor("failed read", func() bool { return false }, "retry "+path)
+		op.set(false)
+		if err := os.Chmod(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("read after chmod", func() bool { return h.outputTokens() == 300 })
+	})
+	t.Run("reload", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, threadA+".json")
+		op := &flakyOpener{path: path, err: syscall.EIO, failing: true}
+		h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
+			op.clk = o.Clock
+			o.open = op.open
+			o.RetryDelay = time.Second
+			o.MaxRetryDelay = time.Hour
+		})
+		h.writeAtomic(threadA+".json", makeThread(threadA, 3))
+		h.waitFor("counted read error", func() bool { e, _, _ := h.metrics.snapshot(); return e["read_error"] == 1 })
+		op.set(false)
+		h.reconfigure(nil)
+		if got := h.outputTokens(); got != 300 {
+			t.Fatalf("output tokens after reload = %v, want 300", got)
+		}
+	})
+}
+
+// A thread written in place in chunks is not broken while it is being
+// written: no error is counted for the versions caught mid-write. A version
+// that stays unparseable once the writing stopped is counted, once.
+func TestSlowInPlaceWriterIsNotAnError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, threadA+".json")
+	h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
+		o.Coalesce = 100 * time.Millisecond
+		o.RetryDelay = 500 * time.Millisecond
+		o.Settle = 2 * time.Second
+	})
+	full := makeThread(threadA, 10)
+	const chunks = 10
+	for i := 1; i <= chunks; i++ {
+		h.writeInPlace(threadA+".json", full[:len(full)*i/chunks])
+		h.expect("dirty " + path)
+		h.clk.Advance(100 * time.Millisecond) // coalescing ends: parsed
+		h.expect("flushed")
+		for j := 0; j < 2; j++ { // 0.3 s between chunks
+			h.clk.Advance(100 * time.Millisecond)
+			h.quiet()
+		}
+	}
+	h.waitFor("complete thread", func() bool { return h.outputTokens() == 1000 })
+	h.idle(10 * time.Second)
+	if errs, _, _ := h.metrics.snapshot(); len(errs) != 0 {
+		t.Fatalf("a file still being written was counted as broken: %v", errs)
+	}
+
+	// Cut short and left so: an error once it has stayed so.
+	h.writeInPlace(threadA+".json", full[:len(full)/2])
+	h.expect("dirty " + path)
+	h.clk.Advance(100 * time.Millisecond)
+	h.expect("flushed")
+	if errs, _, _ := h.metrics.snapshot(); len(errs) != 0 {
+		t.Fatalf("counted before the file settled: %v", errs)
+	}
+	h.idle(10 * time.Second)
+	if errs, _, _ := h.metrics.snapshot(); errs["truncated"] != 1 || len(errs) != 1 {
+		t.Fatalf("errors %v, want truncated counted once", errs)
+	}
+	if got := h.outputTokens(); got != 1000 {
+		t.Fatalf("last good contribution lost: %v", got)
 	}
 }

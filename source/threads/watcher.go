@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -67,8 +68,10 @@ type Options struct {
 	// Coalesce is how long events for a file are gathered before it is
 	// parsed; the CLI rewrites a streaming thread every ~100 ms.
 	Coalesce time.Duration
-	// RetryDelay is how long a file that did not parse waits before it is
-	// read once more; only a second failure of the same version counts.
+	// RetryDelay is how long a file that could not be read (open or read
+	// failed) waits before it is read again; the delay doubles on each
+	// failure of the same version, up to MaxRetryDelay. Only a second
+	// failure counts, once per version.
 	RetryDelay time.Duration
 	// OnFirstScan is called once the first full scan of every directory is
 	// done (readiness).
@@ -76,8 +79,16 @@ type Options struct {
 	// Trace, when set, is told what the loop just did (tests synchronize on
 	// it).
 	Trace func(event string)
+	// MaxRetryDelay caps the growing delay between reads of a file that
+	// cannot be read.
+	MaxRetryDelay time.Duration
+	// Settle is how long a version that does not parse must stay unchanged
+	// before it counts as broken.
+	Settle time.Duration
 	// addWatch replaces fsnotify's Add (tests inject failures).
 	addWatch func(w *fsnotify.Watcher, dir string) error
+	// open replaces os.Open (tests inject failures).
+	open func(path string) (io.ReadCloser, error)
 }
 
 // Watcher follows the thread directories.
@@ -95,14 +106,27 @@ type Watcher struct {
 	watched  map[string]bool // directories with an inotify watch
 	missing  map[string]bool // configured directories that do not exist
 	dirty    map[string]bool
-	failed   map[string]failure               // versions counted as failed: not read again
-	retrying map[string]collector.FileVersion // versions that failed once
+	failed   map[string]failure     // versions counted as failed: not read again
+	retrying map[string]*retryState // versions that failed and will be read again
 	parsers  chan *thread.Parser
 
 	coalesce   clock.Timer
 	coalescing bool
 	retry      clock.Timer
-	retryArmed bool
+	retryAt    time.Time // when retry fires; zero when it is stopped
+}
+
+// retryState is a file version that failed and is read again later: one
+// that could not be read is retried with a growing delay until it is read
+// or changes; one that did not parse is read again once it has stayed
+// unchanged for the settle period, and only then counted as broken.
+type retryState struct {
+	version  collector.FileVersion
+	reason   string
+	since    time.Time // when this version first failed
+	due      time.Time // when to read it again
+	attempts int       // failed reads of this version
+	counted  bool      // its error was counted
 }
 
 // New returns a watcher; Run starts it.
@@ -122,8 +146,17 @@ func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
 	if opts.RetryDelay <= 0 {
 		opts.RetryDelay = 500 * time.Millisecond
 	}
+	if opts.MaxRetryDelay < opts.RetryDelay {
+		opts.MaxRetryDelay = max(opts.RetryDelay, time.Minute)
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 2 * time.Second
+	}
 	if opts.Trace == nil {
 		opts.Trace = func(string) {}
+	}
+	if opts.open == nil {
+		opts.open = func(path string) (io.ReadCloser, error) { return os.Open(path) }
 	}
 	if opts.addWatch == nil {
 		opts.addWatch = func(w *fsnotify.Watcher, dir string) error { return w.Add(dir) }
@@ -139,7 +172,7 @@ func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
 		missing:  map[string]bool{},
 		dirty:    map[string]bool{},
 		failed:   map[string]failure{},
-		retrying: map[string]collector.FileVersion{},
+		retrying: map[string]*retryState{},
 		parsers:  make(chan *thread.Parser, opts.Workers),
 	}
 	for i := 0; i < opts.Workers; i++ {
@@ -221,11 +254,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.coalescing = false
 			w.flush(ctx)
 		case <-w.retry.C():
-			w.retryArmed = false
-			for p := range w.retrying {
-				w.dirty[p] = true
+			w.retryAt = time.Time{}
+			now := clk.Now()
+			for p, ps := range w.retrying {
+				if !now.Before(ps.due) {
+					w.dirty[p] = true
+				}
 			}
 			w.flush(ctx)
+			w.armRetry()
 		case <-resync.C():
 			w.syncWatches()
 			w.scanAll(ctx)
@@ -271,6 +308,9 @@ func (w *Watcher) applyConfig(ctx context.Context, cfg Config) {
 	}
 	w.cfg = cfg
 	w.forgetUnconfigured()
+	for _, ps := range w.retrying {
+		ps.due = time.Time{} // a reload reads failed files again at once
+	}
 	w.syncWatches()
 	w.scanAll(ctx)
 	w.opts.Trace("reconfigured")
@@ -330,7 +370,13 @@ func (w *Watcher) syncWatches() {
 
 func (w *Watcher) handleEvent(ev fsnotify.Event) {
 	if ev.Op == fsnotify.Chmod {
-		return
+		// Attribute changes are ignored, except for a file that could not
+		// be read: a chmod may have just made it readable.
+		ps, ok := w.retrying[ev.Name]
+		if !ok || ps.reason != thread.ReasonRead {
+			return
+		}
+		ps.due = time.Time{}
 	}
 	for _, dir := range w.cfg.Dirs {
 		if ev.Name == dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
@@ -532,6 +578,9 @@ func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
 	if f, ok := w.failed[path]; ok && f.version == v {
 		return job{}, false
 	}
+	if ps, ok := w.retrying[path]; ok && ps.version == v && w.opts.Clock.Now().Before(ps.due) {
+		return job{}, false // read again when due
+	}
 	return job{path: path, version: v, size: fi.Size()}, true
 }
 
@@ -584,6 +633,7 @@ func (w *Watcher) run(ctx context.Context, jobs []job) {
 		}
 		w.settle(r)
 	}
+	w.armRetry()
 }
 
 // parseOne reads and parses one file and, on success, applies it to the
@@ -595,7 +645,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		return r
 	}
 	start := w.opts.Clock.Now()
-	f, err := os.Open(j.path)
+	f, err := w.opts.open(j.path)
 	if err != nil {
 		r.err = err
 		return r
@@ -611,11 +661,18 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 	return r
 }
 
-// settle records a job's outcome in the loop: successes clear failure
-// state; a failure is retried once before it is counted, since a file that
-// does not parse may still be being written.
+// settle records a job's outcome in the loop. A success clears the failure
+// state. A file that could not be read is read again with a growing delay
+// until it is read or changes; its error counts once. A file that does not
+// parse may still be being written: it is read again once it has stayed
+// unchanged for the settle period, and counted as broken only if it still
+// does not parse then. Other failures (too large, not a thread) count at
+// once, and the same version is not read again.
 func (w *Watcher) settle(r result) {
 	if r.err == nil && !r.tooLarge {
+		if ps := w.retrying[r.path]; ps != nil && ps.counted {
+			w.log.Info("thread file read after failing", "path", r.path, "reason", ps.reason, "attempts", ps.attempts)
+		}
 		delete(w.failed, r.path)
 		delete(w.retrying, r.path)
 		return
@@ -628,18 +685,80 @@ func (w *Watcher) settle(r result) {
 	if !r.tooLarge {
 		reason = thread.Reason(r.err)
 	}
-	transient := reason == thread.ReasonTruncated || reason == thread.ReasonSyntax || reason == thread.ReasonRead
-	if prev, ok := w.retrying[r.path]; transient && (!ok || prev != r.version) {
-		w.retrying[r.path] = r.version
-		if !w.retryArmed {
-			w.retryArmed = true
-			w.retry.Reset(w.opts.RetryDelay)
+	now := w.opts.Clock.Now()
+	ps := w.retrying[r.path]
+	if ps == nil || ps.version != r.version {
+		ps = &retryState{version: r.version, since: now}
+	}
+	ps.reason = reason
+	ps.attempts++
+	switch reason {
+	case thread.ReasonRead:
+		ps.due = now.Add(w.backoff(ps.attempts))
+		w.retrying[r.path] = ps
+		if ps.attempts >= 2 && !ps.counted {
+			ps.counted = true
+			w.countFailure(r, reason, "retry_in", ps.due.Sub(now))
 		}
 		w.opts.Trace("retry " + r.path)
 		return
+	case thread.ReasonTruncated, thread.ReasonSyntax:
+		if now.Sub(ps.since) < w.opts.Settle {
+			ps.due = ps.since.Add(w.opts.Settle)
+			w.retrying[r.path] = ps
+			w.opts.Trace("retry " + r.path)
+			return
+		}
 	}
 	delete(w.retrying, r.path)
 	w.failed[r.path] = failure{version: r.version, reason: reason}
+	w.countFailure(r, reason)
+	w.opts.Trace("failed " + r.path)
+}
+
+// backoff is the delay before the next read of a version that failed to be
+// read attempts times.
+func (w *Watcher) backoff(attempts int) time.Duration {
+	d := w.opts.RetryDelay
+	for i := 1; i < attempts && d < w.opts.MaxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, w.opts.MaxRetryDelay)
+}
+
+// armRetry sets the retry timer to the earliest due read again.
+func (w *Watcher) armRetry() {
+	var next time.Time
+	found := false
+	for _, ps := range w.retrying {
+		if !found || ps.due.Before(next) {
+			next, found = ps.due, true
+		}
+	}
+	now := w.opts.Clock.Now()
+	next = later(next, now)
+	switch {
+	case !found:
+		if !w.retryAt.IsZero() {
+			w.retry.Stop()
+			w.retryAt = time.Time{}
+		}
+	case !next.Equal(w.retryAt):
+		w.retry.Stop()
+		w.retry.Reset(next.Sub(now))
+		w.retryAt = next
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// countFailure counts a failed file version and logs it once.
+func (w *Watcher) countFailure(r result, reason string, extra ...any) {
 	w.metrics.ParseFailed(collector.SourceThreads, reason)
 	_, kept := w.store.File(r.path)
 	attrs := []any{"path", r.path, "reason", reason, "kept_last_good", kept}
@@ -649,11 +768,14 @@ func (w *Watcher) settle(r result) {
 	default:
 		attrs = append(attrs, "err", r.err)
 	}
-	if reason == thread.ReasonNotThread {
+	attrs = append(attrs, extra...)
+	switch {
+	case reason == thread.ReasonNotThread:
 		// Stray JSON (settings.json) is expected in the directory.
 		w.log.Debug("skipping file that is not an Amp thread", attrs...)
-	} else {
+	case reason == thread.ReasonRead:
+		w.log.Warn("cannot read thread file; retrying", attrs...)
+	default:
 		w.log.Warn("cannot parse thread file", attrs...)
 	}
-	w.opts.Trace("failed " + r.path)
 }
