@@ -9,6 +9,12 @@
 // error or a watch that cannot be added (inotify limits, NFS) switches the
 // watcher to polling, with one warning and a counter. An unchanged file is
 // recognised from stat alone (size, mtime, ctime, inode) and never re-read.
+//
+// A file that cannot be read is read again with a growing delay until it is
+// read or changes; a file that does not parse is counted as broken only
+// once it has stayed unchanged for a settle period (it may still be being
+// written). A symbolic link to a regular file is a thread file, on an event
+// and in a rescan alike.
 package threads
 
 import (
