@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,21 +223,20 @@ func (h *harness) expect(prefix string) {
 }
 
 // flakyOpener fails to open one file with err while failing says so, or
-// for the next n attempts, and records when each attempt was made.
+// for the next n attempts, and counts the attempts.
 type flakyOpener struct {
 	mu       sync.Mutex
-	clk      interface{ Now() time.Time }
 	path     string
 	err      error
 	n        int
 	failing  bool
-	attempts []time.Time
+	attempts int
 }
 
 func (o *flakyOpener) open(path string) (io.ReadCloser, error) {
 	if path == o.path {
 		o.mu.Lock()
-		o.attempts = append(o.attempts, o.clk.Now())
+		o.attempts++
 		fail := o.failing || o.n > 0
 		if o.n > 0 {
 			o.n--
@@ -257,10 +255,10 @@ func (o *flakyOpener) set(failing bool) {
 	o.mu.Unlock()
 }
 
-func (o *flakyOpener) times() []time.Time {
+func (o *flakyOpener) count() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return slices.Clone(o.attempts)
+	return o.attempts
 }
 
 // A read that fails (the open-file limit exhausted, an NFS hiccup) is
@@ -271,23 +269,32 @@ func TestTransientReadErrorIsRetriedWithBackoff(t *testing.T) {
 	path := filepath.Join(dir, threadA+".json")
 	op := &flakyOpener{path: path, err: syscall.EMFILE, n: 5}
 	h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
-		op.clk = o.Clock
 		o.open = op.open
 		o.RetryDelay = time.Second
 		o.MaxRetryDelay = 8 * time.Second
 	})
 	h.writeAtomic(threadA+".json", makeThread(threadA, 3))
-	h.waitFor("read after 5 failures", func() bool { return h.outputTokens() == 300 })
-	at := op.times()
-	if len(at) != 6 {
-		t.Fatalf("%d attempts, want 6 (5 failures, then success)", len(at))
-	}
-	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
-		// The loop reads when the delay is over; the test's clock moves
-		// a second at a time.
-		if gap := at[i+1].Sub(at[i]); gap < want || gap > want+time.Second {
-			t.Errorf("attempt %d came %v after the previous one, want %v", i+2, gap, want)
+	h.expect("dirty " + path)
+	h.clk.Advance(100 * time.Millisecond) // coalescing ends: the first read fails
+	h.expect("retry " + path)
+	for i, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		h.clk.Advance(delay - 10*time.Millisecond)
+		h.quiet()
+		if n := op.count(); n != i+1 {
+			t.Fatalf("attempt %d came before its delay of %v", i+2, delay)
 		}
+		h.clk.Advance(10 * time.Millisecond)
+		if i < 4 {
+			h.expect("retry " + path)
+		} else {
+			h.expect("flushed")
+		}
+	}
+	if got := h.outputTokens(); got != 300 {
+		t.Fatalf("output tokens %v after the read succeeded, want 300", got)
+	}
+	if n := op.count(); n != 6 {
+		t.Fatalf("%d attempts, want 6 (5 failures, then success)", n)
 	}
 	if errs, _, _ := h.metrics.snapshot(); errs["read_error"] != 1 || len(errs) != 1 {
 		t.Fatalf("errors %v, want read_error counted once", errs)
@@ -306,7 +313,6 @@ func TestUnreadableFileIsRetriedOnChmodAndReload(t *testing.T) {
 		path := filepath.Join(dir, threadA+".json")
 		op := &flakyOpener{path: path, err: syscall.EACCES, failing: true}
 		h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
-			op.clk = o.Clock
 			o.open = op.open
 			o.RetryDelay = time.Hour // no timed retry within the test
 			o.MaxRetryDelay = time.Hour
@@ -324,7 +330,6 @@ func TestUnreadableFileIsRetriedOnChmodAndReload(t *testing.T) {
 		path := filepath.Join(dir, threadA+".json")
 		op := &flakyOpener{path: path, err: syscall.EIO, failing: true}
 		h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
-			op.clk = o.Clock
 			o.open = op.open
 			o.RetryDelay = time.Second
 			o.MaxRetryDelay = time.Hour
