@@ -162,7 +162,8 @@ func TestRaisingMaxFileBytesRereadsRefusedFiles(t *testing.T) {
 
 // A symbolic link in a thread directory to a regular file is a thread file,
 // on an inotify event and in a full rescan alike, and in polling mode.
-// Links to nothing or to directories are left alone.
+// Two names for one thread count once. Links to nothing or to directories
+// are left alone.
 func TestSymlinkedThreadFiles(t *testing.T) {
 	for _, mode := range []string{"inotify", "polling"} {
 		t.Run(mode, func(t *testing.T) {
@@ -175,6 +176,7 @@ func TestSymlinkedThreadFiles(t *testing.T) {
 			writeAtomicIn(t, elsewhere, threadA+".json", makeThread(threadA, 3))
 			for name, target := range map[string]string{
 				threadA + ".json": filepath.Join(elsewhere, threadA+".json"),
+				"T-alias.json":    threadA + ".json", // a second name, relative, in the same directory
 				"T-dangling.json": filepath.Join(elsewhere, "missing.json"),
 				"T-dir.json":      elsewhere,
 			} {
@@ -194,10 +196,12 @@ func TestSymlinkedThreadFiles(t *testing.T) {
 			if got := h.outputTokens(); got != 500 {
 				t.Fatalf("rewritten target: output tokens %v, want 500", got)
 			}
-			if err := os.Remove(filepath.Join(dir, threadA+".json")); err != nil {
-				t.Fatal(err)
+			for _, name := range []string{threadA + ".json", "T-alias.json"} {
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			h.waitFor("link removed", func() bool { return h.threads() == 0 })
+			h.waitFor("links removed", func() bool { return h.threads() == 0 })
 			if errs, _, _ := h.metrics.snapshot(); len(errs) != 0 {
 				t.Fatalf("links counted errors: %v", errs)
 			}
