@@ -54,6 +54,11 @@ type Tailer struct {
 	reconfig chan TailConfig
 	// Trace, when set, is told when a poll is done (tests synchronize on it).
 	Trace func()
+	// seen is the stat of each capture when it was last read to its end,
+	// so that a poll opens only captures that changed.
+	seen map[string]fs.FileInfo
+	// open replaces os.Open (tests count the opens).
+	open func(path string) (*os.File, error)
 }
 
 // NewTailer returns a tailer; Run starts it.
@@ -65,7 +70,8 @@ func NewTailer(cfg TailConfig, store Store, metrics Metrics, log *slog.Logger, c
 		clk = clock.Real{}
 	}
 	return &Tailer{cfg: cfg, store: store, metrics: metrics, log: log, clock: clk,
-		parser: streamjson.NewParser(), reconfig: make(chan TailConfig), Trace: func() {}}
+		parser: streamjson.NewParser(), reconfig: make(chan TailConfig), Trace: func() {},
+		seen: map[string]fs.FileInfo{}, open: os.Open}
 }
 
 // Reconfigure hands the running tailer a new configuration.
@@ -113,6 +119,9 @@ func (t *Tailer) Poll() {
 			}
 			path := filepath.Join(dir, e.Name())
 			present[path] = true
+			if fi, err := e.Info(); err == nil && t.unchanged(path, fi) {
+				continue
+			}
 			t.follow(path)
 		}
 	}
@@ -130,11 +139,24 @@ func (t *Tailer) Poll() {
 			t.store.ForgetFile(p)
 		}
 	}
+	for p := range t.seen {
+		if !present[p] {
+			delete(t.seen, p)
+		}
+	}
 	t.Trace()
 }
 
+// unchanged reports whether the capture at path is the file last read, with
+// the same size and mtime: then there is nothing new, and it is not opened.
+func (t *Tailer) unchanged(path string, fi fs.FileInfo) bool {
+	prev, ok := t.seen[path]
+	return ok && os.SameFile(prev, fi) && prev.Size() == fi.Size() && prev.ModTime().Equal(fi.ModTime())
+}
+
 func (t *Tailer) follow(path string) {
-	f, err := os.Open(path)
+	delete(t.seen, path)
+	f, err := t.open(path)
 	if err != nil {
 		return // removed since the listing
 	}
@@ -162,6 +184,7 @@ func (t *Tailer) follow(path string) {
 		}
 		st = collector.StreamFile{Inode: ino}
 	case fi.Size() == st.Offset:
+		t.seen[path] = fi
 		return // nothing new
 	}
 	if _, err := f.Seek(st.Offset, io.SeekStart); err != nil {
@@ -194,6 +217,8 @@ func (t *Tailer) follow(path string) {
 	})
 	if err != nil {
 		t.log.Warn("cannot read stream-json capture", "path", path, "err", err)
+	} else {
+		t.seen[path] = fi // read as far as it went when stat was taken
 	}
 	if bad > 0 {
 		t.log.Warn("skipped stream-json lines that do not parse; the other lines are counted",

@@ -9,12 +9,19 @@
 // error or a watch that cannot be added (inotify limits, NFS) switches the
 // watcher to polling, with one warning and a counter. An unchanged file is
 // recognised from stat alone (size, mtime, ctime, inode) and never re-read.
+//
+// A file that cannot be read is read again with a growing delay until it is
+// read or changes; a file that does not parse is counted as broken only
+// once it has stayed unchanged for a settle period (it may still be being
+// written). A symbolic link to a regular file is a thread file, on an event
+// and in a rescan alike.
 package threads
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -36,6 +43,7 @@ import (
 type Store interface {
 	File(path string) (collector.FileRecord, bool)
 	FilesUnder(dir string) []string
+	FileDirs() []string
 	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 }
@@ -66,8 +74,10 @@ type Options struct {
 	// Coalesce is how long events for a file are gathered before it is
 	// parsed; the CLI rewrites a streaming thread every ~100 ms.
 	Coalesce time.Duration
-	// RetryDelay is how long a file that did not parse waits before it is
-	// read once more; only a second failure of the same version counts.
+	// RetryDelay is how long a file that could not be read (open or read
+	// failed) waits before it is read again; the delay doubles on each
+	// failure of the same version, up to MaxRetryDelay. Only a second
+	// failure counts, once per version.
 	RetryDelay time.Duration
 	// OnFirstScan is called once the first full scan of every directory is
 	// done (readiness).
@@ -75,8 +85,16 @@ type Options struct {
 	// Trace, when set, is told what the loop just did (tests synchronize on
 	// it).
 	Trace func(event string)
+	// MaxRetryDelay caps the growing delay between reads of a file that
+	// cannot be read.
+	MaxRetryDelay time.Duration
+	// Settle is how long a version that does not parse must stay unchanged
+	// before it counts as broken.
+	Settle time.Duration
 	// addWatch replaces fsnotify's Add (tests inject failures).
 	addWatch func(w *fsnotify.Watcher, dir string) error
+	// open replaces os.Open (tests inject failures).
+	open func(path string) (io.ReadCloser, error)
 }
 
 // Watcher follows the thread directories.
@@ -94,14 +112,27 @@ type Watcher struct {
 	watched  map[string]bool // directories with an inotify watch
 	missing  map[string]bool // configured directories that do not exist
 	dirty    map[string]bool
-	failed   map[string]collector.FileVersion // versions that failed twice: not read again
-	retrying map[string]collector.FileVersion // versions that failed once
+	failed   map[string]failure     // versions counted as failed: not read again
+	retrying map[string]*retryState // versions that failed and will be read again
 	parsers  chan *thread.Parser
 
 	coalesce   clock.Timer
 	coalescing bool
 	retry      clock.Timer
-	retryArmed bool
+	retryAt    time.Time // when retry fires; zero when it is stopped
+}
+
+// retryState is a file version that failed and is read again later: one
+// that could not be read is retried with a growing delay until it is read
+// or changes; one that did not parse is read again once it has stayed
+// unchanged for the settle period, and only then counted as broken.
+type retryState struct {
+	version  collector.FileVersion
+	reason   string
+	since    time.Time // when this version first failed
+	due      time.Time // when to read it again
+	attempts int       // failed reads of this version
+	counted  bool      // its error was counted
 }
 
 // New returns a watcher; Run starts it.
@@ -121,8 +152,17 @@ func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
 	if opts.RetryDelay <= 0 {
 		opts.RetryDelay = 500 * time.Millisecond
 	}
+	if opts.MaxRetryDelay < opts.RetryDelay {
+		opts.MaxRetryDelay = max(opts.RetryDelay, time.Minute)
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 2 * time.Second
+	}
 	if opts.Trace == nil {
 		opts.Trace = func(string) {}
+	}
+	if opts.open == nil {
+		opts.open = func(path string) (io.ReadCloser, error) { return os.Open(path) }
 	}
 	if opts.addWatch == nil {
 		opts.addWatch = func(w *fsnotify.Watcher, dir string) error { return w.Add(dir) }
@@ -137,8 +177,8 @@ func New(cfg Config, opts Options, store Store, metrics Metrics) *Watcher {
 		watched:  map[string]bool{},
 		missing:  map[string]bool{},
 		dirty:    map[string]bool{},
-		failed:   map[string]collector.FileVersion{},
-		retrying: map[string]collector.FileVersion{},
+		failed:   map[string]failure{},
+		retrying: map[string]*retryState{},
 		parsers:  make(chan *thread.Parser, opts.Workers),
 	}
 	for i := 0; i < opts.Workers; i++ {
@@ -177,6 +217,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	w.syncWatches()
 	start := clk.Now()
+	w.forgetUnconfigured()
 	w.scanAll(ctx)
 	w.log.Info("first scan done", "dirs", len(w.cfg.Dirs), "missing_dirs", len(w.missing),
 		"duration", clk.Now().Sub(start).Round(time.Millisecond))
@@ -219,11 +260,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.coalescing = false
 			w.flush(ctx)
 		case <-w.retry.C():
-			w.retryArmed = false
-			for p := range w.retrying {
-				w.dirty[p] = true
+			w.retryAt = time.Time{}
+			now := clk.Now()
+			for p, ps := range w.retrying {
+				if !now.Before(ps.due) {
+					w.dirty[p] = true
+				}
 			}
 			w.flush(ctx)
+			w.armRetry()
 		case <-resync.C():
 			w.syncWatches()
 			w.scanAll(ctx)
@@ -256,11 +301,22 @@ func (w *Watcher) applyConfig(ctx context.Context, cfg Config) {
 		}
 		delete(w.watched, d)
 		delete(w.missing, d)
-		for _, p := range w.store.FilesUnder(d) {
-			w.forget(p)
+		w.forgetDir(d)
+	}
+	if cfg.MaxFileBytes > w.cfg.MaxFileBytes {
+		// Files the old limit refused are read again if the new one
+		// admits them; those still too large are not counted twice.
+		for p, f := range w.failed {
+			if f.reason == thread.ReasonTooLarge && f.version.Size <= cfg.MaxFileBytes {
+				delete(w.failed, p)
+			}
 		}
 	}
 	w.cfg = cfg
+	w.forgetUnconfigured()
+	for _, ps := range w.retrying {
+		ps.due = time.Time{} // a reload reads failed files again at once
+	}
 	w.syncWatches()
 	w.scanAll(ctx)
 	w.opts.Trace("reconfigured")
@@ -320,7 +376,13 @@ func (w *Watcher) syncWatches() {
 
 func (w *Watcher) handleEvent(ev fsnotify.Event) {
 	if ev.Op == fsnotify.Chmod {
-		return
+		// Attribute changes are ignored, except for a file that could not
+		// be read: a chmod may have just made it readable.
+		ps, ok := w.retrying[ev.Name]
+		if !ok || ps.reason != thread.ReasonRead {
+			return
+		}
+		ps.due = time.Time{}
 	}
 	for _, dir := range w.cfg.Dirs {
 		if ev.Name == dir && ev.Has(fsnotify.Remove|fsnotify.Rename) {
@@ -331,9 +393,7 @@ func (w *Watcher) handleEvent(ev fsnotify.Event) {
 			}
 			delete(w.watched, dir)
 			w.missing[dir] = true
-			for _, p := range w.store.FilesUnder(dir) {
-				w.forget(p)
-			}
+			w.forgetDir(dir)
 			w.metrics.DirsMissing(len(w.missing))
 			w.log.Warn("thread directory removed; polling for it", "dir", dir)
 			w.opts.Trace("dir gone " + dir)
@@ -372,6 +432,39 @@ func (w *Watcher) forget(path string) {
 	delete(w.retrying, path)
 }
 
+// forgetDir forgets every file of dir: those present in the store and those
+// still waiting to be parsed or read again, so that nothing of a directory
+// that left the configuration (or the disk) comes back later.
+func (w *Watcher) forgetDir(dir string) {
+	for _, p := range w.store.FilesUnder(dir) {
+		w.forget(p)
+	}
+	deleteUnder(w.dirty, dir)
+	deleteUnder(w.failed, dir)
+	deleteUnder(w.retrying, dir)
+}
+
+// deleteUnder deletes the entries of m for files directly in dir.
+func deleteUnder[V any](m map[string]V, dir string) {
+	for p := range m {
+		if filepath.Dir(p) == dir {
+			delete(m, p)
+		}
+	}
+}
+
+// forgetUnconfigured forgets the present files of directories that are not
+// configured: after a state restored from a run with other threads.dirs,
+// they would otherwise stay in amp_threads for good. Their contributions
+// stay counted.
+func (w *Watcher) forgetUnconfigured() {
+	for _, d := range w.store.FileDirs() {
+		if !w.configured(d) {
+			w.forgetDir(d)
+		}
+	}
+}
+
 // flush parses the dirty files.
 func (w *Watcher) flush(ctx context.Context) {
 	paths := make([]string, 0, len(w.dirty))
@@ -382,7 +475,10 @@ func (w *Watcher) flush(ctx context.Context) {
 	sort.Strings(paths)
 	var jobs []job
 	for _, p := range paths {
-		fi, err := os.Stat(p)
+		if !w.configured(filepath.Dir(p)) {
+			continue // its directory left the configuration meanwhile
+		}
+		fi, err := os.Stat(p) // follows a symbolic link, as scanAll does
 		if err != nil || !fi.Mode().IsRegular() {
 			w.forget(p) // a no-op for a file never seen
 			continue
@@ -407,22 +503,20 @@ func (w *Watcher) scanAll(ctx context.Context) {
 				w.missing[dir] = true
 				w.metrics.DirsMissing(len(w.missing))
 			}
-			for _, p := range w.store.FilesUnder(dir) {
-				w.forget(p)
-			}
+			w.forgetDir(dir)
 			continue
 		}
 		present := map[string]bool{}
 		for _, e := range entries {
-			if !e.Type().IsRegular() || !isThreadFile(e.Name()) {
+			if !isThreadFile(e.Name()) {
 				continue
 			}
 			p := filepath.Join(dir, e.Name())
-			present[p] = true
-			fi, err := e.Info()
-			if err != nil {
-				continue // removed since the listing
+			fi, ok := threadFileInfo(p, e)
+			if !ok {
+				continue
 			}
+			present[p] = true
 			if j, ok := w.jobFor(p, fi); ok {
 				jobs = append(jobs, j)
 			}
@@ -440,6 +534,33 @@ func (w *Watcher) scanAll(ctx context.Context) {
 	}
 	w.run(ctx, jobs)
 	w.opts.Trace("scanned")
+}
+
+// threadFileInfo returns the stat of a directory entry that can hold a
+// thread: a regular file, or a symbolic link to one, followed wherever it
+// points (the same as an inotify event's os.Stat). Anything else — a link
+// to nothing or to a directory, a socket — is not a thread file.
+func threadFileInfo(path string, e fs.DirEntry) (fs.FileInfo, bool) {
+	var fi fs.FileInfo
+	var err error
+	switch {
+	case e.Type().IsRegular():
+		fi, err = e.Info()
+	case e.Type()&fs.ModeSymlink != 0:
+		fi, err = os.Stat(path)
+	default:
+		return nil, false
+	}
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false // removed since the listing, dangling, or not a file
+	}
+	return fi, true
+}
+
+// failure is a file version counted as failed, and why.
+type failure struct {
+	version collector.FileVersion
+	reason  string
 }
 
 type job struct {
@@ -460,8 +581,11 @@ func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
 	if rec, ok := w.store.File(path); ok && rec.Version == v {
 		return job{}, false
 	}
-	if f, ok := w.failed[path]; ok && f == v {
+	if f, ok := w.failed[path]; ok && f.version == v {
 		return job{}, false
+	}
+	if ps, ok := w.retrying[path]; ok && ps.version == v && w.opts.Clock.Now().Before(ps.due) {
+		return job{}, false // read again when due
 	}
 	return job{path: path, version: v, size: fi.Size()}, true
 }
@@ -515,6 +639,7 @@ func (w *Watcher) run(ctx context.Context, jobs []job) {
 		}
 		w.settle(r)
 	}
+	w.armRetry()
 }
 
 // parseOne reads and parses one file and, on success, applies it to the
@@ -526,7 +651,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		return r
 	}
 	start := w.opts.Clock.Now()
-	f, err := os.Open(j.path)
+	f, err := w.opts.open(j.path)
 	if err != nil {
 		r.err = err
 		return r
@@ -542,11 +667,18 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 	return r
 }
 
-// settle records a job's outcome in the loop: successes clear failure
-// state; a failure is retried once before it is counted, since a file that
-// does not parse may still be being written.
+// settle records a job's outcome in the loop. A success clears the failure
+// state. A file that could not be read is read again with a growing delay
+// until it is read or changes; its error counts once. A file that does not
+// parse may still be being written: it is read again once it has stayed
+// unchanged for the settle period, and counted as broken only if it still
+// does not parse then. Other failures (too large, not a thread) count at
+// once, and the same version is not read again.
 func (w *Watcher) settle(r result) {
 	if r.err == nil && !r.tooLarge {
+		if ps := w.retrying[r.path]; ps != nil && ps.counted {
+			w.log.Info("thread file read after failing", "path", r.path, "reason", ps.reason, "attempts", ps.attempts)
+		}
 		delete(w.failed, r.path)
 		delete(w.retrying, r.path)
 		return
@@ -559,18 +691,80 @@ func (w *Watcher) settle(r result) {
 	if !r.tooLarge {
 		reason = thread.Reason(r.err)
 	}
-	transient := reason == thread.ReasonTruncated || reason == thread.ReasonSyntax || reason == thread.ReasonRead
-	if prev, ok := w.retrying[r.path]; transient && (!ok || prev != r.version) {
-		w.retrying[r.path] = r.version
-		if !w.retryArmed {
-			w.retryArmed = true
-			w.retry.Reset(w.opts.RetryDelay)
+	now := w.opts.Clock.Now()
+	ps := w.retrying[r.path]
+	if ps == nil || ps.version != r.version {
+		ps = &retryState{version: r.version, since: now}
+	}
+	ps.reason = reason
+	ps.attempts++
+	switch reason {
+	case thread.ReasonRead:
+		ps.due = now.Add(w.backoff(ps.attempts))
+		w.retrying[r.path] = ps
+		if ps.attempts >= 2 && !ps.counted {
+			ps.counted = true
+			w.countFailure(r, reason, "retry_in", ps.due.Sub(now))
 		}
 		w.opts.Trace("retry " + r.path)
 		return
+	case thread.ReasonTruncated, thread.ReasonSyntax:
+		if now.Sub(ps.since) < w.opts.Settle {
+			ps.due = ps.since.Add(w.opts.Settle)
+			w.retrying[r.path] = ps
+			w.opts.Trace("retry " + r.path)
+			return
+		}
 	}
 	delete(w.retrying, r.path)
-	w.failed[r.path] = r.version
+	w.failed[r.path] = failure{version: r.version, reason: reason}
+	w.countFailure(r, reason)
+	w.opts.Trace("failed " + r.path)
+}
+
+// backoff is the delay before the next read of a version that failed to be
+// read attempts times.
+func (w *Watcher) backoff(attempts int) time.Duration {
+	d := w.opts.RetryDelay
+	for i := 1; i < attempts && d < w.opts.MaxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, w.opts.MaxRetryDelay)
+}
+
+// armRetry sets the retry timer to the earliest due read again.
+func (w *Watcher) armRetry() {
+	var next time.Time
+	found := false
+	for _, ps := range w.retrying {
+		if !found || ps.due.Before(next) {
+			next, found = ps.due, true
+		}
+	}
+	now := w.opts.Clock.Now()
+	next = later(next, now)
+	switch {
+	case !found:
+		if !w.retryAt.IsZero() {
+			w.retry.Stop()
+			w.retryAt = time.Time{}
+		}
+	case !next.Equal(w.retryAt):
+		w.retry.Stop()
+		w.retry.Reset(next.Sub(now))
+		w.retryAt = next
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// countFailure counts a failed file version and logs it once.
+func (w *Watcher) countFailure(r result, reason string, extra ...any) {
 	w.metrics.ParseFailed(collector.SourceThreads, reason)
 	_, kept := w.store.File(r.path)
 	attrs := []any{"path", r.path, "reason", reason, "kept_last_good", kept}
@@ -580,11 +774,14 @@ func (w *Watcher) settle(r result) {
 	default:
 		attrs = append(attrs, "err", r.err)
 	}
-	if reason == thread.ReasonNotThread {
+	attrs = append(attrs, extra...)
+	switch {
+	case reason == thread.ReasonNotThread:
 		// Stray JSON (settings.json) is expected in the directory.
 		w.log.Debug("skipping file that is not an Amp thread", attrs...)
-	} else {
+	case reason == thread.ReasonRead:
+		w.log.Warn("cannot read thread file; retrying", attrs...)
+	default:
 		w.log.Warn("cannot parse thread file", attrs...)
 	}
-	w.opts.Trace("failed " + r.path)
 }

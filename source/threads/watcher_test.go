@@ -75,6 +75,7 @@ type harness struct {
 	reg     *prometheus.Registry
 	metrics *fakeMetrics
 	w       *Watcher
+	cfg     Config // the configuration the watcher runs with (see reconfigure)
 	trace   chan string
 	cancel  context.CancelFunc
 	done    chan error
@@ -112,6 +113,7 @@ func newHarness(t *testing.T, dir string, store *collector.ThreadStore, modify f
 	if modify != nil {
 		modify(&cfg, &opts)
 	}
+	h.cfg = cfg
 	h.w = New(cfg, opts, store, h.metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
