@@ -12,6 +12,7 @@ STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
 .PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
+.PHONY: cross
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -64,6 +65,18 @@ fuzz:
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+
+# Cross-platform: build and vet (unit and e2e code) for every platform
+# users run (issue 14).
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+
+cross:
+	@set -e; for p in $(PLATFORMS); do \
+	  echo "--- cross $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build ./...; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet -tags e2e ./e2e/; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads

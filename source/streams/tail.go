@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/fileid"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 )
 
@@ -165,10 +165,7 @@ func (t *Tailer) follow(path string) {
 	if err != nil {
 		return
 	}
-	ino := uint64(0)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	ino := fileid.Of(fi).Inode
 	st, known := t.store.File(path)
 	var incs []streamjson.Increments
 	switch {

@@ -29,13 +29,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/fileid"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -591,12 +591,8 @@ func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
 }
 
 func versionOf(fi fs.FileInfo) collector.FileVersion {
-	v := collector.FileVersion{Size: fi.Size(), ModNanos: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		v.Inode = st.Ino
-		v.CtimeNs = st.Ctim.Sec*1e9 + st.Ctim.Nsec
-	}
-	return v
+	id := fileid.Of(fi)
+	return collector.FileVersion{Size: fi.Size(), ModNanos: fi.ModTime().UnixNano(), Inode: id.Inode, CtimeNs: id.CtimeNs}
 }
 
 // run parses jobs on the worker pool and applies the outcomes.

@@ -1,0 +1,21 @@
+//go:build linux
+
+package fileid
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+const supported = true
+
+func of(fi fs.FileInfo) ID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ID{}
+	}
+	return ID{
+		Inode:   uint64(st.Ino),
+		CtimeNs: int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec),
+	}
+}
