@@ -112,6 +112,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	if proxyAddrs(cfg) != proxyAddrs(r.current) {
 		r.log.Warn("amy proxy listen addresses changed; they take effect at the next restart")
 	}
+	warnRemoteWriteChange(r.current, cfg, r.log)
 	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
 	r.tailer.Reconfigure(ctx, tailConfig(cfg))
 	r.mu.Lock()
