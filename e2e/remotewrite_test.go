@@ -221,7 +221,7 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 
 	// What each user's laptops counted, per token_type: local sources
 	// summed over the laptops, source="server" the largest laptop's view.
-	type key struct{ user, tokenType string }
+	type key struct{ user, tokenType string } // tokenType: or model, for spend
 	local, server := map[key]float64{}, map[key]float64{}
 	for i, e := range exps {
 		mfs := e.metrics(t)
@@ -256,15 +256,19 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	}
 	// Spend the same way, all users.
 	var wantCost float64
-	costServer := map[string]float64{}
+	costServer := map[key]float64{} // per user and model
 	for i, e := range exps {
 		mfs := e.metrics(t)
-		for _, v := range byLabel(mfs, "amp_cost_usd_total", "source", func(s string) bool { return s != "server" }) {
+		for _, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s != "server" }) {
 			wantCost += v
 		}
-		for _, v := range byLabel(mfs, "amp_cost_usd_total", "source", func(s string) bool { return s == "server" }) {
-			costServer[members[i].user] = math.Max(costServer[members[i].user], v)
+		for model, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s == "server" }) {
+			k := key{members[i].user, model}
+			costServer[k] = math.Max(costServer[k], v)
 		}
+	}
+	if wantCost == 0 {
+		t.Fatal("the corpora cost nothing")
 	}
 	for _, v := range costServer {
 		wantCost += v
