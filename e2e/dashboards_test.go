@@ -50,6 +50,8 @@ func instantiate(expr string) string {
 		"$__interval", "15s", "${__interval}", "15s",
 		"$job", ".*", "${job}", ".*",
 		"$instance", ".*", "${instance}", ".*",
+		"$user", ".*", "${user}", ".*",
+		"$host", ".*", "${host}", ".*",
 		"$upstream", ".*", "${upstream}", ".*",
 		"$model", ".*", "${model}", ".*",
 		"$source", ".*", "${source}", ".*",

@@ -274,6 +274,21 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 		wantCost += v
 	}
 	waitQuery(t, rcv, `sum(user:amp_cost_usd_total:fleet)`, "", map[string]float64{"": wantCost}, 30*time.Second)
+	// The dashboards on pushed data, with the user variable set: every
+	// panel query runs, per-user panels show that user's laptops only.
+	for _, q := range readPanelQueries(t) {
+		expr := strings.NewReplacer(`user=~"$user"`, `user=~"alice"`).Replace(q.expr)
+		expr = instantiate(expr)
+		typ, n, err := rcv.queryRaw(expr)
+		switch {
+		case err != nil:
+			t.Errorf("%s / %q: %s: %v", q.uid, q.title, expr, err)
+		case q.title == "Tokens by type" && n == 0:
+			t.Errorf("%s / %q shows no data for user alice: %s", q.uid, q.title, expr)
+		case q.title == "Build info" && (typ != "vector" || n != 2):
+			t.Errorf("%s / %q: %d series for user alice, want her 2 laptops: %s", q.uid, q.title, n, expr)
+		}
+	}
 	// Every laptop reports its last successful push.
 	waitQuery(t, rcv, `count by (user) (max by (user, host) (amp_exporter_remote_write_last_success_timestamp_seconds))`, "user",
 		map[string]float64{"alice": 2, "bob": 1}, 30*time.Second)
