@@ -25,6 +25,11 @@ type RemoteWriteConfig struct {
 	Timeout model.Duration `yaml:"timeout"`
 	// ExternalLabels identify this instance (e.g. user, host); required.
 	ExternalLabels map[string]string `yaml:"external_labels"`
+	// ProtobufMessage is the remote-write message sent, as Prometheus
+	// spells it: prometheus.WriteRequest (1.0, the default) or
+	// io.prometheus.write.v2.Request (2.0; falls back to 1.0 where the
+	// receiver does not accept it).
+	ProtobufMessage string `yaml:"protobuf_message"`
 
 	HTTPClientConfig commoncfg.HTTPClientConfig `yaml:",inline"`
 }
@@ -51,6 +56,12 @@ func (u RemoteURL) Redacted() string {
 	}
 	return p.Redacted()
 }
+
+// Remote-write messages (protobuf_message).
+const (
+	RemoteWriteMessageV1 = "prometheus.WriteRequest"
+	RemoteWriteMessageV2 = "io.prometheus.write.v2.Request"
+)
 
 // Defaults of a remote_write entry.
 const (
@@ -83,6 +94,13 @@ func (c *Config) resolveRemoteWrite(errs *[]string) {
 		if rw.Timeout < 0 || rw.Timeout > rw.Interval {
 			*errs = append(*errs, fmt.Sprintf("%s.timeout: %s, must be positive and at most interval (%s)", where, rw.Timeout, rw.Interval))
 		}
+		switch rw.ProtobufMessage {
+		case "":
+			rw.ProtobufMessage = RemoteWriteMessageV1
+		case RemoteWriteMessageV1, RemoteWriteMessageV2:
+		default:
+			*errs = append(*errs, fmt.Sprintf("%s.protobuf_message: %q, want %s or %s", where, rw.ProtobufMessage, RemoteWriteMessageV1, RemoteWriteMessageV2))
+		}
 		if len(rw.ExternalLabels) == 0 {
 			*errs = append(*errs, where+".external_labels: required, e.g. {user: alice, host: laptop-7}: "+
 				"without labels that tell this instance apart, two machines pushing to one receiver overwrite each other's series")
@@ -95,7 +113,7 @@ func (c *Config) resolveRemoteWrite(errs *[]string) {
 		for _, n := range names {
 			v := rw.ExternalLabels[n]
 			switch {
-			case !model.LabelName(n).IsValidLegacy() || strings.HasPrefix(n, "__"):
+			case !model.LegacyValidation.IsValidLabelName(n) || strings.HasPrefix(n, "__"):
 				*errs = append(*errs, fmt.Sprintf("%s.external_labels: %q is not a label name (letters, digits, '_', not starting with a digit or '__')", where, n))
 			case strings.TrimSpace(v) == "":
 				*errs = append(*errs, fmt.Sprintf("%s.external_labels.%s: empty value", where, n))

@@ -19,6 +19,7 @@ remote_write:
     timeout: 20s
     authorization: {credentials: tok3n}
     external_labels: {user: bob}
+    protobuf_message: io.prometheus.write.v2.Request
 `), testEnv(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +27,9 @@ remote_write:
 	a, b := cfg.RemoteWrite[0], cfg.RemoteWrite[1]
 	if time.Duration(a.Interval) != 30*time.Second || time.Duration(a.Timeout) != 10*time.Second {
 		t.Errorf("defaults: interval %s timeout %s", a.Interval, a.Timeout)
+	}
+	if a.ProtobufMessage != RemoteWriteMessageV1 || b.ProtobufMessage != RemoteWriteMessageV2 {
+		t.Errorf("protobuf_message %q %q", a.ProtobufMessage, b.ProtobufMessage)
 	}
 	if time.Duration(b.Interval) != time.Minute || time.Duration(b.Timeout) != 20*time.Second || b.ExternalLabels["user"] != "bob" {
 		t.Errorf("second entry %+v", b)
@@ -59,6 +63,7 @@ func TestRemoteWriteErrors(t *testing.T) {
 		{"remote_write: [{url: 'https://p/w', external_labels: {__user: a}}]", `"__user" is not a label name`},
 		{"remote_write: [{url: 'https://p/w', external_labels: {user: ''}}]", "external_labels.user: empty value"},
 		{"remote_write: [{url: 'https://p/w', external_labels: {user: a}, basic_auth: {username: a, password: b}, authorization: {credentials: c}}]", "remote_write[0]: at most one of basic_auth"},
+		{"remote_write: [{url: 'https://p/w', external_labels: {user: a}, protobuf_message: v2}]", `remote_write[0].protobuf_message: "v2", want prometheus.WriteRequest or io.prometheus.write.v2.Request`},
 		{"remote_write: [{url: 'https://p/w', external_labels: {user: a}, remote_timeout: 1s}]", `unknown key "remote_timeout" in a remote_write entry`},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), testEnv(nil))

@@ -32,6 +32,30 @@ type Series struct {
 	// __name__ comes before the lower-case names the exporter uses.
 	Labels []Label
 	Value  float64
+	// Type and Help are the family's metadata (sent with 2.0 only).
+	Type MetricType
+	Help string
+}
+
+// MetricType is remote-write 2.0's Metadata.MetricType.
+type MetricType int32
+
+// The metric types the exporter's families have.
+const (
+	TypeUnspecified MetricType = 0
+	TypeCounter     MetricType = 1
+	TypeGauge       MetricType = 2
+	TypeHistogram   MetricType = 3
+	TypeGaugeHist   MetricType = 4
+	TypeSummary     MetricType = 5
+)
+
+var metricTypes = map[dto.MetricType]MetricType{
+	dto.MetricType_COUNTER:         TypeCounter,
+	dto.MetricType_GAUGE:           TypeGauge,
+	dto.MetricType_HISTOGRAM:       TypeHistogram,
+	dto.MetricType_GAUGE_HISTOGRAM: TypeGaugeHist,
+	dto.MetricType_SUMMARY:         TypeSummary,
 }
 
 // Convert turns gathered metric families into series: counters, gauges and
@@ -49,7 +73,9 @@ func Convert(mfs []*dto.MetricFamily, external map[string]string) []Series {
 		for _, m := range mf.GetMetric() {
 			base := baseLabels(m.GetLabel(), external)
 			add := func(suffix string, v float64, extra ...Label) {
-				out = append(out, newSeries(name+suffix, base, v, extra...))
+				s := newSeries(name+suffix, base, v, extra...)
+				s.Type, s.Help = metricTypes[mf.GetType()], mf.GetHelp()
+				out = append(out, s)
 			}
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:

@@ -56,6 +56,12 @@ type Options struct {
 	// FinalTimeout bounds the last push at shutdown (default: Timeout,
 	// at most 5s).
 	FinalTimeout time.Duration
+	// Message is the protobuf message sent: MessageV1 (the default) or
+	// MessageV2. A receiver that refuses 2.0 (415), or answers a 2.0
+	// request without the X-Prometheus-Remote-Write-Samples-Written header
+	// (a 1.0 receiver that ignored the Content-Type and wrote nothing), is
+	// sent 1.0 from then on; the push is repeated at once in 1.0.
+	Message string
 }
 
 // Sender pushes the registry to one receiver.
@@ -67,6 +73,7 @@ type Sender struct {
 	logged   map[string]bool // distinct permanent errors already logged
 	failing  bool            // the last push did not succeed
 	lastPush time.Time       // timestamp of the last push attempted
+	v2       bool            // send 2.0 (configured, not refused yet)
 }
 
 // New returns a sender; Run starts it.
@@ -86,7 +93,7 @@ func New(o Options) *Sender {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	s := &Sender{o: o, hash: URLHash(o.URL), logged: map[string]bool{}}
+	s := &Sender{o: o, hash: URLHash(o.URL), logged: map[string]bool{}, v2: o.Message == MessageV2}
 	s.o.Logger = o.Logger.With("url_hash", s.hash)
 	if o.Metrics != nil {
 		o.Metrics.init(s.hash)
@@ -141,13 +148,32 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 		ts = s.lastPush.UnixMilli() + 1 // never two samples at one timestamp
 	}
 	s.lastPush = time.UnixMilli(ts)
-	body := snappy.Encode(nil, Marshal(series, ts))
+	encode := func() []byte {
+		if s.v2 {
+			return snappy.Encode(nil, MarshalV2(series, ts))
+		}
+		return snappy.Encode(nil, Marshal(series, ts))
+	}
+	body := encode()
 	n := float64(len(series))
 
 	backoff := s.o.MinBackoff
 	for attempt := 1; ; attempt++ {
-		status, retryAfter, err := s.send(ctx, body, deadline)
+		v2 := s.v2
+		status, retryAfter, written, err := s.send(ctx, body, deadline, v2)
+		if v2 && (status == http.StatusUnsupportedMediaType || (err == nil && written < 0)) {
+			s.o.Logger.Warn("remote write: the receiver does not accept remote-write 2.0; sending 1.0 from now on", "status", status)
+			s.v2 = false
+			body = encode()
+			attempt--
+			continue
+		}
 		if err == nil {
+			if v2 && float64(written) < n {
+				// A 2.0 receiver says how many it wrote; the rest it refused.
+				s.count(ResultFailed, n-float64(written))
+				n = float64(written)
+			}
 			s.count(ResultSent, n)
 			if s.o.Metrics != nil {
 				s.o.Metrics.lastSuccess.WithLabelValues(s.hash).Set(float64(s.o.Clock.Now().UnixNano()) / 1e9)
@@ -228,31 +254,43 @@ func retryable(status int) bool {
 }
 
 // send makes one request; it returns the status (0 for transport errors),
-// the Retry-After wait the receiver asked for, and an error unless 2xx.
-func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time) (int, time.Duration, error) {
+// the Retry-After wait the receiver asked for, the samples a 2.0 receiver
+// says it wrote (-1 when it does not say), and an error unless 2xx.
+func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time, v2 bool) (int, time.Duration, int, error) {
 	timeout := min(s.o.Timeout, deadline.Sub(s.o.Clock.Now()))
 	if timeout <= 0 {
-		return statusNetwork, 0, errors.New("no time left in this interval")
+		return statusNetwork, 0, -1, errors.New("no time left in this interval")
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.o.URL, bytes.NewReader(body))
 	if err != nil {
-		return http.StatusBadRequest, 0, fmt.Errorf("building request: %w", err)
+		return http.StatusBadRequest, 0, -1, fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Content-Encoding", Encoding)
-	req.Header.Set("Content-Type", ContentType)
-	req.Header.Set(VersionKey, VersionValue)
+	if v2 {
+		req.Header.Set("Content-Type", ContentTypeV2)
+		req.Header.Set(VersionKey, VersionValueV2)
+	} else {
+		req.Header.Set("Content-Type", ContentType)
+		req.Header.Set(VersionKey, VersionValue)
+	}
 	req.Header.Set("User-Agent", s.o.UserAgent)
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
-		return statusNetwork, 0, fmt.Errorf("sending: %w", scrubURL(err))
+		return statusNetwork, 0, -1, fmt.Errorf("sending: %w", scrubURL(err))
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	written := -1
+	if v := resp.Header.Get(SamplesWrittenKeyV2); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			written = n
+		}
+	}
 	if resp.StatusCode/100 == 2 {
-		return resp.StatusCode, 0, nil
+		return resp.StatusCode, 0, written, nil
 	}
 	status := resp.StatusCode
 	if status/100 == 3 {
@@ -266,7 +304,7 @@ func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time) (int
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
-	return status, wait, fmt.Errorf("receiver answered %s: %s", resp.Status, text)
+	return status, wait, written, fmt.Errorf("receiver answered %s: %s", resp.Status, text)
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or

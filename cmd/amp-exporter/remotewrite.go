@@ -44,9 +44,10 @@ func addRemoteWrite(g *rungroup.Group, ctx context.Context, cancel context.Cance
 			Clock:          clock.Real{},
 			Logger:         logger,
 			Metrics:        metrics,
+			Message:        rw.ProtobufMessage,
 		})
 		logger.Info("pushing metrics with remote write", "url", rw.URL.Redacted(), "url_hash", s.Hash(),
-			"interval", rw.Interval, "external_labels", rw.ExternalLabels)
+			"interval", rw.Interval, "external_labels", rw.ExternalLabels, "protobuf_message", rw.ProtobufMessage)
 		g.Add(func() error { return s.Run(ctx) }, func(error) { cancel() })
 	}
 	return nil

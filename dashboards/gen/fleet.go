@@ -11,6 +11,8 @@ import (
 // "Counting a team"). Every dashboard filters on both; where no series has
 // them (a plain scrape), "All" is ".*", which matches the absent label, so
 // every panel works unchanged.
+//
+//lint:ignore SA1019 v1 is the schema Grafana 10 and 11 load.
 func fleetVariables(b *dashboard.DashboardBuilder) {
 	for _, v := range []struct{ name, query, help string }{
 		{"user", `label_values(amp_exporter_build_info{job=~"$job", instance=~"$instance"}, user)`,
