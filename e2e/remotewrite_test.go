@@ -21,7 +21,13 @@ import (
 // data. Rule files are evaluated every second.
 func startReceiver(t *testing.T, dataDir string, port int, ruleFiles ...string) *prometheus {
 	t.Helper()
-	bin := requireTool(t, "prometheus")
+	return startReceiverWith(t, requireTool(t, "prometheus"), nil, dataDir, port, ruleFiles...)
+}
+
+// startReceiverWith is startReceiver with another Prometheus binary and
+// extra flags.
+func startReceiverWith(t *testing.T, bin string, flags []string, dataDir string, port int, ruleFiles ...string) *prometheus {
+	t.Helper()
 	cfg := "global:\n  evaluation_interval: 1s\n"
 	if len(ruleFiles) > 0 {
 		cfg += "rule_files:\n"
@@ -34,12 +40,12 @@ func startReceiver(t *testing.T, dataDir string, port int, ruleFiles ...string) 
 		t.Fatal(err)
 	}
 	p := &prometheus{
-		process: startProcess(t, "receiver", os.Environ(), bin,
-			"--config.file="+cfgFile,
-			"--storage.tsdb.path="+dataDir,
+		process: startProcess(t, "receiver", os.Environ(), bin, append([]string{
+			"--config.file=" + cfgFile,
+			"--storage.tsdb.path=" + dataDir,
 			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 			"--web.enable-remote-write-receiver",
-		),
+		}, flags...)...),
 		base: fmt.Sprintf("http://127.0.0.1:%d", port),
 	}
 	deadline := time.Now().Add(30 * time.Second)

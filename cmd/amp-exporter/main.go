@@ -273,7 +273,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cancel()
 		})
 	}
-	if err := addRemoteWrite(&g, ctx, cancel, cfg, reg, ready.Load, logger); err != nil {
+	if rl.remoteWrite, err = addRemoteWrite(&g, ctx, cancel, cfg, reg, ready.Load, logger); err != nil {
 		logger.Error("invalid configuration", "err", err)
 		return 1
 	}

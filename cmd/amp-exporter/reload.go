@@ -35,6 +35,7 @@ type reloader struct {
 	metrics        *collector.ExporterMetrics
 	log            *slog.Logger
 	requests       chan reloadRequest
+	remoteWrite    *remoteWriters // set once the run group is built
 
 	mu      sync.RWMutex
 	current *config.Config
@@ -103,6 +104,11 @@ func (r *reloader) reload(ctx context.Context) error {
 		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
 		return err
 	}
+	if err := r.remoteWrite.apply(cfg); err != nil {
+		r.metrics.ConfigLoaded(false, time.Now())
+		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
+		return err
+	}
 	r.threadStore.SetPrices(pricer)
 	r.streamStore.SetPrices(pricer)
 	r.metrics.PricingInUse(pricer.Source, pricer.Version)
@@ -112,7 +118,6 @@ func (r *reloader) reload(ctx context.Context) error {
 	if proxyAddrs(cfg) != proxyAddrs(r.current) {
 		r.log.Warn("amy proxy listen addresses changed; they take effect at the next restart")
 	}
-	warnRemoteWriteChange(r.current, cfg, r.log)
 	r.watcher.Reconfigure(ctx, watcherConfig(cfg))
 	r.tailer.Reconfigure(ctx, tailConfig(cfg))
 	r.mu.Lock()
