@@ -138,8 +138,17 @@ func (s *Sender) ready() bool { return s.o.Ready == nil || s.o.Ready() }
 func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 	mfs, err := s.o.Gatherer.Gather()
 	if err != nil {
-		// A partial gather still carries every metric that worked.
-		s.o.Logger.Warn("remote write: gathering metrics", "err", err)
+		// A partial gather still carries every metric that worked; the
+		// same error every interval is logged once.
+		s.mu.Lock()
+		seen := s.logged["gather: "+err.Error()]
+		if !seen && len(s.logged) < 100 {
+			s.logged["gather: "+err.Error()] = true
+		}
+		s.mu.Unlock()
+		if !seen {
+			s.o.Logger.Warn("remote write: gathering metrics (pushing what was gathered)", "err", err)
+		}
 	}
 	now := s.o.Clock.Now()
 	series := Convert(mfs, s.o.ExternalLabels)

@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 )
@@ -357,5 +359,28 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(in, start); got != want {
 			t.Errorf("%q: %s, want %s", in, got, want)
 		}
+	}
+}
+
+// A gather that partly fails still pushes what it gathered, and the same
+// error is logged once, not every interval.
+func TestPartialGatherPushesTheRest(t *testing.T) {
+	rcv := newReceiver(t, nil)
+	f := newFixture(t, rcv.srv.URL, nil)
+	f.tokens.Add(4)
+	f.sender.o.Gatherer = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, _ := f.reg.Gather()
+		return mfs, errors.New("collector x failed")
+	})
+	for range 2 {
+		if r := f.push(t, time.Second); r != ResultSent {
+			t.Fatalf("result %s", r)
+		}
+	}
+	if last := rcv.pushes[len(rcv.pushes)-1]; len(last) != 1 || last[0].Value != 4 {
+		t.Fatalf("pushed %+v", last)
+	}
+	if n := strings.Count(f.logs.String(), "collector x failed"); n != 1 {
+		t.Fatalf("gather error logged %d times:\n%s", n, f.logs.String())
 	}
 }
