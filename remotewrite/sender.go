@@ -135,6 +135,7 @@ func (s *Sender) ready() bool { return s.o.Ready == nil || s.o.Ready() }
 // what is still unsent then is dropped and counted, never kept for later
 // (the next push carries the cumulative values anyway). It returns the
 // result the samples were counted under.
+// Pushes must not overlap: Run calls it from one goroutine.
 func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 	mfs, err := s.o.Gatherer.Gather()
 	if err != nil {
