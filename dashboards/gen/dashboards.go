@@ -330,6 +330,19 @@ func health() *dash {
 		Height(8).
 		Orientation(common.VizOrientationHorizontal))
 
+	d.row("Remote write")
+	d.add(d.stacked("Remote-write samples by result",
+		"Samples per minute pushed to remote-write receivers (amp_exporter_remote_write_samples_total), by host and result: sent (accepted), failed (refused with a 4xx, not retried), dropped (still failing when the push interval ran out; the next push carries the current values, so nothing is lost); stacked. Empty where no remote_write is configured.",
+		"cpm",
+		t(`sum by (host, instance, result) (rate(amp_exporter_remote_write_samples_total{$F}[$__rate_interval]))`+perMinute, "{{host}}{{instance}} {{result}}")).
+		Span(12))
+	d.add(d.timeseries("Time since the last successful push",
+		"Seconds since each exporter's last accepted remote-write push, per receiver (url_hash) (time() - amp_exporter_remote_write_last_success_timestamp_seconds). On the receiver, a laptop that stopped pushing drops out of this panel after 5 minutes; the AmpExporterStoppedReporting alert watches for it.",
+		"s",
+		t(`time() - max by (user, host, instance, url_hash) (amp_exporter_remote_write_last_success_timestamp_seconds{$F})`, "{{user}} {{host}}{{instance}} {{url_hash}}")).
+		Min(0).
+		Span(12))
+
 	d.row("Build and price table")
 	d.add(d.table("Build info",
 		"Version, revision and Go version of each selected instance (amp_exporter_build_info).",
