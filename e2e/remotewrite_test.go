@@ -220,7 +220,9 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 		{"both-eras.json", "fork-child.json"},
 		{"openai-streaming.json", "cancelled-and-errors.json", "legacy-no-timestamps.json"},
 	}
-	rcv := startReceiver(t, t.TempDir(), freePort(t), filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml"))
+	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
+	data, port := t.TempDir(), freePort(t)
+	rcv := startReceiver(t, data, port, rules)
 	exps := make([]*exporter, len(members))
 	for i := range members {
 		members[i].threads = t.TempDir()
@@ -234,58 +236,62 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// What each user's laptops counted, per token_type: local sources
 	// summed over the laptops, source="server" the largest laptop's view.
 	type key struct{ user, tokenType string } // tokenType: or model, for spend
-	local, server := map[key]float64{}, map[key]float64{}
-	for i, e := range exps {
-		mfs := e.metrics(t)
-		for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s != "server" }) {
-			local[key{members[i].user, tt}] += v
-		}
-		for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s == "server" }) {
-			k := key{members[i].user, tt}
-			server[k] = math.Max(server[k], v)
-		}
-	}
-	for _, user := range []string{"alice", "bob"} {
-		want, plain := map[string]float64{}, map[string]float64{}
-		for k, v := range local {
-			if k.user == user {
-				want[k.tokenType] += v
-				plain[k.tokenType] += v
+	checkTeam := func() {
+		t.Helper()
+		local, server := map[key]float64{}, map[key]float64{}
+		for i, e := range exps {
+			mfs := e.metrics(t)
+			for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s != "server" }) {
+				local[key{members[i].user, tt}] += v
+			}
+			for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s == "server" }) {
+				k := key{members[i].user, tt}
+				server[k] = math.Max(server[k], v)
 			}
 		}
-		for k, v := range server {
-			if k.user == user {
-				want[k.tokenType] += v
+		for _, user := range []string{"alice", "bob"} {
+			want, plain := map[string]float64{}, map[string]float64{}
+			for k, v := range local {
+				if k.user == user {
+					want[k.tokenType] += v
+					plain[k.tokenType] += v
+				}
+			}
+			for k, v := range server {
+				if k.user == user {
+					want[k.tokenType] += v
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("user %s counted nothing", user)
+			}
+			// The raw pushed series, summed: what each laptop counted.
+			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (amp_tokens_total{user=%q,source!="server"})`, user), "token_type", plain, 30*time.Second)
+			// The shipped fleet rule: each thread once.
+			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (user:amp_tokens_total:fleet{user=%q})`, user), "token_type", want, 30*time.Second)
+		}
+		// Spend the same way, all users.
+		var wantCost float64
+		costServer := map[key]float64{} // per user and model
+		for i, e := range exps {
+			mfs := e.metrics(t)
+			for _, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s != "server" }) {
+				wantCost += v
+			}
+			for model, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s == "server" }) {
+				k := key{members[i].user, model}
+				costServer[k] = math.Max(costServer[k], v)
 			}
 		}
-		if len(want) == 0 {
-			t.Fatalf("user %s counted nothing", user)
+		if wantCost == 0 {
+			t.Fatal("the corpora cost nothing")
 		}
-		// The raw pushed series, summed: what each laptop counted.
-		waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (amp_tokens_total{user=%q,source!="server"})`, user), "token_type", plain, 30*time.Second)
-		// The shipped fleet rule: each thread once.
-		waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (user:amp_tokens_total:fleet{user=%q})`, user), "token_type", want, 30*time.Second)
-	}
-	// Spend the same way, all users.
-	var wantCost float64
-	costServer := map[key]float64{} // per user and model
-	for i, e := range exps {
-		mfs := e.metrics(t)
-		for _, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s != "server" }) {
+		for _, v := range costServer {
 			wantCost += v
 		}
-		for model, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s == "server" }) {
-			k := key{members[i].user, model}
-			costServer[k] = math.Max(costServer[k], v)
-		}
+		waitQuery(t, rcv, `sum(user:amp_cost_usd_total:fleet)`, "", map[string]float64{"": wantCost}, 30*time.Second)
 	}
-	if wantCost == 0 {
-		t.Fatal("the corpora cost nothing")
-	}
-	for _, v := range costServer {
-		wantCost += v
-	}
-	waitQuery(t, rcv, `sum(user:amp_cost_usd_total:fleet)`, "", map[string]float64{"": wantCost}, 30*time.Second)
+	checkTeam()
 	// The dashboards on pushed data, with the user variable set: every
 	// panel query runs, per-user panels show that user's laptops only.
 	// (Rates need two pushes in their window: poll a while.)
@@ -317,6 +323,26 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// Every laptop reports its last successful push.
 	waitQuery(t, rcv, `count by (user) (max by (user, host) (amp_exporter_remote_write_last_success_timestamp_seconds))`, "user",
 		map[string]float64{"alice": 2, "bob": 1}, 30*time.Second)
+
+	// Through a receiver outage: the receiver stops, alice's second laptop
+	// and bob's laptop count new threads and drop their pushes, the
+	// receiver comes back on the same data, and the team numbers catch up.
+	if err := rcv.stop(); err != nil {
+		t.Fatalf("receiver stop: %v", err)
+	}
+	for i, out := range map[int]int{1: 1234, 2: 4321} {
+		id := fmt.Sprintf("T-7d1f0c2a-0000-4000-8000-00000000000%d", i)
+		before := byLabel(exps[i].metrics(t), "amp_tokens_total", "token_type", nil)["output"]
+		writeThreadLikeAmp(t, members[i].threads, id+".json", threadJSON(id, "claude-sonnet-4-5-20250929", 1, out))
+		exps[i].waitFor(t, 20*time.Second, members[i].host+" counts the new thread and drops pushes",
+			func(mfs map[string]*dto.MetricFamily) (bool, string) {
+				got := byLabel(mfs, "amp_tokens_total", "token_type", nil)["output"]
+				dropped, _ := value(mfs, "amp_exporter_remote_write_samples_total", map[string]string{"result": "dropped"})
+				return got == before+float64(out) && dropped > 0, fmt.Sprintf("output %v (before %v), dropped %v", got, before, dropped)
+			})
+	}
+	rcv = startReceiver(t, data, port, rules)
+	checkTeam()
 }
 
 // Remote-write 2.0 configured against Debian's Prometheus 2.42, which knows
