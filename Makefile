@@ -11,7 +11,7 @@ LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$
 STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
-.PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
+.PHONY: build test unit e2e e2e-rw2 rules dashboards helm-check chart-sync lint fuzz bench ci
 .PHONY: cross
 
 build:
@@ -28,6 +28,13 @@ unit:
 
 e2e:
 	$(GO) test -tags e2e -race -count=1 -timeout 20m ./e2e/
+
+# Remote-write 2.0 against a Prometheus 3 built from the module proxy (a few
+# minutes the first time, then cached in .cache/prom3); not part of `make test`.
+PROMETHEUS3_VERSION ?= v0.316.0
+e2e-rw2:
+	@test -x .cache/prom3/prometheus || GOBIN=$(CURDIR)/.cache/prom3 $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION)
+	PROMETHEUS3=$(CURDIR)/.cache/prom3/prometheus $(GO) test -tags 'e2e rw2' -count=1 -timeout 10m -run TestRemoteWrite2AgainstPrometheus3 ./e2e/
 
 rules:
 	bash deploy/rules/check.sh

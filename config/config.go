@@ -28,6 +28,8 @@ type Config struct {
 	Amy     []AmyUpstream `yaml:"amy"`
 	Pricing PricingConfig `yaml:"pricing"`
 	Limits  LimitsConfig  `yaml:"limits"`
+	// RemoteWrite lists the receivers the metrics are pushed to (remotewrite.go).
+	RemoteWrite []RemoteWriteConfig `yaml:"remote_write"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -204,6 +206,8 @@ var sectionOf = map[string]string{
 	"AmyProxy":      "an amy entry's proxy",
 	"ModelPrice":    "a pricing.models entry",
 	"LimitsConfig":  "limits",
+	// remote_write (remotewrite.go)
+	"RemoteWriteConfig": "a remote_write entry",
 }
 
 func decode(data []byte, cfg *Config) error {
@@ -246,6 +250,7 @@ func (c *Config) resolve(env Env) error {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
 	}
 	c.resolveAmy(env, &errs)
+	c.resolveRemoteWrite(&errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))

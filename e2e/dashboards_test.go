@@ -50,6 +50,8 @@ func instantiate(expr string) string {
 		"$__interval", "15s", "${__interval}", "15s",
 		"$job", ".*", "${job}", ".*",
 		"$instance", ".*", "${instance}", ".*",
+		"$user", ".*", "${user}", ".*",
+		"$host", ".*", "${host}", ".*",
 		"$upstream", ".*", "${upstream}", ".*",
 		"$model", ".*", "${model}", ".*",
 		"$source", ".*", "${source}", ".*",
@@ -78,6 +80,13 @@ func TestDashboardsAndRulesAgainstPrometheus(t *testing.T) {
 	standIn := newAmyStandIn(key, "turn_a")
 	amySrv := httptest.NewServer(standIn)
 	defer amySrv.Close()
+	// A remote-write receiver that accepts everything, so the health
+	// dashboard's remote-write panels have data.
+	rwSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rwSrv.Close()
 
 	threads, runs, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFixtures(t, threads)
@@ -93,7 +102,9 @@ amy:
     api_key_file: %s
     turns: [turn_a]
     proxy: {listen_address: "127.0.0.1:%d"}
-`, threads, runs, amySrv.URL, keyFile, proxyPort)), 0o644)
+remote_write:
+  - {url: %s, interval: 1s, external_labels: {host: dash-test}}
+`, threads, runs, amySrv.URL, keyFile, proxyPort, rwSrv.URL)), 0o644)
 	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg}})
 	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
 	p := startPrometheusWith(t, strings.TrimPrefix(e.base, "http://"), "amp-exporter", rules)

@@ -273,6 +273,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cancel()
 		})
 	}
+	if rl.remoteWrite, err = addRemoteWrite(&g, ctx, cancel, cfg, reg, ready.Load, logger); err != nil {
+		logger.Error("invalid configuration", "err", err)
+		return 1
+	}
 	if err := g.Run(); err != nil {
 		logger.Error("exiting", "err", err)
 		return 1

@@ -35,6 +35,7 @@ type reloader struct {
 	metrics        *collector.ExporterMetrics
 	log            *slog.Logger
 	requests       chan reloadRequest
+	remoteWrite    *remoteWriters // set once the run group is built
 
 	mu      sync.RWMutex
 	current *config.Config
@@ -99,6 +100,11 @@ func (r *reloader) reload(ctx context.Context) error {
 	}
 	pricer, err := buildPricer(cfg.Pricing, r.embeddedPrices)
 	if err != nil {
+		r.metrics.ConfigLoaded(false, time.Now())
+		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
+		return err
+	}
+	if err := r.remoteWrite.apply(cfg); err != nil {
 		r.metrics.ConfigLoaded(false, time.Now())
 		r.log.Error("configuration reload failed, keeping the previous configuration", "err", err)
 		return err

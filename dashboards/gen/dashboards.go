@@ -38,28 +38,28 @@ func overview() *dash {
 	d.add(d.stacked("Spend per model",
 		"Estimated spend rate per model in US dollars per hour, both sources (threads and stream-json) together; stacked, so the top is the total.",
 		"currencyUSD",
-		t(`sum by (model) (rate(amp_cost_usd_total{$F}[$__rate_interval]))`+perHour, "{{model}}")).
+		t(fleetRate("model", "amp_cost_usd_total", "")+perHour, "{{model}}")).
 		AxisLabel("USD per hour"))
 	d.add(d.stacked("Credits per model",
 		"Amp credits charged per hour, by model (only where the thread files carry credits); stacked.",
 		"short",
-		t(`sum by (model) (rate(amp_credits_total{$F}[$__rate_interval]))`+perHour, "{{model}}")).
+		t(fleetRate("model", "amp_credits_total", "")+perHour, "{{model}}")).
 		AxisLabel("credits per hour"))
 
 	d.row("Tokens")
 	d.add(d.stacked("Tokens by type",
 		"Tokens per minute by type, as the files report them: input, output, cache_read, cache_creation. For OpenAI, Gemini and Fireworks models Amp puts the uncached prompt in cache_creation.",
 		"cpm",
-		t(`sum by (token_type) (rate(amp_tokens_total{$F}[$__rate_interval]))`+perMinute, "{{token_type}}")).
+		t(fleetRate("token_type", "amp_tokens_total", "")+perMinute, "{{token_type}}")).
 		AxisLabel("tokens per minute"))
 	d.add(d.ratio("Cache hit ratio",
 		"Share of prompt tokens read from the cache: cache_read / (input + cache_read + cache_creation), per model and over all models. Empty while no prompt tokens flow.",
-		t(`sum by (model) (rate(amp_tokens_total{$F,token_type="cache_read"}[$__rate_interval])) / (sum by (model) (rate(amp_tokens_total{$F,token_type=~"input|cache_read|cache_creation"}[$__rate_interval])) > 0)`, "{{model}}"),
-		t(`sum(rate(amp_tokens_total{$F,token_type="cache_read"}[$__rate_interval])) / (sum(rate(amp_tokens_total{$F,token_type=~"input|cache_read|cache_creation"}[$__rate_interval])) > 0)`, "all models")))
+		t(fleetRate("model", "amp_tokens_total", `,token_type="cache_read"`)+" / ("+fleetRate("model", "amp_tokens_total", `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "{{model}}"),
+		t(fleetRate("", "amp_tokens_total", `,token_type="cache_read"`)+" / ("+fleetRate("", "amp_tokens_total", `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "all models")))
 	d.add(d.timeseries("Unpriced tokens by model",
 		"Tokens per minute of models the price table does not know (amp_unpriced_tokens_total), by model and source. These are missing from the spend panels: add the model under pricing.models or a price file.",
 		"cpm",
-		t(`sum by (model, source) (rate(amp_unpriced_tokens_total{$F}[$__rate_interval]))`+perMinute, "{{model}} ({{source}})")).
+		t(fleetRate("model, source", "amp_unpriced_tokens_total", "")+perMinute, "{{model}} ({{source}})")).
 		AxisLabel("tokens per minute"))
 	d.add(d.timeseries("Context-window utilization by model",
 		"p50, p90 and p99 of the share of the context window each finished assistant message used (totalInputTokens / maxInputTokens), by model, from the histogram amp_context_window_utilization_ratio.",
@@ -71,10 +71,10 @@ func overview() *dash {
 	d.add(d.stacked("Tool results by status",
 		"Tool results per minute that reached a terminal status: done, error, cancelled, rejected (by the user); stacked.",
 		"cpm",
-		t(`sum by (status) (rate(amp_tool_calls_total{$F}[$__rate_interval]))`+perMinute, "{{status}}")))
+		t(fleetRate("status", "amp_tool_calls_total", "")+perMinute, "{{status}}")))
 	d.add(d.ratio("Tool failure ratio by tool",
 		"Share of each tool's results with status error (cancelled and rejected are the user's choice, not failures). Tools without results in the window are not drawn.",
-		t(`(sum by (tool) (rate(amp_tool_calls_total{$F,status="error"}[$__rate_interval])) or 0 * sum by (tool) (rate(amp_tool_calls_total{$F}[$__rate_interval]))) / (sum by (tool) (rate(amp_tool_calls_total{$F}[$__rate_interval])) > 0)`, "{{tool}}")))
+		t("("+fleetRate("tool", "amp_tool_calls_total", `,status="error"`)+" or 0 * "+fleetRate("tool", "amp_tool_calls_total", "")+") / ("+fleetRate("tool", "amp_tool_calls_total", "")+" > 0)", "{{tool}}")))
 	d.add(d.timeseries("Exchange duration",
 		"p50, p90 and p99 of the time from a prompt being sent to the last assistant message of its exchange (amp_exchange_duration_seconds), by source.",
 		"s",
@@ -82,7 +82,7 @@ func overview() *dash {
 	d.add(d.stacked("Assistant messages by stop reason",
 		"Finished model turns per minute by stop reason (end_turn, tool_use, …; cancelled and error under those names); stacked.",
 		"cpm",
-		t(`sum by (stop_reason) (rate(amp_assistant_messages_total{$F}[$__rate_interval]))`+perMinute, "{{stop_reason}}")))
+		t(fleetRate("stop_reason", "amp_assistant_messages_total", "")+perMinute, "{{stop_reason}}")))
 	d.add(d.stacked("Threads present by agent mode",
 		"Amp thread files currently present and readable (amp_threads), by agent mode; stacked. Deleting a thread lowers this, never the counters.",
 		"short",
@@ -90,7 +90,7 @@ func overview() *dash {
 	d.add(d.timeseries("Prompts",
 		"User messages per minute that are prompts (not tool-result carriers), by source.",
 		"cpm",
-		t(`sum by (source) (rate(amp_prompts_total{$F}[$__rate_interval]))`+perMinute, "{{source}}")))
+		t(fleetRate("source", "amp_prompts_total", "")+perMinute, "{{source}}")))
 
 	d.row("Stream-json runs")
 	d.add(d.stacked("Runs by outcome",
@@ -329,6 +329,19 @@ func health() *dash {
 		Span(12).
 		Height(8).
 		Orientation(common.VizOrientationHorizontal))
+
+	d.row("Remote write")
+	d.add(d.stacked("Remote-write samples by result",
+		"Samples per minute pushed to remote-write receivers (amp_exporter_remote_write_samples_total), by host and result: sent (accepted), failed (refused with a 4xx, not retried), dropped (still failing when the push interval ran out; the next push carries the current values, so nothing is lost); stacked. Empty where no remote_write is configured.",
+		"cpm",
+		t(`sum by (host, instance, result) (rate(amp_exporter_remote_write_samples_total{$F}[$__rate_interval]))`+perMinute, "{{host}}{{instance}} {{result}}")).
+		Span(12))
+	d.add(d.timeseries("Time since the last successful push",
+		"Seconds since each exporter's last accepted remote-write push, per receiver (url_hash) (time() - amp_exporter_remote_write_last_success_timestamp_seconds). On the receiver, a laptop that stopped pushing drops out of this panel after 5 minutes; the AmpExporterStoppedReporting alert watches for it.",
+		"s",
+		t(`time() - max by (user, host, instance, url_hash) (amp_exporter_remote_write_last_success_timestamp_seconds{$F})`, "{{user}} {{host}}{{instance}} {{url_hash}}")).
+		Min(0).
+		Span(12))
 
 	d.row("Build and price table")
 	d.add(d.table("Build info",

@@ -216,7 +216,7 @@ func (d dashJSON) panels() []panelJSON {
 
 // filters are the variable matchers every selector of a dashboard carries.
 func filters(uid string) []string {
-	f := []string{`job=~"$job"`, `instance=~"$instance"`}
+	f := []string{`job=~"$job"`, `instance=~"$instance"`, `user=~"$user"`, `host=~"$host"`}
 	if uid == UIDAmy {
 		f = append(f, `upstream=~"$upstream"`)
 	}
@@ -306,7 +306,7 @@ func checkDatasource(t *testing.T, what string, ds *dsJSON) {
 
 func checkVariables(t *testing.T, uid string, vars []variableJSON) {
 	t.Helper()
-	want := []string{"datasource", "job", "instance"}
+	want := []string{"datasource", "job", "instance", "user", "host"}
 	if uid == UIDAmy {
 		want = append(want, "upstream")
 	}
@@ -325,6 +325,8 @@ func checkVariables(t *testing.T, uid string, vars []variableJSON) {
 	wantQuery := map[string]string{
 		"job":      `label_values(amp_exporter_build_info, job)`,
 		"instance": `label_values(amp_exporter_build_info{job=~"$job"}, instance)`,
+		"user":     `label_values(amp_exporter_build_info{job=~"$job", instance=~"$instance"}, user)`,
+		"host":     `label_values(amp_exporter_build_info{job=~"$job", instance=~"$instance", user=~"$user"}, host)`,
 		"upstream": `label_values(amy_turns_started_total{job=~"$job", instance=~"$instance"}, upstream)`,
 	}
 	for _, name := range want[1:] {
@@ -351,12 +353,15 @@ func TestNoFixedDatasourceUID(t *testing.T) {
 	}
 }
 
-// Substitutions that make a dashboard expression plain PromQL.
+// Substitutions that make a dashboard expression plain PromQL ($user and
+// $host take the instance value).
 func substitute(expr, job, instance, upstream string) string {
 	return strings.NewReplacer(
 		"$__rate_interval", "5m",
 		"$job", job,
 		"$instance", instance,
+		"$user", instance,
+		"$host", instance,
 		"$upstream", upstream,
 	).Replace(expr)
 }
@@ -409,6 +414,7 @@ func TestExpressionsParse(t *testing.T) {
 		`amp_exporter_build_info`,
 		`amp_exporter_build_info{job=~".*"}`,
 		`amy_turns_started_total{job=~".*", instance=~".*"}`,
+		`amp_exporter_build_info{job=~".*", instance=~".*", user=~".*"}`,
 	} {
 		if _, err := p.ParseExpr(q); err != nil {
 			t.Errorf("variable selector %s: %v", q, err)
@@ -421,7 +427,7 @@ func checkSelectors(t *testing.T, what, uid string, expr parser.Expr) {
 	parser.Inspect(expr, func(node parser.Node, path []parser.Node) error {
 		switch n := node.(type) {
 		case *parser.VectorSelector:
-			want := map[string]string{"job": jobSentinel, "instance": instanceSentinel}
+			want := map[string]string{"job": jobSentinel, "instance": instanceSentinel, "user": instanceSentinel, "host": instanceSentinel}
 			if uid == UIDAmy || strings.HasPrefix(n.Name, "amy_") {
 				want["upstream"] = upstreamSentinel
 			}

@@ -180,7 +180,7 @@ type dash struct {
 // Variable filters every selector carries: "$F" in an expression is
 // replaced by the dashboard's filter.
 const (
-	commonFilter = `job=~"$job",instance=~"$instance"`
+	commonFilter = `job=~"$job",instance=~"$instance",user=~"$user",host=~"$host"`
 	amyFilter    = commonFilter + `,upstream=~"$upstream"`
 )
 
@@ -220,6 +220,7 @@ func newDash(uid, title, description, filter string) *dash {
 			IncludeAll(true).
 			AllValue(".*").
 			Current(allOption()))
+	fleetVariables(b)
 	return &dash{uid: uid, b: b, filter: filter}
 }
 
@@ -361,6 +362,12 @@ func (d *dash) statPanel(title, description, unit string, kind queryKind, ts []t
 // start, which the panel's relative-time override ("now/d", "now/M") pins
 // to midnight or the first of the month.
 func sinceStart(metric string) string {
+	if fleetCounted[metric] {
+		return fleetSum("", func(m string) string {
+			s := metric + "{$F" + m + "}"
+			return fmt.Sprintf(`((%s - last_over_time(%s[1d] @ start())) >= 0) or %s`, s, s, s)
+		})
+	}
 	s := metric + "{$F}"
 	return fmt.Sprintf(`sum(((%s - last_over_time(%s[1d] @ start())) >= 0) or %s)`, s, s, s)
 }
