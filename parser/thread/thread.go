@@ -9,7 +9,6 @@ package thread
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
@@ -64,18 +63,29 @@ type Thread struct {
 	// ForkPoint is the index of the last message copied from a parent
 	// thread when this thread was forked, or -1. Amp copies
 	// messages[0..ForkPoint] inclusive (forkThread: slice(0, index+1)).
+	// It indexes the file's whole messages[] (Message.Index), info and
+	// unknown-role messages included.
 	ForkPoint int
 	Messages  []Message
 	Ledger    []LedgerEvent
+
+	// items is the parser's reusable storage for Summarize's items.
+	items *[]Item
 }
 
 // Message is a user or assistant message, reduced to what is counted.
 type Message struct {
 	Role Role
-	// ID is the numeric messageId (server exports use strings; those are
-	// not recorded, HasID is false).
-	ID    int64
-	HasID bool
+	// ID is the numeric messageId. Server exports use "M-…" strings:
+	// HasID is false and IDHash is the string's hash (0 when there is no
+	// string id either).
+	ID     int64
+	HasID  bool
+	IDHash uint64
+	// Index is the message's position in the file's messages[], where
+	// messages the exporter does not record (info, unknown roles, entries
+	// that are not objects) take their places too.
+	Index int
 
 	// User messages.
 	Prompt      bool  // at least one block that is not a tool_result
@@ -106,7 +116,8 @@ type Usage struct {
 	HasTokenNegative bool  // a negative count was seen and read as 0
 }
 
-// ToolUse is a tool call; IDs are hashed, they are only needed for pairing.
+// ToolUse is a tool call; IDs are hashed (HashID), they are only needed for
+// pairing and as identities.
 type ToolUse struct {
 	IDHash uint64
 	Name   string
@@ -120,6 +131,8 @@ type ToolResult struct {
 
 // LedgerEvent is a usageLedger billing event (older thread files).
 type LedgerEvent struct {
+	// IDHash is the hash of the event's id (HashID), 0 when it has none.
+	IDHash      uint64
 	Model       string
 	Input       int64
 	Output      int64
@@ -138,7 +151,6 @@ type LedgerEvent struct {
 type Parser struct {
 	sc     *jsonscan.Scanner
 	intern map[string]string
-	seed   maphash.Seed
 	// msgStore is the storage of the last Thread's Messages, and the
 	// others the storage its messages' usage blocks, tool uses and tool
 	// results point into. They were most of what a parse allocated; the
@@ -149,6 +161,8 @@ type Parser struct {
 	usageSlab   []Usage
 	toolUses    []ToolUse
 	toolResults []ToolResult
+	// items is Summarize's storage for the items of the last Thread.
+	items []Item
 }
 
 // maxKept bounds each of the storages a parser keeps between files: one
@@ -160,7 +174,6 @@ func NewParser() *Parser {
 	return &Parser{
 		sc:     jsonscan.New(nil),
 		intern: make(map[string]string),
-		seed:   maphash.MakeSeed(),
 	}
 }
 
@@ -200,7 +213,10 @@ func (p *Parser) parse() (*Thread, error) {
 		}
 		return nil, ErrNotThread
 	}
-	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	if cap(p.items) > maxKept {
+		p.items = nil
+	}
+	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0], items: &p.items}
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
 		p.msgStore = keep(t.Messages)
@@ -261,13 +277,15 @@ func (p *Parser) parse() (*Thread, error) {
 func (p *Parser) messages(t *Thread) {
 	sc := p.sc
 	arr := sc.Array()
-	for arr.Next() {
+	// Every entry takes a position: forkPointIndex counts them all.
+	for i := 0; arr.Next(); i++ {
 		if sc.Peek() != jsonscan.Object {
 			sc.Skip()
 			continue
 		}
 		m := p.message()
 		if m.Role != RoleOther {
+			m.Index = i
 			t.Messages = append(t.Messages, m)
 		}
 	}
@@ -314,9 +332,14 @@ func (p *Parser) message() Message {
 				}
 			}
 		case "messageId":
-			if sc.Peek() == jsonscan.Number {
+			switch sc.Peek() {
+			case jsonscan.Number:
 				m.ID, m.HasID = sc.Int()
-			} else {
+			case jsonscan.String:
+				if v, ok := sc.String(); ok {
+					m.IDHash = hashID(v)
+				}
+			default:
 				sc.Skip()
 			}
 		case "content":
@@ -399,7 +422,7 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "id":
 				if v, ok := sc.String(); ok {
-					idHash, hasID = maphash.Bytes(p.seed, v), true
+					idHash, hasID = hashID(v), true
 				}
 			case "name":
 				if v, ok := sc.String(); ok {
@@ -411,7 +434,7 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "toolUseID":
 				if v, ok := sc.String(); ok {
-					toolUseHash, hasToolUseID = maphash.Bytes(p.seed, v), true
+					toolUseHash, hasToolUseID = hashID(v), true
 				}
 			case "run":
 				stat = p.runStatus()
@@ -576,6 +599,10 @@ func (p *Parser) ledgerEvent() LedgerEvent {
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 		switch string(key) {
+		case "id":
+			if v, ok := sc.String(); ok {
+				e.IDHash = hashID(v)
+			}
 		case "model":
 			if v, ok := sc.String(); ok {
 				e.Model = p.str(v)
