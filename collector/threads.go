@@ -209,6 +209,10 @@ type FileRecord struct {
 type threadRecord struct {
 	contrib      compactContribution
 	lastActivity int64 // epoch ms
+	// pins are the labels the thread's items were first counted under
+	// (pins.go); nil until the thread is first applied, or for a thread
+	// restored from a state file that predates them.
+	pins *pins
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -284,6 +288,7 @@ type ThreadStore struct {
 	now          func() time.Time
 	prices       Prices
 	pricesGen    uint64 // bumped by SetPrices
+	tuples       tupleTable
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -365,25 +370,31 @@ func threadKey(path string, sum *thread.Summary) string {
 // Apply records a successfully parsed snapshot of the file at path and
 // reports whether any counter moved.
 func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) bool {
+	key := threadKey(path, sum)
 	// The contribution is worked out before taking the write lock, so that
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
 	prices, gen := s.prices, s.pricesGen
+	var base *pins
+	if rec := s.threads[key]; rec != nil {
+		base = rec.pins
+	}
 	s.mu.RUnlock()
-	c, rates := s.contribute(sum, prices)
+	c, rates, pinned := s.contribute(sum, prices, base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pricesGen != gen {
-		// New prices arrived meanwhile; SetPrices promises them for every
-		// token counted once it has returned.
-		c, rates = s.contribute(sum, s.prices)
-	}
-	key := threadKey(path, sum)
 	rec := s.threads[key]
 	if rec == nil {
 		rec = &threadRecord{}
 		s.threads[key] = rec
 	}
+	if s.pricesGen != gen || rec.pins != base {
+		// New prices arrived meanwhile (SetPrices promises them for every
+		// token counted once it has returned), or another file of the
+		// thread pinned items first.
+		c, rates, pinned = s.contribute(sum, s.prices, rec.pins)
+	}
+	rec.pins = pinned
 	changed := false
 	grown := make(map[seriesKey]int64, len(rates))
 	// Merge the new snapshot into the record, both sorted by series
@@ -469,9 +480,12 @@ func (s *ThreadStore) Remove(path string) {
 	s.generation++
 }
 
-// contribute turns a summary into series, folding data-derived label values,
-// and prices its token series with prices.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
+// contributeTotals turns a summary without items (one built by hand rather
+// than by thread.Summarize) into series from its totals, folding
+// data-derived label values, and prices its token series with prices. It
+// has no identities to pin: a label that changes on such a summary counts
+// again.
+func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
 	// Roughly: per model, tokens, credits, stop reasons and context
 	// buckets; per tool, a few statuses; then the exchange histogram.
 	c := make(contribution, 16*len(sum.Tokens)+3*len(sum.ToolCalls)+24)
@@ -661,6 +675,10 @@ func checkSeries(series []SeriesValue, known map[family]bool) error {
 type ThreadState struct {
 	LastActivity int64         `json:"last_activity_ms,omitempty"`
 	Series       []SeriesValue `json:"series"`
+	// Pins are the labels the thread's items were first counted under.
+	// State files written before them lack it: such a thread is pinned
+	// from the first snapshot read after the restore.
+	Pins *PinState `json:"pins,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -683,7 +701,7 @@ func (s *ThreadStore) Export() *State {
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
+		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series(), Pins: rec.pins.export(&s.tuples)}
 		st.Threads[key] = ts
 	}
 	for p, f := range s.files {
@@ -704,9 +722,17 @@ func (s *ThreadStore) Import(st *State) error {
 	if st.Version != StateVersion {
 		return fmt.Errorf("state version %d, this exporter reads %d", st.Version, StateVersion)
 	}
+	decoded := make(map[string]*pins, len(st.Threads))
 	for key, ts := range st.Threads {
 		if err := checkSeries(ts.Series, knownFamilies); err != nil {
 			return fmt.Errorf("thread %q: %w", key, err)
+		}
+		p, err := decodePins(ts.Pins)
+		if err != nil {
+			return fmt.Errorf("thread %q: %w", key, err)
+		}
+		if p != nil {
+			decoded[key] = p
 		}
 	}
 	for p, f := range st.Files {
@@ -725,7 +751,12 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+		if p := decoded[key]; p != nil {
+			p.install(&s.tuples, ts.Pins)
+			rec.pins = p
+		}
+		s.threads[key] = rec
 	}
 	for p, f := range st.Files {
 		f := f

@@ -125,8 +125,6 @@ func (m *Message) rawModel() string {
 	return m.Model
 }
 
-func (m *Message) model() string { return orUnknown(m.rawModel()) }
-
 func orUnknown(model string) string {
 	if model == "" {
 		return UnknownModel
