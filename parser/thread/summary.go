@@ -253,14 +253,22 @@ func Summarize(t *Thread) *Summary {
 // total adds up the items that are the thread's own into the summary's
 // totals.
 func (s *Summary) total() {
-	ratios := 0
+	ratios, exchanges := 0, 0
 	for i := range s.Items {
-		if s.Items[i].HasRatio && !s.Items[i].Copied {
+		it := &s.Items[i]
+		switch {
+		case it.Copied:
+		case it.HasRatio:
 			ratios++
+		case it.Kind() == ItemExchange:
+			exchanges++
 		}
 	}
 	if ratios > 0 {
 		s.ContextUtil = make([]Ratio, 0, ratios)
+	}
+	if exchanges > 0 {
+		s.ExchangeSeconds = make([]float64, 0, exchanges)
 	}
 	for i := range s.Items {
 		it := &s.Items[i]
@@ -408,33 +416,34 @@ func exchanges(msgs []Message, first int, items []Item) []Item {
 		end       int64
 		lastState string
 	)
-	flush := func(final bool) {
-		if !open || end <= 0 || end < start {
-			return
-		}
-		if final && (lastState == "" || lastState == "tool_use") {
-			return
-		}
-		items = append(items, Item{
-			// The prompt's key, its kind rotated into the low bits.
-			Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
-			Copied:  at < first,
-			Seconds: float64(end-start) / 1000,
-		})
-	}
-	for i := range msgs {
-		m := &msgs[i]
-		switch {
-		case m.Role == RoleUser && m.Prompt:
-			flush(false)
-			open, at, start, end, lastState = m.SentAt > 0, i, m.SentAt, 0, ""
-		case m.Role == RoleAssistant && open:
-			if m.Usage != nil && m.Usage.Timestamp > end {
-				end = m.Usage.Timestamp
+	for i := 0; i <= len(msgs); i++ {
+		final := i == len(msgs)
+		var m *Message
+		if !final {
+			m = &msgs[i]
+			if m.Role == RoleAssistant && open {
+				if m.Usage != nil && m.Usage.Timestamp > end {
+					end = m.Usage.Timestamp
+				}
+				lastState = FinishReason(m)
+				continue
 			}
-			lastState = FinishReason(m)
+			if m.Role != RoleUser || !m.Prompt {
+				continue
+			}
+		}
+		// A prompt, or the end: the open exchange is over.
+		if open && end > 0 && end >= start && !(final && (lastState == "" || lastState == "tool_use")) {
+			items = append(items, Item{
+				// The prompt's key, its kind rotated into the low bits.
+				Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
+				Copied:  at < first,
+				Seconds: float64(end-start) / 1000,
+			})
+		}
+		if !final {
+			open, at, start, end, lastState = m.SentAt > 0, i, m.SentAt, 0, ""
 		}
 	}
-	flush(true)
 	return items
 }

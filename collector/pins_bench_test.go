@@ -1,0 +1,65 @@
+package collector
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+// pinCorpus applies a generated corpus (the size mix of a real one, 500 kB
+// a thread on average) to a store.
+func pinCorpus(tb testing.TB, threads int) (*ThreadStore, int) {
+	tb.Helper()
+	g := threadgen.New(threadgen.Options{Threads: threads, TotalBytes: int64(threads) * 500_000, Seed: 3, Start: time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC)})
+	s := newTestStore(0)
+	p := thread.NewParser()
+	items := 0
+	for i := 0; i < g.Len(); i++ {
+		name, data := g.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum := thread.Summarize(th)
+		items += len(sum.Items)
+		s.Apply("/d/"+name, FileVersion{Size: int64(len(data))}, sum)
+	}
+	return s, items
+}
+
+// BenchmarkPinnedLabels reports what the pinned labels cost per thread, in
+// memory and in the state file, on a generated corpus:
+//
+//	go test -run '^$' -bench PinnedLabels -benchtime 1x ./collector
+func BenchmarkPinnedLabels(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		s, items := pinCorpus(b, 200)
+		total, threads := s.PinBytes()
+		var state int
+		for _, ts := range s.Export().Threads {
+			data, err := json.Marshal(ts.Pins)
+			if err != nil {
+				b.Fatal(err)
+			}
+			state += len(data)
+		}
+		b.ReportMetric(float64(total)/float64(threads), "pin-bytes/thread")
+		b.ReportMetric(float64(state)/float64(threads), "state-bytes/thread")
+		b.ReportMetric(float64(items)/float64(threads), "items/thread")
+	}
+}
+
+// TestPinnedLabelsStaySmall holds the pins of a generated corpus to a
+// budget: at 30,000 threads, 1 kB a thread is 30 MB.
+func TestPinnedLabelsStaySmall(t *testing.T) {
+	s, items := pinCorpus(t, 40)
+	total, threads := s.PinBytes()
+	perThread := total / threads
+	t.Logf("%d threads, %.0f items a thread, %d pin bytes a thread", threads, float64(items)/float64(threads), perThread)
+	if perThread > 1024 {
+		t.Errorf("pins cost %d bytes a thread, budget 1024", perThread)
+	}
+}
