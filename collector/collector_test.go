@@ -314,6 +314,15 @@ func TestImportRefusesDamagedState(t *testing.T) {
 		"unknown family": func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "bogus", Value: 1}}} },
 		"negative":       func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}} },
 		"dangling file":  func(s *State) { s.Files["/x"] = FileRecord{Key: "T-nowhere"} },
+		"pin out of range": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Tuples: []PinnedTuple{{A: "m1"}}, Messages: []byte{0, 2}}}
+		},
+		"pin keys not ascending": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Tuples: []PinnedTuple{{A: "m1"}}, Keys: []byte{5, 0}, Index: []byte{1, 1}}}
+		},
+		"pin keys without tuples": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Tuples: []PinnedTuple{{A: "m1"}}, Keys: []byte{5}}}
+		},
 	}
 	for name, damage := range tests {
 		data, _ := json.Marshal(good)
