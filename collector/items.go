@@ -9,7 +9,10 @@ import (
 // time is pinned to the labels it carries now, folded by the label cap. Token
 // series are priced with prices, at the price of the model each item names.
 // It returns the thread's pins with the new ones; base is never changed.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base *pins) (contribution, map[seriesKey]rate, *pins) {
+//
+// Items are added up per pinned tuple first, so that the series map sees
+// one entry per tuple rather than per item.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (contribution, map[seriesKey]rate, pinBlob) {
 	if sum.Items == nil {
 		c, rates := s.contributeTotals(sum, prices)
 		return c, rates, base
@@ -22,7 +25,6 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base *pins)
 			c[k] = satAdd(c[k], v)
 		}
 	}
-	var credits map[string]float64
 	// Unit prices per model the items name; a thread names a few.
 	type unit struct {
 		model     string
@@ -41,12 +43,11 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base *pins)
 		units = append(units, u)
 		return &units[len(units)-1]
 	}
-	spend := func(label string, it *thread.Item) {
+	spend := func(a *spendAcc, it *thread.Item) {
+		a.any = true
 		if it.HasCredits {
-			if credits == nil {
-				credits = map[string]float64{}
-			}
-			credits[label] += it.Credits
+			a.credits += it.Credits
+			a.hasCredits = true
 		}
 		if it.Tokens == (thread.Tokens{}) {
 			return
@@ -63,44 +64,73 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base *pins)
 				continue
 			}
 			nl := min(max(over[i], 0), n)
-			k := seriesKey{famTokens, label, TokenTypes[i]}
-			add(famTokens, label, TokenTypes[i], n)
-			add(famTokensLong, label, TokenTypes[i], nl)
-			r := rates[k]
-			r.std.tokens = satAdd(r.std.tokens, n-nl)
-			r.long.tokens = satAdd(r.long.tokens, nl)
+			a.tokens[i] = satAdd(a.tokens[i], n)
+			a.long[i] = satAdd(a.long[i], nl)
 			if u.ok {
-				r.std.cost = satAdd(r.std.cost, satMul(n-nl, u.std[i]))
-				r.long.cost = satAdd(r.long.cost, satMul(nl, u.long[i]))
+				a.stdCost[i] = satAdd(a.stdCost[i], satMul(n-nl, u.std[i]))
+				a.longCost[i] = satAdd(a.longCost[i], satMul(nl, u.long[i]))
 			} else {
-				r.unpriced = satAdd(r.unpriced, n)
+				a.unpriced[i] = satAdd(a.unpriced[i], n)
 			}
+		}
+	}
+	// emit turns the sums of one tuple's spending into series.
+	emit := func(t pinTuple, a *spendAcc) {
+		for i, n := range a.tokens {
+			if n <= 0 {
+				continue
+			}
+			k := seriesKey{famTokens, t.a, TokenTypes[i]}
+			add(famTokens, t.a, TokenTypes[i], n)
+			add(famTokensLong, t.a, TokenTypes[i], a.long[i])
+			r := rates[k]
+			r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
+			r.long.tokens = satAdd(r.long.tokens, a.long[i])
+			r.std.cost = satAdd(r.std.cost, a.stdCost[i])
+			r.long.cost = satAdd(r.long.cost, a.longCost[i])
+			r.unpriced = satAdd(r.unpriced, a.unpriced[i])
 			rates[k] = r
 		}
+		if a.hasCredits {
+			add(famCredits, t.a, "", fixed(famCredits, a.credits))
+		}
+		add(famFinished, t.a, t.b, a.finished)
+		add(famContextBucket, t.a, t.c, a.ctx)
+		add(famContextSum, t.a, "", a.ctxSum)
 	}
 
 	tt := &s.tuples
-	pg := newPinning(base)
+	pg := newPinning(tt, base)
+	d := pg.dec
+	d.spend = grow(d.spend[:0], len(d.tuples))
+	d.tools = grow(d.tools[:0], len(d.tuples))
+	d.exch = grow(d.exch[:0], len(d.tuples))
+	var users, prompts, assistants int64
+	ctxScale, exchScale := scaleOf(famContextSum), scaleOf(famExchangeSum)
 	for i := range sum.Items {
 		it := &sum.Items[i]
-		t, pinned := pg.lookup(tt, it.Key)
-		if t.copied {
-			continue
-		}
-		if !pinned && it.Copied {
+		n := pg.lookup(it.Key)
+		var t pinTuple
+		if n > 0 {
+			t = pg.tuple(n)
+			if t.copied {
+				continue
+			}
+		} else if it.Copied {
 			pg.pin(tt, it.Key, pinTuple{copied: true})
 			continue
 		}
-		switch kind := it.Kind(); {
+		switch {
 		case it.IsMessage() && it.Role == thread.RoleUser:
-			add(famMessages, "user", "", 1)
+			users++
 			if it.Prompt {
-				add(famPrompts, "", "", 1)
+				prompts++
 			}
+			continue
 		case it.IsMessage() && it.Role == thread.RoleAssistant:
-			add(famMessages, "assistant", "", 1)
+			assistants++
 			changed := false
-			if !pinned {
+			if n == 0 {
 				if it.Model == "" && it.StopReason == "" {
 					// Still moving and naming no model yet: its model-labeled
 					// values wait until it names one or finishes, so that
@@ -116,43 +146,95 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base *pins)
 				t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
 			}
 			if changed {
-				pg.pin(tt, it.Key, t)
-			}
-			spend(t.a, it)
-			if t.b != "" {
-				add(famFinished, t.a, t.b, 1)
-			}
-			if t.c != "" {
-				add(famContextBucket, t.a, t.c, 1)
-				if it.HasRatio {
-					add(famContextSum, t.a, "", fixed(famContextSum, it.Ratio))
-				}
+				n = pg.pin(tt, it.Key, t)
 			}
 		case it.IsLedger():
-			if !pinned {
+			if n == 0 {
 				t = pinTuple{a: s.labels.value("model", it.Model)}
-				pg.pin(tt, it.Key, t)
+				n = pg.pin(tt, it.Key, t)
 			}
-			spend(t.a, it)
-		case kind == thread.ItemTool:
-			if !pinned {
+		case it.IsTool():
+			if n == 0 {
 				t = pinTuple{a: s.labels.value("tool", it.Tool), b: it.Status}
-				pg.pin(tt, it.Key, t)
+				n = pg.pin(tt, it.Key, t)
 			}
-			add(famToolCalls, t.a, t.b, 1)
-		case kind == thread.ItemExchange:
-			if !pinned {
+		case it.Kind() == thread.ItemExchange:
+			if n == 0 {
 				t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
-				pg.pin(tt, it.Key, t)
+				n = pg.pin(tt, it.Key, t)
 			}
-			add(famExchangeBucket, "", t.c, 1)
-			add(famExchangeSum, "", "", fixed(famExchangeSum, it.Seconds))
+		default:
+			continue
+		}
+		d.spend = grow(d.spend, int(n))
+		d.tools = grow(d.tools, int(n))
+		d.exch = grow(d.exch, int(n))
+		var one spendAcc
+		a := &one // a thread of 65,535 label sets: this item is counted alone
+		if n > 0 {
+			a = &d.spend[n-1]
+		}
+		switch {
+		case it.IsMessage() || it.IsLedger():
+			spend(a, it)
+			if t.b != "" && it.IsMessage() {
+				a.finished++
+			}
+			if t.c != "" && it.IsMessage() {
+				a.ctx++
+				if it.HasRatio {
+					a.ctxSum = satAdd(a.ctxSum, fixedAt(ctxScale, it.Ratio))
+				}
+			}
+			if n == 0 {
+				emit(t, a)
+			}
+		case it.IsTool():
+			if n == 0 {
+				add(famToolCalls, t.a, t.b, 1)
+			} else {
+				d.tools[n-1]++
+			}
+		default:
+			sec := fixedAt(exchScale, it.Seconds)
+			if n == 0 {
+				add(famExchangeBucket, "", t.c, 1)
+				add(famExchangeSum, "", "", sec)
+			} else {
+				d.exch[n-1].n++
+				d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
+			}
 		}
 	}
-	for label, v := range credits {
-		add(famCredits, label, "", fixed(famCredits, v))
+	add(famMessages, "user", "", users)
+	add(famMessages, "assistant", "", assistants)
+	add(famPrompts, "", "", prompts)
+	for i := range d.spend {
+		if d.spend[i].any {
+			emit(d.tuples[i], &d.spend[i])
+		}
+	}
+	for i, n := range d.tools {
+		if n > 0 {
+			add(famToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+		}
+	}
+	for i, e := range d.exch {
+		if e.n > 0 {
+			add(famExchangeBucket, "", d.tuples[i].c, e.n)
+			add(famExchangeSum, "", "", e.sum)
+		}
 	}
 	return c, rates, pg.result()
+}
+
+// grow extends s with zero values to length n.
+func grow[T any](s []T, n int) []T {
+	var zero T
+	for len(s) < n {
+		s = append(s, zero)
+	}
+	return s
 }
 
 // PinBytes returns the memory held by the pinned labels of every thread
@@ -161,7 +243,7 @@ func (s *ThreadStore) PinBytes() (total, threads int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, rec := range s.threads {
-		total += rec.pins.bytes()
+		total += cap(rec.pins) + 24 + 8 // the blob, its slice header, pinGen
 	}
 	return total, len(s.threads)
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // Every counted thing has an identity and counts once, under the labels it
@@ -20,10 +18,13 @@ import (
 // value that leaves `other` because the cap was raised then moves nothing
 // between series, and the per-series max-merge of Apply stays exact.
 //
-// The pins are kept compactly: a store-wide table of distinct label tuples,
-// and per thread a small table of the tuples it uses, a uint16 per message
-// (indexed by messageId, which Amp numbers 0, 1, 2, …) and a key and a
-// uint16 per other item.
+// The pins are kept compactly, as they must be for every thread ever seen:
+// a store-wide table of distinct label tuples, and per thread one byte
+// string (pinBlob) of the tuples it uses and its items sorted by key, delta
+// and uvarint encoded. Keys are mostly small and dense (messageIds, tool
+// calls by their message), so an item costs two or three bytes. Each Apply
+// decodes the blob of its thread into reusable tables, and encodes a new
+// one only when it pinned something.
 
 // pinTuple is the labels an item was first counted under, folded. For an
 // assistant message: model, stop_reason ("" until it finishes) and context
@@ -70,264 +71,320 @@ func (t *tupleTable) get(id uint32) pinTuple {
 	return t.tuples[id]
 }
 
-// maxDenseMessage bounds the messageIds kept in a thread's dense table;
-// larger ones (or none) are kept by key.
-const maxDenseMessage = 1 << 16
+// maxLocalTuples bounds the distinct tuples of one thread; an item that
+// would need more is counted under its current labels, unpinned.
+const maxLocalTuples = 1<<16 - 1
 
-// pins are one thread's pinned items. A published pins is never changed:
-// an Apply that pins new items makes a new one (copy on write), so that
-// contributions can be worked out without the store's lock.
-type pins struct {
-	local []uint32 // local tuple number → store tuple id
-	msg   []uint16 // messageId → local tuple number + 1; 0 when not pinned
-	keys  []uint64 // other items, sorted
-	idx   []uint16 // local tuple number + 1, by keys
+// pinBlob is one thread's pins: uvarint(number of tuples), the store tuple
+// id of each, then per item, by ascending key, uvarint(key − previous key)
+// and uvarint(local tuple number + 1). A published blob is never changed.
+type pinBlob []byte
+
+// decodedPins is a blob decoded for one Apply, with the tables the Apply
+// adds its items up in, by local tuple number (pooled, so that a steady
+// stream of rewrites allocates little).
+type decodedPins struct {
+	local  []uint32
+	tuples []pinTuple // by local number, resolved once per Apply
+	keys   []uint64
+	ns     []uint16
+
+	spend []spendAcc // assistant messages and ledger events
+	tools []int64    // tool results
+	exch  []exchAcc  // exchanges
 }
 
-// lookup returns the local tuple number + 1 of an item, 0 when unpinned.
-func (p *pins) lookup(key uint64) uint16 {
-	if p == nil {
-		return 0
-	}
-	if id, dense := denseMessage(key); dense {
-		if id < uint64(len(p.msg)) {
-			return p.msg[id]
+// spendAcc adds up what the items pinned to one tuple spent.
+type spendAcc struct {
+	any               bool
+	finished, ctx     int64
+	ctxSum            int64
+	tokens, long      [4]int64
+	stdCost, longCost [4]int64
+	unpriced          [4]int64
+	credits           float64
+	hasCredits        bool
+}
+
+type exchAcc struct{ n, sum int64 }
+
+var decodedPool = sync.Pool{New: func() any { return new(decodedPins) }}
+
+var errPins = errors.New("damaged pins")
+
+// decodeEntries appends the items of an encoded entry list to d, checking
+// that keys ascend and tuple numbers are within tuples.
+func (d *decodedPins) decodeEntries(b []byte, tuples int) error {
+	var prev uint64
+	for len(b) > 0 {
+		delta, n := binary.Uvarint(b)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad key", errPins)
 		}
-		return 0
+		b = b[n:]
+		num, n := binary.Uvarint(b)
+		if n <= 0 || num == 0 || num > uint64(tuples) {
+			return fmt.Errorf("%w: tuple number out of range", errPins)
+		}
+		b = b[n:]
+		if (len(d.keys) > 0 && delta == 0) || prev+delta < prev {
+			return fmt.Errorf("%w: keys not ascending", errPins)
+		}
+		prev += delta
+		d.keys = append(d.keys, prev)
+		d.ns = append(d.ns, uint16(num))
 	}
-	if i, ok := slices.BinarySearch(p.keys, key); ok {
-		return p.idx[i]
+	return nil
+}
+
+// decode reads a blob the store wrote.
+func (d *decodedPins) decode(p pinBlob) {
+	d.local, d.keys, d.ns = d.local[:0], d.keys[:0], d.ns[:0]
+	if len(p) == 0 {
+		return
+	}
+	count, n := binary.Uvarint(p)
+	p = p[n:]
+	for i := uint64(0); i < count; i++ {
+		id, n := binary.Uvarint(p)
+		d.local = append(d.local, uint32(id))
+		p = p[n:]
+	}
+	if err := d.decodeEntries(p, len(d.local)); err != nil {
+		panic(err) // the store wrote it: a bug, not bad input
+	}
+}
+
+// encode writes the blob of d's tables.
+func (d *decodedPins) encode() pinBlob {
+	out := make([]byte, 0, 2+2*len(d.local)+3*len(d.keys))
+	out = binary.AppendUvarint(out, uint64(len(d.local)))
+	for _, id := range d.local {
+		out = binary.AppendUvarint(out, uint64(id))
+	}
+	var prev uint64
+	for i, k := range d.keys {
+		out = binary.AppendUvarint(out, k-prev)
+		out = binary.AppendUvarint(out, uint64(d.ns[i]))
+		prev = k
+	}
+	return slices.Clip(out)
+}
+
+// pinning is the pins of one thread while an Apply works out its
+// contribution: the decoded blob, and what the Apply pins.
+type pinning struct {
+	base pinBlob
+	dec  *decodedPins
+	byID map[uint32]uint16 // store tuple id → local number + 1
+	set  map[uint64]uint16 // new and changed pins
+}
+
+func newPinning(tt *tupleTable, base pinBlob) *pinning {
+	d := decodedPool.Get().(*decodedPins)
+	d.decode(base)
+	d.tuples = d.tuples[:0]
+	tt.mu.RLock()
+	for _, id := range d.local {
+		d.tuples = append(d.tuples, tt.tuples[id])
+	}
+	tt.mu.RUnlock()
+	return &pinning{base: base, dec: d}
+}
+
+// lookup returns the local number (+ 1) of the tuple an item is pinned to,
+// 0 when it is not pinned.
+func (pg *pinning) lookup(key uint64) uint16 {
+	if n, ok := pg.set[key]; ok {
+		return n
+	}
+	if i, found := slices.BinarySearch(pg.dec.keys, key); found {
+		return pg.dec.ns[i]
 	}
 	return 0
 }
 
-func denseMessage(key uint64) (uint64, bool) {
-	if thread.ItemKind(key>>60) != thread.ItemMessage {
-		return 0, false
-	}
-	id := key & (1<<60 - 1)
-	return id, id < maxDenseMessage
-}
+// tuple returns the tuple of a local number (+ 1).
+func (pg *pinning) tuple(n uint16) pinTuple { return pg.dec.tuples[n-1] }
 
-// bytes is the memory the pins hold.
-func (p *pins) bytes() int {
-	if p == nil {
-		return 0
-	}
-	return 4*cap(p.local) + 2*cap(p.msg) + 8*cap(p.keys) + 2*cap(p.idx) + 4*24
-}
-
-// pinning collects the pins one Apply adds to a thread.
-type pinning struct {
-	base  *pins
-	local []uint32 // base.local, extended
-	byID  map[uint32]uint16
-	set   map[uint64]uint16 // new and changed pins
-}
-
-func newPinning(base *pins) *pinning {
-	pg := &pinning{base: base}
-	if base != nil {
-		pg.local = base.local
-	}
-	return pg
-}
-
-// lookup returns the tuple an item is pinned to, and whether it is.
-func (pg *pinning) lookup(tt *tupleTable, key uint64) (pinTuple, bool) {
-	n, ok := pg.set[key]
-	if !ok {
-		n = pg.base.lookup(key)
-	}
-	if n == 0 {
-		return pinTuple{}, false
-	}
-	return tt.get(pg.local[n-1]), true
-}
-
-// pin pins an item to a tuple.
-func (pg *pinning) pin(tt *tupleTable, key uint64, t pinTuple) {
+// pin pins an item to a tuple and returns its local number (+ 1), 0 when
+// the thread has too many tuples to pin it.
+func (pg *pinning) pin(tt *tupleTable, key uint64, t pinTuple) uint16 {
 	id := tt.id(t)
 	if pg.byID == nil {
-		pg.byID = make(map[uint32]uint16, len(pg.local)+4)
-		for i, g := range pg.local {
+		pg.byID = make(map[uint32]uint16, len(pg.dec.local)+4)
+		for i, g := range pg.dec.local {
 			pg.byID[g] = uint16(i + 1)
 		}
 	}
 	n, ok := pg.byID[id]
 	if !ok {
-		if len(pg.local) >= 1<<16-1 {
-			return // a thread of 65,535 distinct label sets: leave the item unpinned
+		if len(pg.dec.local) >= maxLocalTuples {
+			return 0
 		}
-		pg.local = append(pg.local[:len(pg.local):len(pg.local)], id)
-		n = uint16(len(pg.local))
+		pg.dec.local = append(pg.dec.local, id)
+		pg.dec.tuples = append(pg.dec.tuples, t)
+		n = uint16(len(pg.dec.local))
 		pg.byID[id] = n
 	}
 	if pg.set == nil {
 		pg.set = map[uint64]uint16{}
 	}
 	pg.set[key] = n
+	return n
 }
 
-// result returns the thread's pins with the new ones, or the old pins when
-// nothing was pinned.
-func (pg *pinning) result() *pins {
+// result returns the thread's pins with the new ones (the base blob when
+// nothing was pinned) and gives the tables back.
+func (pg *pinning) result() pinBlob {
+	d := pg.dec
+	defer decodedPool.Put(d)
 	if len(pg.set) == 0 {
 		return pg.base
 	}
-	out := &pins{local: pg.local}
-	var sparse []uint64
-	maxDense := -1
+	added := make([]uint64, 0, len(pg.set))
 	for k := range pg.set {
-		if id, dense := denseMessage(k); dense {
-			maxDense = max(maxDense, int(id))
-		} else {
-			sparse = append(sparse, k)
+		added = append(added, k)
+	}
+	slices.Sort(added)
+	keys := make([]uint64, 0, len(d.keys)+len(added))
+	ns := make([]uint16, 0, len(d.keys)+len(added))
+	i := 0
+	for _, k := range added {
+		for i < len(d.keys) && d.keys[i] < k {
+			keys, ns = append(keys, d.keys[i]), append(ns, d.ns[i])
+			i++
 		}
-	}
-	var baseMsg []uint16
-	var baseKeys []uint64
-	var baseIdx []uint16
-	if pg.base != nil {
-		baseMsg, baseKeys, baseIdx = pg.base.msg, pg.base.keys, pg.base.idx
-	}
-	out.msg = baseMsg
-	if maxDense >= 0 {
-		out.msg = make([]uint16, max(len(baseMsg), maxDense+1))
-		copy(out.msg, baseMsg)
-		for k, n := range pg.set {
-			if id, dense := denseMessage(k); dense {
-				out.msg[id] = n
-			}
+		if i < len(d.keys) && d.keys[i] == k {
+			i++ // re-pinned
 		}
+		keys, ns = append(keys, k), append(ns, pg.set[k])
 	}
-	out.keys, out.idx = baseKeys, baseIdx
-	if len(sparse) > 0 {
-		slices.Sort(sparse)
-		keys := make([]uint64, 0, len(baseKeys)+len(sparse))
-		idx := make([]uint16, 0, len(baseKeys)+len(sparse))
-		i := 0
-		for _, k := range sparse {
-			for i < len(baseKeys) && baseKeys[i] < k {
-				keys, idx = append(keys, baseKeys[i]), append(idx, baseIdx[i])
-				i++
-			}
-			if i < len(baseKeys) && baseKeys[i] == k {
-				i++ // changed
-			}
-			keys, idx = append(keys, k), append(idx, pg.set[k])
-		}
-		keys, idx = append(keys, baseKeys[i:]...), append(idx, baseIdx[i:]...)
-		out.keys, out.idx = keys, idx
-	}
-	return out
+	keys, ns = append(keys, d.keys[i:]...), append(ns, d.ns[i:]...)
+	d.keys, d.ns = keys, ns
+	return d.encode()
 }
 
-// PinnedTuple is one persisted label tuple.
-type PinnedTuple struct {
-	A      string `json:"a,omitempty"`
-	B      string `json:"b,omitempty"`
-	C      string `json:"c,omitempty"`
-	Copied bool   `json:"copied,omitempty"`
-}
-
-// PinState is the persisted form of a thread's pins. The tables are
-// uvarint-encoded (keys as ascending deltas), base64 in JSON.
+// PinState is the persisted form of a thread's pins, self-contained and
+// compact (base64 in JSON): Strings are the label values its tuples use;
+// Tuples encodes each tuple as three uvarints, (index of a + 1) << 1 |
+// copied, index of b + 1 and index of c + 1 (0 for an empty value); Items
+// lists its items by ascending key as uvarint(key − previous key) and
+// uvarint(tuple number + 1).
 type PinState struct {
-	Tuples   []PinnedTuple `json:"tuples"`
-	Messages []byte        `json:"messages,omitempty"` // per messageId: local tuple number + 1, 0 unpinned
-	Keys     []byte        `json:"keys,omitempty"`
-	Index    []byte        `json:"index,omitempty"` // per key: local tuple number + 1
+	Strings []string `json:"strings,omitempty"`
+	Tuples  []byte   `json:"tuples"`
+	Items   []byte   `json:"items"`
 }
 
-func (p *pins) export(tt *tupleTable) *PinState {
-	if p == nil {
+func (p pinBlob) export(tt *tupleTable) *PinState {
+	if len(p) == 0 {
 		return nil
 	}
-	st := &PinState{Tuples: make([]PinnedTuple, len(p.local))}
-	for i, id := range p.local {
-		t := tt.get(id)
-		st.Tuples[i] = PinnedTuple{A: t.a, B: t.b, C: t.c, Copied: t.copied}
+	count, n := binary.Uvarint(p)
+	p = p[n:]
+	st := &PinState{}
+	index := map[string]uint64{}
+	str := func(v string) uint64 {
+		if v == "" {
+			return 0
+		}
+		i, ok := index[v]
+		if !ok {
+			st.Strings = append(st.Strings, v)
+			i = uint64(len(st.Strings))
+			index[v] = i
+		}
+		return i
 	}
-	var buf []byte
-	for _, n := range p.msg {
-		buf = binary.AppendUvarint(buf, uint64(n))
+	for range count {
+		id, n := binary.Uvarint(p)
+		p = p[n:]
+		t := tt.get(uint32(id))
+		first := str(t.a) << 1
+		if t.copied {
+			first |= 1
+		}
+		st.Tuples = binary.AppendUvarint(st.Tuples, first)
+		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.b))
+		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.c))
 	}
-	st.Messages = buf
-	buf = nil
-	var prev uint64
-	for _, k := range p.keys {
-		buf = binary.AppendUvarint(buf, k-prev)
-		prev = k
-	}
-	st.Keys = buf
-	buf = nil
-	for _, n := range p.idx {
-		buf = binary.AppendUvarint(buf, uint64(n))
-	}
-	st.Index = buf
+	st.Items = slices.Clone(p)
 	return st
 }
 
-var errPins = errors.New("damaged pins")
-
-// decodePins checks a persisted pin state and decodes it without touching
-// any store (the tuple ids are filled in by install).
-func decodePins(st *PinState) (*pins, error) {
-	if st == nil {
-		return nil, nil
-	}
-	if len(st.Tuples) >= 1<<16 {
-		return nil, fmt.Errorf("%w: %d tuples", errPins, len(st.Tuples))
-	}
-	nums := func(b []byte) ([]uint16, error) {
-		var out []uint16
-		for len(b) > 0 {
-			v, n := binary.Uvarint(b)
-			if n <= 0 || v > uint64(len(st.Tuples)) {
-				return nil, fmt.Errorf("%w: tuple number out of range", errPins)
-			}
-			out = append(out, uint16(v))
-			b = b[n:]
+// tuples decodes a persisted state's tuples.
+func (st *PinState) tuples() ([]pinTuple, error) {
+	var out []pinTuple
+	b := st.Tuples
+	next := func() (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: bad tuple", errPins)
 		}
-		return out, nil
-	}
-	p := &pins{}
-	var err error
-	if p.msg, err = nums(st.Messages); err != nil {
-		return nil, err
-	}
-	if len(p.msg) > maxDenseMessage {
-		return nil, fmt.Errorf("%w: message table too long", errPins)
-	}
-	if p.idx, err = nums(st.Index); err != nil {
-		return nil, err
-	}
-	var prev uint64
-	for b := st.Keys; len(b) > 0; {
-		d, n := binary.Uvarint(b)
-		if n <= 0 || (len(p.keys) > 0 && d == 0) || prev+d < prev {
-			return nil, fmt.Errorf("%w: keys not ascending", errPins)
-		}
-		prev += d
-		p.keys = append(p.keys, prev)
 		b = b[n:]
+		return v, nil
 	}
-	if len(p.keys) != len(p.idx) {
-		return nil, fmt.Errorf("%w: %d keys, %d tuple numbers", errPins, len(p.keys), len(p.idx))
-	}
-	for _, n := range p.idx {
-		if n == 0 {
-			return nil, fmt.Errorf("%w: key without a tuple", errPins)
+	get := func(i uint64) (string, error) {
+		if i == 0 {
+			return "", nil
 		}
+		if i > uint64(len(st.Strings)) {
+			return "", fmt.Errorf("%w: string index out of range", errPins)
+		}
+		return st.Strings[i-1], nil
 	}
-	return p, nil
+	for len(b) > 0 {
+		if len(out) >= maxLocalTuples {
+			return nil, fmt.Errorf("%w: too many tuples", errPins)
+		}
+		var idx [3]uint64
+		for j := range idx {
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			idx[j] = v
+		}
+		var t pinTuple
+		t.copied = idx[0]&1 == 1
+		var err error
+		if t.a, err = get(idx[0] >> 1); err != nil {
+			return nil, err
+		}
+		if t.b, err = get(idx[1]); err != nil {
+			return nil, err
+		}
+		if t.c, err = get(idx[2]); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
-// install numbers a decoded pin state's tuples in the store's table.
-func (p *pins) install(tt *tupleTable, st *PinState) {
-	p.local = make([]uint32, len(st.Tuples))
-	for i, t := range st.Tuples {
-		p.local[i] = tt.id(pinTuple{a: t.A, b: t.B, c: t.C, copied: t.Copied})
+// checkPins validates a persisted pin state without touching any store.
+func checkPins(st *PinState) error {
+	if st == nil {
+		return nil
 	}
+	tuples, err := st.tuples()
+	if err != nil {
+		return err
+	}
+	var d decodedPins
+	return d.decodeEntries(st.Items, len(tuples))
+}
+
+// importPins turns a checked pin state into a blob of this store.
+func importPins(tt *tupleTable, st *PinState) pinBlob {
+	if st == nil {
+		return nil
+	}
+	tuples, _ := st.tuples()
+	out := binary.AppendUvarint(nil, uint64(len(tuples)))
+	for _, t := range tuples {
+		out = binary.AppendUvarint(out, uint64(tt.id(t)))
+	}
+	return slices.Clip(append(out, st.Items...))
 }

@@ -77,8 +77,11 @@ func scaleOf(f family) float64 {
 }
 
 // fixed converts a value of family f to its integer representation.
-func fixed(f family, v float64) int64 {
-	x := math.Round(v * scaleOf(f))
+func fixed(f family, v float64) int64 { return fixedAt(scaleOf(f), v) }
+
+// fixedAt converts a value to its integer representation at a scale.
+func fixedAt(scale, v float64) int64 {
+	x := math.Round(v * scale)
 	switch {
 	case x != x || x <= 0:
 		return 0
@@ -211,8 +214,10 @@ type threadRecord struct {
 	lastActivity int64 // epoch ms
 	// pins are the labels the thread's items were first counted under
 	// (pins.go); nil until the thread is first applied, or for a thread
-	// restored from a state file that predates them.
-	pins *pins
+	// restored from a state file that predates them. pinGen counts their
+	// changes.
+	pins   pinBlob
+	pinGen uint64
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -375,9 +380,10 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
 	prices, gen := s.prices, s.pricesGen
-	var base *pins
+	var base pinBlob
+	var baseGen uint64
 	if rec := s.threads[key]; rec != nil {
-		base = rec.pins
+		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
 	c, rates, pinned := s.contribute(sum, prices, base)
@@ -388,13 +394,16 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		rec = &threadRecord{}
 		s.threads[key] = rec
 	}
-	if s.pricesGen != gen || rec.pins != base {
+	if s.pricesGen != gen || rec.pinGen != baseGen {
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
 		c, rates, pinned = s.contribute(sum, s.prices, rec.pins)
 	}
-	rec.pins = pinned
+	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
+		rec.pins = pinned
+		rec.pinGen++
+	}
 	changed := false
 	grown := make(map[seriesKey]int64, len(rates))
 	// Merge the new snapshot into the record, both sorted by series
@@ -722,17 +731,12 @@ func (s *ThreadStore) Import(st *State) error {
 	if st.Version != StateVersion {
 		return fmt.Errorf("state version %d, this exporter reads %d", st.Version, StateVersion)
 	}
-	decoded := make(map[string]*pins, len(st.Threads))
 	for key, ts := range st.Threads {
 		if err := checkSeries(ts.Series, knownFamilies); err != nil {
 			return fmt.Errorf("thread %q: %w", key, err)
 		}
-		p, err := decodePins(ts.Pins)
-		if err != nil {
+		if err := checkPins(ts.Pins); err != nil {
 			return fmt.Errorf("thread %q: %w", key, err)
-		}
-		if p != nil {
-			decoded[key] = p
 		}
 	}
 	for p, f := range st.Files {
@@ -751,12 +755,7 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
-		if p := decoded[key]; p != nil {
-			p.install(&s.tuples, ts.Pins)
-			rec.pins = p
-		}
-		s.threads[key] = rec
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, pins: importPins(&s.tuples, ts.Pins)}
 	}
 	for p, f := range st.Files {
 		f := f

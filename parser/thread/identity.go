@@ -13,6 +13,10 @@ type ItemKind uint8
 // Item kinds. A message without a numeric messageId is identified by the
 // hash of its string id (server exports), else by its position in
 // messages[]; a ledger event without an id by its position in the ledger.
+// A tool result stands for its toolUseID: where its tool_use is found in a
+// message with a numeric messageId, by that place (the message and the
+// tool_use's rank in it: the same call, and a far smaller key to keep);
+// else by the id's hash.
 const (
 	ItemMessage         ItemKind = 1
 	ItemMessageStringID ItemKind = 2
@@ -21,6 +25,7 @@ const (
 	ItemLedgerAt        ItemKind = 5
 	ItemTool            ItemKind = 6
 	ItemExchange        ItemKind = 7
+	ItemToolAt          ItemKind = 8
 )
 
 const (
@@ -40,6 +45,12 @@ func (it *Item) Kind() ItemKind { return ItemKind(it.Key >> kindShift) }
 func (it *Item) IsMessage() bool {
 	k := it.Kind()
 	return k == ItemMessage || k == ItemMessageStringID || k == ItemMessageAt
+}
+
+// IsTool reports whether the item is a tool result.
+func (it *Item) IsTool() bool {
+	k := it.Kind()
+	return k == ItemTool || k == ItemToolAt
 }
 
 // IsLedger reports whether the item is a usageLedger event.
@@ -108,6 +119,15 @@ func HashID(s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
+}
+
+// toolKey is the identity of the result of the j-th tool_use of message m,
+// whose id hashes to h.
+func toolKey(m *Message, j int, h uint64) uint64 {
+	if m.HasID && m.ID >= 0 && m.ID < 1<<50 && j < 64 {
+		return ItemKey(ItemToolAt, uint64(m.ID)<<6|uint64(j))
+	}
+	return ItemKey(ItemTool, h)
 }
 
 // messageKey is a message's identity: its numeric messageId, else the hash

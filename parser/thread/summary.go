@@ -182,11 +182,15 @@ func Summarize(t *Thread) *Summary {
 	if need := len(t.Messages) + uses + len(t.Ledger); cap(items) < need {
 		items = make([]Item, 0, need+need/4)
 	}
-	toolNames := make(map[uint64]string, uses)
+	type toolUse struct {
+		name string
+		key  uint64
+	}
+	toolUses := make(map[uint64]toolUse, uses)
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		for _, tu := range m.ToolUses {
-			toolNames[tu.IDHash] = tu.Name
+		for j, tu := range m.ToolUses {
+			toolUses[tu.IDHash] = toolUse{tu.Name, toolKey(m, j, tu.IDHash)}
 		}
 		s.LastActivity = max(s.LastActivity, m.SentAt)
 		if m.Usage != nil {
@@ -231,11 +235,11 @@ func Summarize(t *Thread) *Summary {
 				continue
 			}
 			seenResults[r.ToolUseIDHash] = true
-			name := toolname.Unknown
-			if n, ok := toolNames[r.ToolUseIDHash]; ok {
-				name = toolname.Normalize(n)
+			name, key := toolname.Unknown, ItemKey(ItemTool, r.ToolUseIDHash)
+			if tu, ok := toolUses[r.ToolUseIDHash]; ok {
+				name, key = toolname.Normalize(tu.name), tu.key
 			}
-			items = append(items, Item{Key: ItemKey(ItemTool, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status})
+			items = append(items, Item{Key: key, Copied: copied, Tool: name, Status: status})
 		}
 	}
 	if byLedger {
@@ -293,7 +297,7 @@ func (s *Summary) total() {
 			}
 		case it.IsLedger():
 			s.addTokens(orUnknown(it.Model), it)
-		case k == ItemTool:
+		case it.IsTool():
 			inc(s.ToolCalls, it.Tool, it.Status)
 		case k == ItemExchange:
 			s.ExchangeSeconds = append(s.ExchangeSeconds, it.Seconds)
