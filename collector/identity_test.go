@@ -3,6 +3,7 @@ package collector
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -345,5 +346,119 @@ func TestPricesSetDuringItemApplyAreUsed(t *testing.T) {
 	<-done
 	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); got != 1.7 {
 		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
+	}
+}
+
+// TestRandomRewritesCountEachItemOnce rewrites one thread many times at
+// random — stop reasons and models that change, messages truncated and
+// written again, tool results that arrive, a cap raised halfway — and
+// checks after every step that each assistant message ever finished is
+// counted exactly once in amp_assistant_messages_total, each tool result
+// once in amp_tool_calls_total, and that no counter went down.
+func TestRandomRewritesCountEachItemOnce(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		s := newTestStore(2)
+		models := []string{"", "m1", "m2", "m3", "m4"}
+		states := []string{stStreaming, stToolUse, stEndTurn, stCancelled, stError}
+		finished := map[int]bool{}
+		results := map[string]bool{}
+		nextID := 0
+		var msgs []string
+		var ids []int
+		prev := contribution{}
+		for step := 0; step < 40; step++ {
+			switch r := rng.Intn(10); {
+			case r < 2 && len(msgs) > 0: // truncate
+				n := rng.Intn(len(msgs))
+				msgs, ids = msgs[:n], ids[:n]
+			case r < 4 && len(msgs) > 0: // rewrite one assistant message's labels
+				i := rng.Intn(len(msgs))
+				if ids[i]%3 == 1 {
+					msgs[i] = assistantMsg(ids[i], states[rng.Intn(len(states))], usageOf(models[rng.Intn(len(models))], 10, rng.Intn(50)+50))
+				}
+			default: // append an exchange: prompt, assistant with a tool, result
+				st := states[rng.Intn(len(states))]
+				tool := fmt.Sprintf("tu%d", nextID)
+				msgs = append(msgs, userMsg(nextID, "p"),
+					fmt.Sprintf(`{"role":"assistant","messageId":%d,"content":[{"type":"tool_use","id":%q,"name":"Bash","input":{}}],"state":%s,"usage":%s}`,
+						nextID+1, tool, st, usageOf(models[rng.Intn(len(models))], 10, 50)),
+					fmt.Sprintf(`{"role":"user","messageId":%d,"content":[{"type":"tool_result","toolUseID":%q,"run":{"status":%q}}]}`,
+						nextID+2, tool, []string{"done", "error", "in-progress"}[rng.Intn(3)]))
+				ids = append(ids, nextID, nextID+1, nextID+2)
+				nextID += 3
+			}
+			if step == 20 {
+				s.labels.SetMax(10)
+			}
+			doc := threadDoc("T-r", "", msgs...)
+			sum := summaryOf(t, doc)
+			for _, it := range sum.Items {
+				if it.IsMessage() && it.Role == 2 && it.StopReason != "" {
+					finished[int(it.Key&(1<<60-1))] = true
+				}
+				if it.IsTool() {
+					results[fmt.Sprint(it.Key)] = true
+				}
+			}
+			s.Apply("/d/T-r.json", FileVersion{Size: int64(step)}, sum)
+			now := s.Snapshot().totals
+			if got := familySum(s, famFinished); got != int64(len(finished)) {
+				t.Fatalf("seed %d step %d: %d finished messages counted, %d distinct ones finished", seed, step, got, len(finished))
+			}
+			if got := familySum(s, famToolCalls); got != int64(len(results)) {
+				t.Fatalf("seed %d step %d: %d tool results counted, %d distinct ones", seed, step, got, len(results))
+			}
+			for k, v := range prev {
+				if now[k] < v {
+					t.Fatalf("seed %d step %d: %v went down from %d to %d", seed, step, k, v, now[k])
+				}
+			}
+			prev = now
+		}
+	}
+}
+
+// A user who edits an earlier prompt truncates the thread there and writes
+// new messages (with new messageIds): they are new spending, counted in
+// full, while what the removed messages spent stays counted. Max-merging
+// per-series sums alone counted the new messages only past the old sums.
+func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
+	tool := func(id int, tu, status string) string {
+		return fmt.Sprintf(`{"role":"user","messageId":%d,"content":[{"type":"tool_result","toolUseID":%q,"run":{"status":%q}}]}`, id, tu, status)
+	}
+	call := func(id int, tu string) string {
+		return fmt.Sprintf(`{"role":"assistant","messageId":%d,"content":[{"type":"tool_use","id":%q,"name":"Bash","input":{}}],"state":%s,"usage":%s}`,
+			id, tu, stToolUse, usageOf("m1", 10, 100))
+	}
+	first := []string{userMsg(0, "a"), call(1, "t1"), tool(2, "t1", "done"), assistantMsg(3, stEndTurn, usageOf("m1", 10, 100))}
+	edited := []string{userMsg(4, "a, edited"), call(5, "t5"), tool(6, "t5", "done"), assistantMsg(7, stEndTurn, usageOf("m1", 10, 100))}
+	for name, steps := range map[string][][]string{
+		"truncated, then rewritten":       {first, first[:0], edited},
+		"truncated and rewritten at once": {first, edited},
+		"one exchange kept":               {append(first, userMsg(8, "b")), append(first[:1:1], edited...)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newTestStore(0)
+			for i, msgs := range steps {
+				s.Apply("/d/T-1.json", FileVersion{Size: int64(i)}, summaryOf(t, threadDoc("T-1", "", msgs...)))
+			}
+			if got := sumType(s, "output"); got != 400 {
+				t.Errorf("output tokens %d, want 400 (two exchanges of 200)", got)
+			}
+			if got := familySum(s, famFinished); got != 4 {
+				t.Errorf("finished messages %d, want 4", got)
+			}
+			if got := familySum(s, famToolCalls); got != 2 {
+				t.Errorf("tool calls %d, want 2", got)
+			}
+			wantPrompts := int64(2)
+			if name == "one exchange kept" {
+				wantPrompts = 3 // a, b, and the edited one
+			}
+			if got := familySum(s, famPrompts); got < wantPrompts {
+				t.Errorf("prompts %d, want %d", got, wantPrompts)
+			}
+		})
 	}
 }

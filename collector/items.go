@@ -10,15 +10,21 @@ import (
 // series are priced with prices, at the price of the model each item names.
 // It returns the thread's pins with the new ones; base is never changed.
 //
+// When items pinned before are missing from the snapshot (the thread was
+// truncated: an edited prompt drops what followed it), it also returns the
+// part of the contribution that comes from items new in this snapshot, so
+// that Apply can keep what the missing items counted and add the new ones
+// in full (see retire).
+//
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (contribution, map[seriesKey]rate, pinBlob) {
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[seriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
 	if sum.Items == nil {
 		c, rates := s.contributeTotals(sum, prices)
-		return c, rates, base
+		return c, rates, base, nil, false
 	}
-	c := make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
-	rates := make(map[seriesKey]rate, 4*len(sum.Tokens))
+	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
+	rates = make(map[seriesKey]rate, 4*len(sum.Tokens))
 	add := func(f family, l1, l2 string, v int64) {
 		if v > 0 {
 			k := seriesKey{f, l1, l2}
@@ -102,130 +108,179 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 	tt := &s.tuples
 	pg := newPinning(tt, base)
 	d := pg.dec
-	d.spend = grow(d.spend[:0], len(d.tuples))
-	d.tools = grow(d.tools[:0], len(d.tuples))
-	d.exch = grow(d.exch[:0], len(d.tuples))
-	var users, prompts, assistants int64
+	d.seen = grow(d.seen[:0], len(d.keys))
+	d.fresh = d.fresh[:0]
 	ctxScale, exchScale := scaleOf(famContextSum), scaleOf(famExchangeSum)
-	for i := range sum.Items {
-		it := &sum.Items[i]
-		n := pg.lookup(it.Key)
-		var t pinTuple
-		if n > 0 {
-			t = pg.tuple(n)
-			if t.copied {
-				continue
-			}
-		} else if it.Copied {
-			pg.pin(tt, it.Key, pinTuple{copied: true})
-			continue
+	// pass adds up the items of sum into c: all of them, or those listed in
+	// only.
+	pass := func(all bool, only []int32) {
+		d.spend = grow(d.spend[:0], len(d.tuples))
+		d.tools = grow(d.tools[:0], len(d.tuples))
+		d.exch = grow(d.exch[:0], len(d.tuples))
+		var users, prompts, assistants int64
+		count := len(sum.Items)
+		if !all {
+			count = len(only)
 		}
-		switch {
-		case it.IsMessage() && it.Role == thread.RoleUser:
-			users++
-			if it.Prompt {
-				prompts++
+		for j := 0; j < count; j++ {
+			i := j
+			if !all {
+				i = int(only[j])
 			}
-			continue
-		case it.IsMessage() && it.Role == thread.RoleAssistant:
-			assistants++
-			changed := false
-			if n == 0 {
-				if it.Model == "" && it.StopReason == "" {
-					// Still moving and naming no model yet: its model-labeled
-					// values wait until it names one or finishes, so that
-					// they are not pinned to `unknown` for good.
+			it := &sum.Items[i]
+			n, at := pg.lookup(it.Key)
+			if at >= 0 {
+				d.seen[at] = true
+			} else if all && !it.Copied {
+				d.fresh = append(d.fresh, int32(i))
+			}
+			var t pinTuple
+			if n > 0 {
+				t = pg.tuple(n)
+				if t.none {
 					continue
 				}
-				t.a, changed = s.labels.value("model", it.Model), true
+			} else if it.Copied {
+				pg.pin(tt, it.Key, pinTuple{none: true})
+				continue
 			}
-			if t.b == "" && it.StopReason != "" {
-				t.b, changed = s.labels.value("stop_reason", it.StopReason), true
+			switch {
+			case it.IsMessage() && it.Role == thread.RoleUser:
+				if n == 0 {
+					// Pinned with no labels, so that its disappearance is
+					// seen.
+					pg.pin(tt, it.Key, pinTuple{})
+				}
+				users++
+				if it.Prompt {
+					prompts++
+				}
+				continue
+			case it.IsMessage() && it.Role == thread.RoleAssistant:
+				assistants++
+				changed := false
+				if t.a == "" {
+					if it.Model == "" && it.StopReason == "" {
+						// Still moving and naming no model yet: its model-labeled
+						// values wait until it names one or finishes, so that
+						// they are not pinned to `unknown` for good.
+						if n == 0 {
+							pg.pin(tt, it.Key, pinTuple{})
+						}
+						continue
+					}
+					t.a, changed = s.labels.value("model", it.Model), true
+				}
+				if t.b == "" && it.StopReason != "" {
+					t.b, changed = s.labels.value("stop_reason", it.StopReason), true
+				}
+				if t.c == "" && it.HasRatio {
+					t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
+				}
+				if changed {
+					n = pg.pin(tt, it.Key, t)
+				}
+			case it.IsLedger():
+				if n == 0 {
+					t = pinTuple{a: s.labels.value("model", it.Model)}
+					n = pg.pin(tt, it.Key, t)
+				}
+			case it.IsTool():
+				if n == 0 {
+					t = pinTuple{a: s.labels.value("tool", it.Tool), b: it.Status}
+					n = pg.pin(tt, it.Key, t)
+				}
+			case it.Kind() == thread.ItemExchange:
+				if n == 0 {
+					t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
+					n = pg.pin(tt, it.Key, t)
+				}
+			default:
+				continue
 			}
-			if t.c == "" && it.HasRatio {
-				t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
+			d.spend = grow(d.spend, int(n))
+			d.tools = grow(d.tools, int(n))
+			d.exch = grow(d.exch, int(n))
+			var one spendAcc
+			a := &one // a thread of 65,535 label sets: this item is counted alone
+			if n > 0 {
+				a = &d.spend[n-1]
 			}
-			if changed {
-				n = pg.pin(tt, it.Key, t)
-			}
-		case it.IsLedger():
-			if n == 0 {
-				t = pinTuple{a: s.labels.value("model", it.Model)}
-				n = pg.pin(tt, it.Key, t)
-			}
-		case it.IsTool():
-			if n == 0 {
-				t = pinTuple{a: s.labels.value("tool", it.Tool), b: it.Status}
-				n = pg.pin(tt, it.Key, t)
-			}
-		case it.Kind() == thread.ItemExchange:
-			if n == 0 {
-				t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
-				n = pg.pin(tt, it.Key, t)
-			}
-		default:
-			continue
-		}
-		d.spend = grow(d.spend, int(n))
-		d.tools = grow(d.tools, int(n))
-		d.exch = grow(d.exch, int(n))
-		var one spendAcc
-		a := &one // a thread of 65,535 label sets: this item is counted alone
-		if n > 0 {
-			a = &d.spend[n-1]
-		}
-		switch {
-		case it.IsMessage() || it.IsLedger():
-			spend(a, it)
-			if t.b != "" && it.IsMessage() {
-				a.finished++
-			}
-			if t.c != "" && it.IsMessage() {
-				a.ctx++
-				if it.HasRatio {
-					a.ctxSum = satAdd(a.ctxSum, fixedAt(ctxScale, it.Ratio))
+			switch {
+			case it.IsMessage() || it.IsLedger():
+				spend(a, it)
+				if t.b != "" && it.IsMessage() {
+					a.finished++
+				}
+				if t.c != "" && it.IsMessage() {
+					a.ctx++
+					if it.HasRatio {
+						a.ctxSum = satAdd(a.ctxSum, fixedAt(ctxScale, it.Ratio))
+					}
+				}
+				if n == 0 {
+					emit(t, a)
+				}
+			case it.IsTool():
+				if n == 0 {
+					add(famToolCalls, t.a, t.b, 1)
+				} else {
+					d.tools[n-1]++
+				}
+			default:
+				sec := fixedAt(exchScale, it.Seconds)
+				if n == 0 {
+					add(famExchangeBucket, "", t.c, 1)
+					add(famExchangeSum, "", "", sec)
+				} else {
+					d.exch[n-1].n++
+					d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
 				}
 			}
-			if n == 0 {
-				emit(t, a)
-			}
-		case it.IsTool():
-			if n == 0 {
-				add(famToolCalls, t.a, t.b, 1)
-			} else {
-				d.tools[n-1]++
-			}
-		default:
-			sec := fixedAt(exchScale, it.Seconds)
-			if n == 0 {
-				add(famExchangeBucket, "", t.c, 1)
-				add(famExchangeSum, "", "", sec)
-			} else {
-				d.exch[n-1].n++
-				d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
+		}
+		add(famMessages, "user", "", users)
+		add(famMessages, "assistant", "", assistants)
+		add(famPrompts, "", "", prompts)
+		for i := range d.spend {
+			if d.spend[i].any {
+				emit(d.tuples[i], &d.spend[i])
 			}
 		}
-	}
-	add(famMessages, "user", "", users)
-	add(famMessages, "assistant", "", assistants)
-	add(famPrompts, "", "", prompts)
-	for i := range d.spend {
-		if d.spend[i].any {
-			emit(d.tuples[i], &d.spend[i])
+		for i, n := range d.tools {
+			if n > 0 {
+				add(famToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+			}
+		}
+		for i, e := range d.exch {
+			if e.n > 0 {
+				add(famExchangeBucket, "", d.tuples[i].c, e.n)
+				add(famExchangeSum, "", "", e.sum)
+			}
 		}
 	}
-	for i, n := range d.tools {
-		if n > 0 {
-			add(famToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+	pass(true, nil)
+	for i, seen := range d.seen {
+		if !seen && !d.tuples[d.ns[i]-1].none {
+			vanished = true
+			break
 		}
 	}
-	for i, e := range d.exch {
-		if e.n > 0 {
-			add(famExchangeBucket, "", d.tuples[i].c, e.n)
-			add(famExchangeSum, "", "", e.sum)
+	if vanished {
+		// The items that left count nothing from now on: what they counted
+		// goes to the thread's retired part (Apply, retire).
+		for i, seen := range d.seen {
+			if !seen && !d.tuples[d.ns[i]-1].none {
+				pg.pin(tt, d.keys[i], pinTuple{none: true})
+			}
 		}
+		// Rare (a truncation): a second pass over the new items alone,
+		// pinned by now, gives their share.
+		all, allRates := c, rates
+		c, rates = make(contribution, len(d.fresh)), map[seriesKey]rate{}
+		pass(false, d.fresh)
+		fresh, c, rates = c, all, allRates
 	}
-	return c, rates, pg.result()
+	return c, rates, pg.result(), fresh, vanished
 }
 
 // grow extends s with zero values to length n.

@@ -29,12 +29,14 @@ import (
 // pinTuple is the labels an item was first counted under, folded. For an
 // assistant message: model, stop_reason ("" until it finishes) and context
 // bucket ("" until it is observed); for a ledger event: model; for a tool
-// result: tool and status; for an exchange: its bucket. copied marks items
-// a fork copied from its parent: they count nothing, whatever later
-// rewrites say.
+// result: tool and status; for an exchange: its bucket. none marks items
+// that count nothing, whatever later rewrites say: those a fork copied
+// from its parent, and those that left the file (their count is kept in
+// the thread's retired part, so if an older version of the file brings them
+// back they must not count again).
 type pinTuple struct {
 	a, b, c string
-	copied  bool
+	none    bool
 }
 
 // tupleTable numbers the distinct tuples of a store.
@@ -92,6 +94,8 @@ type decodedPins struct {
 	spend []spendAcc // assistant messages and ledger events
 	tools []int64    // tool results
 	exch  []exchAcc  // exchanges
+	seen  []bool     // by keys: the item is in the snapshot
+	fresh []int32    // the snapshot's items that were not pinned before
 }
 
 // spendAcc adds up what the items pinned to one tuple spent.
@@ -193,15 +197,17 @@ func newPinning(tt *tupleTable, base pinBlob) *pinning {
 }
 
 // lookup returns the local number (+ 1) of the tuple an item is pinned to,
-// 0 when it is not pinned.
-func (pg *pinning) lookup(key uint64) uint16 {
-	if n, ok := pg.set[key]; ok {
-		return n
-	}
+// 0 when it is not pinned, and its place among the pins the Apply started
+// from (-1 when it was not pinned then).
+func (pg *pinning) lookup(key uint64) (n uint16, at int) {
+	at = -1
 	if i, found := slices.BinarySearch(pg.dec.keys, key); found {
-		return pg.dec.ns[i]
+		n, at = pg.dec.ns[i], i
 	}
-	return 0
+	if m, ok := pg.set[key]; ok {
+		n = m
+	}
+	return n, at
 }
 
 // tuple returns the tuple of a local number (+ 1).
@@ -268,7 +274,7 @@ func (pg *pinning) result() pinBlob {
 // PinState is the persisted form of a thread's pins, self-contained and
 // compact (base64 in JSON): Strings are the label values its tuples use;
 // Tuples encodes each tuple as three uvarints, (index of a + 1) << 1 |
-// copied, index of b + 1 and index of c + 1 (0 for an empty value); Items
+// none, index of b + 1 and index of c + 1 (0 for an empty value); Items
 // lists its items by ascending key as uvarint(key − previous key) and
 // uvarint(tuple number + 1).
 type PinState struct {
@@ -302,7 +308,7 @@ func (p pinBlob) export(tt *tupleTable) *PinState {
 		p = p[n:]
 		t := tt.get(uint32(id))
 		first := str(t.a) << 1
-		if t.copied {
+		if t.none {
 			first |= 1
 		}
 		st.Tuples = binary.AppendUvarint(st.Tuples, first)
@@ -347,7 +353,7 @@ func (st *PinState) tuples() ([]pinTuple, error) {
 			idx[j] = v
 		}
 		var t pinTuple
-		t.copied = idx[0]&1 == 1
+		t.none = idx[0]&1 == 1
 		var err error
 		if t.a, err = get(idx[0] >> 1); err != nil {
 			return nil, err

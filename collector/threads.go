@@ -218,6 +218,9 @@ type threadRecord struct {
 	// changes.
 	pins   pinBlob
 	pinGen uint64
+	// retired is what items no longer in the file counted (retire); nil
+	// until the thread is first truncated.
+	retired compactContribution
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -386,7 +389,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
-	c, rates, pinned := s.contribute(sum, prices, base)
+	c, rates, pinned, fresh, vanished := s.contribute(sum, prices, base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := s.threads[key]
@@ -398,7 +401,14 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
-		c, rates, pinned = s.contribute(sum, s.prices, rec.pins)
+		c, rates, pinned, fresh, vanished = s.contribute(sum, s.prices, rec.pins)
+	}
+	if vanished {
+		s.retire(rec, c, fresh)
+	}
+	for _, e := range rec.retired {
+		k := s.series.keys[e.id]
+		c[k] = satAdd(c[k], e.v)
 	}
 	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
 		rec.pins = pinned
@@ -461,6 +471,32 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	}
 	s.generation++
 	return changed
+}
+
+// retire keeps what a thread's missing items counted. Items the thread had
+// are gone from the snapshot c (a truncation: an edited prompt drops what
+// followed it), so per-series max-merging would count its new items only
+// beyond the old sums. What was counted, less what the items still present
+// give now (c without the new items, fresh), is what the missing items
+// counted: it is kept as the thread's retired part and added to every
+// snapshot from now on. Items still present that also grew in this very
+// snapshot make the retired part smaller than it was, never larger: the
+// rule may undercount such a rewrite, never count anything twice.
+func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
+	var retired contribution
+	for _, e := range rec.contrib {
+		k := s.series.keys[e.id]
+		if k.fam == famCost || k.fam == famUnpriced {
+			continue // follow token growth
+		}
+		if v := e.v - (c[k] - fresh[k]); v > 0 {
+			if retired == nil {
+				retired = contribution{}
+			}
+			retired[k] = v
+		}
+	}
+	rec.retired = s.series.compact(retired)
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k seriesKey, v int64) {
@@ -688,6 +724,9 @@ type ThreadState struct {
 	// State files written before them lack it: such a thread is pinned
 	// from the first snapshot read after the restore.
 	Pins *PinState `json:"pins,omitempty"`
+	// Retired is what items no longer in the thread's file counted, kept
+	// apart since the file was truncated (ThreadStore.retire).
+	Retired []SeriesValue `json:"retired,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -711,6 +750,9 @@ func (s *ThreadStore) Export() *State {
 	}
 	for key, rec := range s.threads {
 		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series(), Pins: rec.pins.export(&s.tuples)}
+		if len(rec.retired) > 0 {
+			ts.Retired = s.series.expand(rec.retired).series()
+		}
 		st.Threads[key] = ts
 	}
 	for p, f := range s.files {
@@ -738,6 +780,9 @@ func (s *ThreadStore) Import(st *State) error {
 		if err := checkPins(ts.Pins); err != nil {
 			return fmt.Errorf("thread %q: %w", key, err)
 		}
+		if err := checkSeries(ts.Retired, knownFamilies); err != nil {
+			return fmt.Errorf("thread %q: retired: %w", key, err)
+		}
 	}
 	for p, f := range st.Files {
 		if _, ok := st.Threads[f.Key]; !ok {
@@ -755,7 +800,11 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, pins: importPins(&s.tuples, ts.Pins)}
+		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, pins: importPins(&s.tuples, ts.Pins)}
+		if len(ts.Retired) > 0 {
+			rec.retired = s.series.compact(contributionOf(ts.Retired))
+		}
+		s.threads[key] = rec
 	}
 	for p, f := range st.Files {
 		f := f
