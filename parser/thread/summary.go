@@ -182,15 +182,12 @@ func Summarize(t *Thread) *Summary {
 	if need := len(t.Messages) + uses + len(t.Ledger); cap(items) < need {
 		items = make([]Item, 0, need+need/4)
 	}
-	type toolUse struct {
-		name string
-		key  uint64
-	}
-	toolUses := make(map[uint64]toolUse, uses)
+	// Where each tool_use is: its message's index << 32 | its rank.
+	toolUses := make(map[uint64]uint64, uses)
 	for i := range t.Messages {
 		m := &t.Messages[i]
 		for j, tu := range m.ToolUses {
-			toolUses[tu.IDHash] = toolUse{tu.Name, toolKey(m, j, tu.IDHash)}
+			toolUses[tu.IDHash] = uint64(i)<<32 | uint64(uint32(j))
 		}
 		s.LastActivity = max(s.LastActivity, m.SentAt)
 		if m.Usage != nil {
@@ -236,8 +233,9 @@ func Summarize(t *Thread) *Summary {
 			}
 			seenResults[r.ToolUseIDHash] = true
 			name, key := toolname.Unknown, ItemKey(ItemTool, r.ToolUseIDHash)
-			if tu, ok := toolUses[r.ToolUseIDHash]; ok {
-				name, key = toolname.Normalize(tu.name), tu.key
+			if at, ok := toolUses[r.ToolUseIDHash]; ok {
+				um, j := &t.Messages[at>>32], int(uint32(at))
+				name, key = toolname.Normalize(um.ToolUses[j].Name), toolKey(um, j, r.ToolUseIDHash)
 			}
 			items = append(items, Item{Key: key, Copied: copied, Tool: name, Status: status})
 		}
