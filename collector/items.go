@@ -107,6 +107,22 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 
 	tt := &s.tuples
 	pg := newPinning(tt, base)
+	pg.expect = max(len(sum.Items)-len(pg.dec.keys), 8)
+	// Folded label values, remembered for this summary: it names a few.
+	type folding struct{ label, raw, value string }
+	var folds []folding
+	fold := func(label, raw string) string {
+		for _, f := range folds {
+			if f.raw == raw && f.label == label {
+				return f.value
+			}
+		}
+		v := s.labels.value(label, raw)
+		if len(folds) < 64 {
+			folds = append(folds, folding{label, raw, v})
+		}
+		return v
+	}
 	d := pg.dec
 	d.seen = grow(d.seen[:0], len(d.keys))
 	d.fresh = d.fresh[:0]
@@ -169,10 +185,10 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 						}
 						continue
 					}
-					t.a, changed = s.labels.value("model", it.Model), true
+					t.a, changed = fold("model", it.Model), true
 				}
 				if t.b == "" && it.StopReason != "" {
-					t.b, changed = s.labels.value("stop_reason", it.StopReason), true
+					t.b, changed = fold("stop_reason", it.StopReason), true
 				}
 				if t.c == "" && it.HasRatio {
 					t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
@@ -182,12 +198,12 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 				}
 			case it.IsLedger():
 				if n == 0 {
-					t = pinTuple{a: s.labels.value("model", it.Model)}
+					t = pinTuple{a: fold("model", it.Model)}
 					n = pg.pin(tt, it.Key, t)
 				}
 			case it.IsTool():
 				if n == 0 {
-					t = pinTuple{a: s.labels.value("tool", it.Tool), b: it.Status}
+					t = pinTuple{a: fold("tool", it.Tool), b: it.Status}
 					n = pg.pin(tt, it.Key, t)
 				}
 			case it.Kind() == thread.ItemExchange:

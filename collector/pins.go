@@ -178,10 +178,11 @@ func (d *decodedPins) encode() pinBlob {
 // pinning is the pins of one thread while an Apply works out its
 // contribution: the decoded blob, and what the Apply pins.
 type pinning struct {
-	base pinBlob
-	dec  *decodedPins
-	byID map[uint32]uint16 // store tuple id → local number + 1
-	set  map[uint64]uint16 // new and changed pins
+	base    pinBlob
+	dec     *decodedPins
+	byTuple map[pinTuple]uint16 // local numbers + 1, once a thread has many
+	set     map[uint64]uint16   // new and changed pins
+	expect  int                 // how many items may be pinned
 }
 
 func newPinning(tt *tupleTable, base pinBlob) *pinning {
@@ -216,27 +217,46 @@ func (pg *pinning) tuple(n uint16) pinTuple { return pg.dec.tuples[n-1] }
 // pin pins an item to a tuple and returns its local number (+ 1), 0 when
 // the thread has too many tuples to pin it.
 func (pg *pinning) pin(tt *tupleTable, key uint64, t pinTuple) uint16 {
-	id := tt.id(t)
-	if pg.byID == nil {
-		pg.byID = make(map[uint32]uint16, len(pg.dec.local)+4)
-		for i, g := range pg.dec.local {
-			pg.byID[g] = uint16(i + 1)
-		}
-	}
-	n, ok := pg.byID[id]
-	if !ok {
-		if len(pg.dec.local) >= maxLocalTuples {
-			return 0
-		}
-		pg.dec.local = append(pg.dec.local, id)
-		pg.dec.tuples = append(pg.dec.tuples, t)
-		n = uint16(len(pg.dec.local))
-		pg.byID[id] = n
+	n := pg.local(tt, t)
+	if n == 0 {
+		return 0
 	}
 	if pg.set == nil {
-		pg.set = map[uint64]uint16{}
+		pg.set = make(map[uint64]uint16, pg.expect)
 	}
 	pg.set[key] = n
+	return n
+}
+
+// local returns the local number (+ 1) of a tuple, adding it to the
+// thread's table; 0 when the table is full. A thread uses a few dozen
+// tuples: a scan finds them faster than hashing three strings.
+func (pg *pinning) local(tt *tupleTable, t pinTuple) uint16 {
+	d := pg.dec
+	if pg.byTuple == nil {
+		for i := range d.tuples {
+			if d.tuples[i] == t {
+				return uint16(i + 1)
+			}
+		}
+		if len(d.tuples) >= 32 {
+			pg.byTuple = make(map[pinTuple]uint16, 2*len(d.tuples))
+			for i, u := range d.tuples {
+				pg.byTuple[u] = uint16(i + 1)
+			}
+		}
+	} else if n, ok := pg.byTuple[t]; ok {
+		return n
+	}
+	if len(d.local) >= maxLocalTuples {
+		return 0
+	}
+	d.local = append(d.local, tt.id(t))
+	d.tuples = append(d.tuples, t)
+	n := uint16(len(d.local))
+	if pg.byTuple != nil {
+		pg.byTuple[t] = n
+	}
 	return n
 }
 
