@@ -13,10 +13,10 @@ type ItemKind uint8
 // Item kinds. A message without a numeric messageId is identified by the
 // hash of its string id (server exports), else by its position in
 // messages[]; a ledger event without an id by its position in the ledger.
-// A tool result stands for its toolUseID: where its tool_use is found in a
-// message with a numeric messageId, by that place (the message and the
-// tool_use's rank in it: the same call, and a far smaller key to keep);
-// else by the id's hash.
+// A tool result stands for its toolUseID: in a message with a numeric
+// messageId, by its place (the message and the result's rank in it: the
+// same result, stable while its tool_use is rewritten or even lost, and a
+// far smaller key to keep); else by the id's hash.
 const (
 	ItemMessage         ItemKind = 1
 	ItemMessageStringID ItemKind = 2
@@ -121,8 +121,8 @@ func HashID(s string) uint64 {
 	return h
 }
 
-// toolKey is the identity of the result of the j-th tool_use of message m,
-// whose id hashes to h.
+// toolKey is the identity of the j-th tool result of message m, whose
+// toolUseID hashes to h.
 func toolKey(m *Message, j int, h uint64) uint64 {
 	if m.HasID && m.ID >= 0 && m.ID < 1<<50 && j < 64 {
 		return ItemKey(ItemToolAt, uint64(m.ID)<<6|uint64(j))

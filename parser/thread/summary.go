@@ -226,18 +226,17 @@ func Summarize(t *Thread) *Summary {
 			}
 		}
 		items = append(items, it)
-		for _, r := range m.ToolResults {
+		for j, r := range m.ToolResults {
 			status := TerminalStatus(r.Status)
 			if status == "" || seenResults[r.ToolUseIDHash] {
 				continue
 			}
 			seenResults[r.ToolUseIDHash] = true
-			name, key := toolname.Unknown, ItemKey(ItemTool, r.ToolUseIDHash)
+			name := toolname.Unknown
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
-				um, j := &t.Messages[at>>32], int(uint32(at))
-				name, key = toolname.Normalize(um.ToolUses[j].Name), toolKey(um, j, r.ToolUseIDHash)
+				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
 			}
-			items = append(items, Item{Key: key, Copied: copied, Tool: name, Status: status})
+			items = append(items, Item{Key: toolKey(m, j, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status})
 		}
 	}
 	if byLedger {
