@@ -358,65 +358,87 @@ func TestPricesSetDuringItemApplyAreUsed(t *testing.T) {
 func TestRandomRewritesCountEachItemOnce(t *testing.T) {
 	for seed := int64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		s := newTestStore(2)
-		models := []string{"", "m1", "m2", "m3", "m4"}
-		states := []string{stStreaming, stToolUse, stEndTurn, stCancelled, stError}
-		finished := map[int]bool{}
-		results := map[string]bool{}
-		nextID := 0
-		var msgs []string
-		var ids []int
-		prev := contribution{}
-		for step := 0; step < 40; step++ {
-			switch r := rng.Intn(10); {
-			case r < 2 && len(msgs) > 0: // truncate
-				n := rng.Intn(len(msgs))
-				msgs, ids = msgs[:n], ids[:n]
-			case r < 4 && len(msgs) > 0: // rewrite one assistant message's labels (and lose its tool_use)
-				i := rng.Intn(len(msgs))
-				if ids[i]%3 == 1 {
-					msgs[i] = assistantMsg(ids[i], states[rng.Intn(len(states))], usageOf(models[rng.Intn(len(models))], 10, rng.Intn(50)+50))
-				}
-			default: // append an exchange: prompt, assistant with a tool, result
-				st := states[rng.Intn(len(states))]
-				tool := fmt.Sprintf("tu%d", nextID)
-				status := []string{"done", "error", "in-progress"}[rng.Intn(3)]
-				if status != "in-progress" {
-					results[tool] = true // by its toolUseID, the design's identity
-				}
-				msgs = append(msgs, userMsg(nextID, "p"),
-					fmt.Sprintf(`{"role":"assistant","messageId":%d,"content":[{"type":"tool_use","id":%q,"name":"Bash","input":{}}],"state":%s,"usage":%s}`,
-						nextID+1, tool, st, usageOf(models[rng.Intn(len(models))], 10, 50)),
-					fmt.Sprintf(`{"role":"user","messageId":%d,"content":[{"type":"tool_result","toolUseID":%q,"run":{"status":%q}}]}`,
-						nextID+2, tool, status))
-				ids = append(ids, nextID, nextID+1, nextID+2)
-				nextID += 3
+		checkRewrites(t, fmt.Sprint("seed ", seed), 40, rng.Intn)
+	}
+}
+
+// FuzzRewritesCountEachItemOnce is the same with the fuzzer's choices.
+func FuzzRewritesCountEachItemOnce(f *testing.F) {
+	f.Add([]byte{5, 5, 0, 1, 2, 3, 9, 9, 1, 0, 2, 3, 4})
+	f.Add([]byte{9, 1, 1, 0, 9, 2, 2, 1, 0, 0, 9, 3, 0, 2, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pick := func(n int) int {
+			if len(data) == 0 {
+				return 0
 			}
-			if step == 20 {
-				s.labels.SetMax(10)
-			}
-			doc := threadDoc("T-r", "", msgs...)
-			sum := summaryOf(t, doc)
-			for _, it := range sum.Items {
-				if it.IsMessage() && it.Role == 2 && it.StopReason != "" {
-					finished[int(it.Key&(1<<60-1))] = true
-				}
-			}
-			s.Apply("/d/T-r.json", FileVersion{Size: int64(step)}, sum)
-			now := s.Snapshot().totals
-			if got := familySum(s, famFinished); got != int64(len(finished)) {
-				t.Fatalf("seed %d step %d: %d finished messages counted, %d distinct ones finished", seed, step, got, len(finished))
-			}
-			if got := familySum(s, famToolCalls); got != int64(len(results)) {
-				t.Fatalf("seed %d step %d: %d tool results counted, %d distinct ones", seed, step, got, len(results))
-			}
-			for k, v := range prev {
-				if now[k] < v {
-					t.Fatalf("seed %d step %d: %v went down from %d to %d", seed, step, k, v, now[k])
-				}
-			}
-			prev = now
+			b := int(data[0])
+			data = data[1:]
+			return b % n
 		}
+		checkRewrites(t, "", min(len(data)/3+1, 40), pick)
+	})
+}
+
+// checkRewrites rewrites one thread steps times, choices made by pick.
+func checkRewrites(t *testing.T, name string, steps int, pick func(n int) int) {
+	t.Helper()
+	s := newTestStore(2)
+	models := []string{"", "m1", "m2", "m3", "m4"}
+	states := []string{stStreaming, stToolUse, stEndTurn, stCancelled, stError}
+	finished := map[int]bool{}
+	results := map[string]bool{}
+	nextID := 0
+	var msgs []string
+	var ids []int
+	prev := contribution{}
+	for step := 0; step < steps; step++ {
+		switch r := pick(10); {
+		case r < 2 && len(msgs) > 0: // truncate
+			n := pick(len(msgs))
+			msgs, ids = msgs[:n], ids[:n]
+		case r < 4 && len(msgs) > 0: // rewrite one assistant message's labels (and lose its tool_use)
+			i := pick(len(msgs))
+			if ids[i]%3 == 1 {
+				msgs[i] = assistantMsg(ids[i], states[pick(len(states))], usageOf(models[pick(len(models))], 10, pick(50)+50))
+			}
+		default: // append an exchange: prompt, assistant with a tool, result
+			st := states[pick(len(states))]
+			tool := fmt.Sprintf("tu%d", nextID)
+			status := []string{"done", "error", "in-progress"}[pick(3)]
+			if status != "in-progress" {
+				results[tool] = true // by its toolUseID, the design's identity
+			}
+			msgs = append(msgs, userMsg(nextID, "p"),
+				fmt.Sprintf(`{"role":"assistant","messageId":%d,"content":[{"type":"tool_use","id":%q,"name":"Bash","input":{}}],"state":%s,"usage":%s}`,
+					nextID+1, tool, st, usageOf(models[pick(len(models))], 10, 50)),
+				fmt.Sprintf(`{"role":"user","messageId":%d,"content":[{"type":"tool_result","toolUseID":%q,"run":{"status":%q}}]}`,
+					nextID+2, tool, status))
+			ids = append(ids, nextID, nextID+1, nextID+2)
+			nextID += 3
+		}
+		if step == steps/2 {
+			s.labels.SetMax(10)
+		}
+		sum := summaryOf(t, threadDoc("T-r", "", msgs...))
+		for _, it := range sum.Items {
+			if it.IsMessage() && it.Role == 2 && it.StopReason != "" {
+				finished[int(it.Key&(1<<60-1))] = true
+			}
+		}
+		s.Apply("/d/T-r.json", FileVersion{Size: int64(step)}, sum)
+		now := s.Snapshot().totals
+		if got := familySum(s, famFinished); got != int64(len(finished)) {
+			t.Fatalf("%s step %d: %d finished messages counted, %d distinct ones finished", name, step, got, len(finished))
+		}
+		if got := familySum(s, famToolCalls); got != int64(len(results)) {
+			t.Fatalf("%s step %d: %d tool results counted, %d distinct ones", name, step, got, len(results))
+		}
+		for k, v := range prev {
+			if now[k] < v {
+				t.Fatalf("%s step %d: %v went down from %d to %d", name, step, k, v, now[k])
+			}
+		}
+		prev = now
 	}
 }
 
