@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
@@ -483,5 +484,31 @@ func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
 				t.Errorf("prompts %d, want %d", got, wantPrompts)
 			}
 		})
+	}
+}
+
+// A summary kept past its parser's next parse (whose items that parse
+// reused) is counted from its totals, never from another thread's items.
+func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
+	p := thread.NewParser()
+	parse := func(doc string) *thread.Summary {
+		th, err := p.ParseBytes([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return thread.Summarize(th)
+	}
+	a := parse(threadDoc("T-a", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100))))
+	b := parse(threadDoc("T-b", "", userMsg(0, "b"), assistantMsg(1, stEndTurn, usageOf("m2", 20, 200))))
+	if a.ItemsValid() || !b.ItemsValid() {
+		t.Fatalf("ItemsValid: a %v (reused), b %v", a.ItemsValid(), b.ItemsValid())
+	}
+	s := newTestStore(0)
+	s.Apply("/d/T-a.json", FileVersion{}, a)
+	if got := series(s, famTokens, "m1", "output"); got != 100 {
+		t.Errorf("m1 output %d, want 100", got)
+	}
+	if got := series(s, famTokens, "m2", "output"); got != 0 {
+		t.Errorf("thread a counted thread b's items: m2 output %d", got)
 	}
 }

@@ -19,7 +19,9 @@ import (
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
 func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[seriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
-	if sum.Items == nil {
+	if sum.Items == nil || !sum.ItemsValid() {
+		// Built by hand, or kept past its parser's next parse (a caller's
+		// bug): its totals are still right, its items no longer.
 		c, rates := s.contributeTotals(sum, prices)
 		return c, rates, base, nil, false
 	}

@@ -3,6 +3,7 @@ package thread
 import (
 	"math"
 	"math/bits"
+	"sync/atomic"
 
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
@@ -66,8 +67,19 @@ type Summary struct {
 
 	// Items are the thread's counted things, one by one, with their
 	// identities: the totals above are their sum (without the Copied
-	// ones). The collector counts from Items.
+	// ones). The collector counts from Items. They live in the storage of
+	// the parser that read the thread, until its next parse (ItemsValid).
 	Items []Item `json:"-"`
+
+	gen    uint64
+	parses *atomic.Uint64
+}
+
+// ItemsValid reports whether Items still hold this summary's items: false
+// once the parser that read the thread has parsed another, which reuses
+// their storage. The totals stay valid.
+func (s *Summary) ItemsValid() bool {
+	return s.parses == nil || s.parses.Load() == s.gen
 }
 
 // Tool-call statuses: the terminal run states, with rejected-by-user
@@ -161,6 +173,8 @@ func Summarize(t *Thread) *Summary {
 		Finished:     map[string]map[string]int{},
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
+		gen:          t.gen,
+		parses:       t.parses,
 	}
 	// The fork copied messages[0..ForkPoint]: positions in the file's
 	// whole messages[], which Index keeps.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 )
@@ -69,8 +70,12 @@ type Thread struct {
 	Messages  []Message
 	Ledger    []LedgerEvent
 
-	// items is the parser's reusable storage for Summarize's items.
-	items *[]Item
+	// items is the parser's reusable storage for Summarize's items; gen
+	// is the parser's parse count when t was parsed, and parses points to
+	// that count, so a Summary can tell whether its items were reused.
+	items  *[]Item
+	gen    uint64
+	parses *atomic.Uint64
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -163,6 +168,8 @@ type Parser struct {
 	toolResults []ToolResult
 	// items is Summarize's storage for the items of the last Thread.
 	items []Item
+	// parses counts parses, for Summary.ItemsValid.
+	parses atomic.Uint64
 }
 
 // maxKept bounds each of the storages a parser keeps between files: one
@@ -216,7 +223,7 @@ func (p *Parser) parse() (*Thread, error) {
 	if cap(p.items) > maxKept {
 		p.items = nil
 	}
-	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0], items: &p.items}
+	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0], items: &p.items, gen: p.parses.Add(1), parses: &p.parses}
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
 		p.msgStore = keep(t.Messages)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -31,11 +32,19 @@ func parseFixture(t *testing.T, data []byte) golden {
 	// straddles a read; the result must equal the in-memory parse.
 	// A Thread is valid until the parser's next call: summarize each first.
 	var s1, s2 *Summary
+	var items1 []Item
 	th, err := p.Parse(iotest.OneByteReader(bytes.NewReader(data)))
 	if err == nil {
 		s1 = Summarize(th)
+		if !s1.ItemsValid() {
+			t.Fatal("items invalid before the parser's next parse")
+		}
+		items1 = slices.Clone(s1.Items)
 	}
 	th2, err2 := p.ParseBytes(data)
+	if s1 != nil && s1.ItemsValid() {
+		t.Fatal("items still valid after the parser's next parse reused them")
+	}
 	if (err == nil) != (err2 == nil) || (err != nil && Reason(err) != Reason(err2)) {
 		t.Fatalf("reader and bytes disagree: %v vs %v", err, err2)
 	}
@@ -43,6 +52,11 @@ func parseFixture(t *testing.T, data []byte) golden {
 		return golden{Error: Reason(err)}
 	}
 	s2 = Summarize(th2)
+	if !reflect.DeepEqual(items1, s2.Items) {
+		t.Fatalf("reader and bytes items differ:\n%+v\n%+v", items1, s2.Items)
+	}
+	s1.gen, s1.parses, s2.gen, s2.parses = 0, nil, 0, nil
+	s1.Items, s2.Items = nil, nil
 	if !reflect.DeepEqual(s1, s2) {
 		t.Fatalf("reader and bytes summaries differ:\n%+v\n%+v", s1, s2)
 	}
@@ -161,7 +175,7 @@ func compareWithReference(t *testing.T, data []byte) {
 // storage pointers, to compare it with the reference.
 func withoutStorage(th *Thread) *Thread {
 	c := *th
-	c.items = nil
+	c.items, c.gen, c.parses = nil, 0, nil
 	return &c
 }
 
