@@ -512,3 +512,36 @@ func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
 		t.Errorf("thread a counted thread b's items: m2 output %d", got)
 	}
 }
+
+// Two files of one thread applied at once (two directories, two workers)
+// share the thread's pins: the message counts once whichever pins it first.
+func TestConcurrentAppliesOfOneThreadCountOnce(t *testing.T) {
+	s := newTestStore(0)
+	docs := []string{
+		threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stToolUse, usageOf("m1", 10, 100))),
+		threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stCancelled, usageOf("m2", 10, 100))),
+	}
+	var sums [2][]*thread.Summary
+	for i, doc := range docs {
+		for range 50 {
+			sums[i] = append(sums[i], summaryOf(t, doc))
+		}
+	}
+	done := make(chan struct{})
+	for i := range docs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j, sum := range sums[i] {
+				s.Apply(fmt.Sprintf("/d%d/T-1.json", i), FileVersion{Size: int64(j)}, sum)
+			}
+		}()
+	}
+	<-done
+	<-done
+	if got := familySum(s, famFinished); got != 1 {
+		t.Errorf("one message counted %d times in amp_assistant_messages_total", got)
+	}
+	if got := sumType(s, "output"); got != 100 {
+		t.Errorf("output tokens %d, want 100", got)
+	}
+}
