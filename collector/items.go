@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -319,4 +322,48 @@ func (s *ThreadStore) PinBytes() (total, threads int) {
 		total += cap(rec.pins) + 24 + 8 // the blob, its slice header, pinGen
 	}
 	return total, len(s.threads)
+}
+
+// identityStateOf returns the persisted pins and retired part of a thread
+// record. It reads only what a record never changes in place (its pins
+// blob and retired slice are replaced when they change) and the store's
+// series keys and tuple table, so it may run on a copy of the record
+// outside the store's lock.
+func identityStateOf(keys []seriesKey, tt *tupleTable, rec *threadRecord) (*PinState, []SeriesValue) {
+	var retired []SeriesValue
+	for _, e := range rec.retired {
+		k := keys[e.id]
+		retired = append(retired, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: e.v})
+	}
+	slices.SortFunc(retired, func(a, b SeriesValue) int {
+		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
+	})
+	return rec.pins.export(tt), retired
+}
+
+// exportIdentity adds every thread's pins and retired part to an exported
+// state. Callers hold the read lock.
+func (s *ThreadStore) exportIdentity(st *State) {
+	for key, rec := range s.threads {
+		ts := st.Threads[key]
+		ts.Pins, ts.Retired = identityStateOf(s.series.keys, &s.tuples, rec)
+		st.Threads[key] = ts
+	}
+}
+
+// importIdentity restores the pins and retired parts of a checked state
+// into the threads Import just made. Callers hold the write lock.
+func (s *ThreadStore) importIdentity(st *State) {
+	for key, ts := range st.Threads {
+		rec := s.threads[key]
+		rec.pins = importPins(&s.tuples, ts.Pins)
+		if len(ts.Retired) > 0 {
+			retired := contribution{}
+			for _, sv := range ts.Retired {
+				k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+				retired[k] = satAdd(retired[k], sv.Value)
+			}
+			rec.retired = s.series.compact(retired)
+		}
+	}
 }

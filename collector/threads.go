@@ -287,6 +287,7 @@ type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
 	threads      map[string]*threadRecord
+	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
 	files        map[string]*FileRecord
 	totals       contribution
@@ -296,7 +297,6 @@ type ThreadStore struct {
 	now          func() time.Time
 	prices       Prices
 	pricesGen    uint64 // bumped by SetPrices
-	tuples       tupleTable
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -378,11 +378,11 @@ func threadKey(path string, sum *thread.Summary) string {
 // Apply records a successfully parsed snapshot of the file at path and
 // reports whether any counter moved.
 func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) bool {
-	key := threadKey(path, sum)
 	// The contribution is worked out before taking the write lock, so that
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
 	prices, gen := s.prices, s.pricesGen
+	key := threadKey(path, sum)
 	var base pinBlob
 	var baseGen uint64
 	if rec := s.threads[key]; rec != nil {
@@ -749,12 +749,10 @@ func (s *ThreadStore) Export() *State {
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series(), Pins: rec.pins.export(&s.tuples)}
-		if len(rec.retired) > 0 {
-			ts.Retired = s.series.expand(rec.retired).series()
-		}
+		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
 		st.Threads[key] = ts
 	}
+	s.exportIdentity(st)
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}
@@ -800,12 +798,9 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, pins: importPins(&s.tuples, ts.Pins)}
-		if len(ts.Retired) > 0 {
-			rec.retired = s.series.compact(contributionOf(ts.Retired))
-		}
-		s.threads[key] = rec
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
 	}
+	s.importIdentity(st)
 	for p, f := range st.Files {
 		f := f
 		s.files[p] = &f

@@ -50,6 +50,14 @@ type Summary struct {
 	// LastActivity is the newest timestamp in the thread, epoch ms.
 	LastActivity int64 `json:"last_activity_ms"`
 
+	// Items are the thread's counted things, one by one, with their
+	// identities: the totals below are their sum (without the Copied
+	// ones). The collector counts from Items. They live in the storage of
+	// the parser that read the thread, until its next parse (ItemsValid).
+	Items  []Item `json:"-"`
+	gen    uint64
+	parses *atomic.Uint64
+
 	UserMessages      int               `json:"user_messages"`
 	AssistantMessages int               `json:"assistant_messages"`
 	Prompts           int               `json:"prompts"`
@@ -64,15 +72,6 @@ type Summary struct {
 	ToolCalls           map[string]map[string]int `json:"tool_calls"` // tool → status → n
 	ContextUtil         []Ratio                   `json:"context_utilization"`
 	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
-
-	// Items are the thread's counted things, one by one, with their
-	// identities: the totals above are their sum (without the Copied
-	// ones). The collector counts from Items. They live in the storage of
-	// the parser that read the thread, until its next parse (ItemsValid).
-	Items []Item `json:"-"`
-
-	gen    uint64
-	parses *atomic.Uint64
 }
 
 // ItemsValid reports whether Items still hold this summary's items: false
@@ -173,8 +172,6 @@ func Summarize(t *Thread) *Summary {
 		Finished:     map[string]map[string]int{},
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
-		gen:          t.gen,
-		parses:       t.parses,
 	}
 	// The fork copied messages[0..ForkPoint]: positions in the file's
 	// whole messages[], which Index keeps.
@@ -260,7 +257,7 @@ func Summarize(t *Thread) *Summary {
 	if t.items != nil {
 		*t.items = items
 	}
-	s.Items = items
+	s.Items, s.gen, s.parses = items, t.gen, t.parses
 	s.total()
 	return s
 }

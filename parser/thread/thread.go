@@ -57,6 +57,13 @@ const (
 
 // Thread is what the exporter needs of one thread file.
 type Thread struct {
+	// items is the parser's reusable storage for Summarize's items; gen
+	// is the parser's parse count when t was parsed, and parses points to
+	// that count, so a Summary can tell whether its items were reused.
+	items  *[]Item
+	gen    uint64
+	parses *atomic.Uint64
+
 	ID        string
 	Version   int64
 	Created   int64 // epoch ms
@@ -69,13 +76,6 @@ type Thread struct {
 	ForkPoint int
 	Messages  []Message
 	Ledger    []LedgerEvent
-
-	// items is the parser's reusable storage for Summarize's items; gen
-	// is the parser's parse count when t was parsed, and parses points to
-	// that count, so a Summary can tell whether its items were reused.
-	items  *[]Item
-	gen    uint64
-	parses *atomic.Uint64
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -154,6 +154,11 @@ type LedgerEvent struct {
 // its next Parse or ParseBytes call. A Parser is not safe for concurrent
 // use; use one per worker.
 type Parser struct {
+	// items is Summarize's storage for the items of the last Thread;
+	// parses counts parses, for Summary.ItemsValid.
+	items  []Item
+	parses atomic.Uint64
+
 	sc     *jsonscan.Scanner
 	intern map[string]string
 	// msgStore is the storage of the last Thread's Messages, and the
@@ -166,10 +171,6 @@ type Parser struct {
 	usageSlab   []Usage
 	toolUses    []ToolUse
 	toolResults []ToolResult
-	// items is Summarize's storage for the items of the last Thread.
-	items []Item
-	// parses counts parses, for Summary.ItemsValid.
-	parses atomic.Uint64
 }
 
 // maxKept bounds each of the storages a parser keeps between files: one
@@ -220,11 +221,13 @@ func (p *Parser) parse() (*Thread, error) {
 		}
 		return nil, ErrNotThread
 	}
+	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
+
+	t.items, t.gen, t.parses = &p.items, p.parses.Add(1), &p.parses
 	if cap(p.items) > maxKept {
 		p.items = nil
 	}
-	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0], items: &p.items, gen: p.parses.Add(1), parses: &p.parses}
-	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
 		p.msgStore = keep(t.Messages)
 		p.usageSlab, p.toolUses, p.toolResults = keep(p.usageSlab), keep(p.toolUses), keep(p.toolResults)
