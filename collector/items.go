@@ -355,15 +355,24 @@ func (s *ThreadStore) exportIdentity(st *State) {
 // into the threads Import just made. Callers hold the write lock.
 func (s *ThreadStore) importIdentity(st *State) {
 	for key, ts := range st.Threads {
-		rec := s.threads[key]
-		rec.pins = importPins(&s.tuples, ts.Pins)
-		if len(ts.Retired) > 0 {
-			retired := contribution{}
-			for _, sv := range ts.Retired {
-				k := seriesKey{family(sv.Family), sv.L1, sv.L2}
-				retired[k] = satAdd(retired[k], sv.Value)
-			}
-			rec.retired = s.series.compact(retired)
+		s.restoreIdentity(s.threads[key], ts)
+	}
+}
+
+// restoreIdentity restores one thread's pins and retired part (checked
+// with checkPins and checkSeries) into its record. Callers hold the write
+// lock. A state without them leaves the record unpinned: its items are
+// pinned from the next snapshot applied.
+func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
+	rec.pins = importPins(&s.tuples, ts.Pins)
+	rec.pinGen++
+	rec.retired = nil
+	if len(ts.Retired) > 0 {
+		retired := contribution{}
+		for _, sv := range ts.Retired {
+			k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+			retired[k] = satAdd(retired[k], sv.Value)
 		}
+		rec.retired = s.series.compact(retired)
 	}
 }
