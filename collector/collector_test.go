@@ -314,6 +314,21 @@ func TestImportRefusesDamagedState(t *testing.T) {
 		"unknown family": func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "bogus", Value: 1}}} },
 		"negative":       func(s *State) { s.Threads["T-x"] = ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}} },
 		"dangling file":  func(s *State) { s.Files["/x"] = FileRecord{Key: "T-nowhere"} },
+		"pin out of range": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Strings: []string{"m1"}, Tuples: []byte{2, 0, 0}, Items: []byte{0, 2}}}
+		},
+		"pin keys not ascending": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Strings: []string{"m1"}, Tuples: []byte{2, 0, 0}, Items: []byte{5, 1, 0, 1}}}
+		},
+		"pin key without a tuple": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Strings: []string{"m1"}, Tuples: []byte{2, 0, 0}, Items: []byte{5}}}
+		},
+		"pin tuple without a string": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Strings: []string{"m1"}, Tuples: []byte{4, 0, 0}, Items: []byte{5, 1}}}
+		},
+		"pin tuple cut short": func(s *State) {
+			s.Threads["T-x"] = ThreadState{Pins: &PinState{Strings: []string{"m1"}, Tuples: []byte{2, 0}, Items: []byte{5, 1}}}
+		},
 	}
 	for name, damage := range tests {
 		data, _ := json.Marshal(good)

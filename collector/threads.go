@@ -77,8 +77,11 @@ func scaleOf(f family) float64 {
 }
 
 // fixed converts a value of family f to its integer representation.
-func fixed(f family, v float64) int64 {
-	x := math.Round(v * scaleOf(f))
+func fixed(f family, v float64) int64 { return fixedAt(scaleOf(f), v) }
+
+// fixedAt converts a value to its integer representation at a scale.
+func fixedAt(scale, v float64) int64 {
+	x := math.Round(v * scale)
 	switch {
 	case x != x || x <= 0:
 		return 0
@@ -209,6 +212,15 @@ type FileRecord struct {
 type threadRecord struct {
 	contrib      compactContribution
 	lastActivity int64 // epoch ms
+	// pins are the labels the thread's items were first counted under
+	// (pins.go); nil until the thread is first applied, or for a thread
+	// restored from a state file that predates them. pinGen counts their
+	// changes.
+	pins   pinBlob
+	pinGen uint64
+	// retired is what items no longer in the file counted (retire); nil
+	// until the thread is first truncated.
+	retired compactContribution
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -275,6 +287,7 @@ type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
 	threads      map[string]*threadRecord
+	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
 	files        map[string]*FileRecord
 	totals       contribution
@@ -369,20 +382,37 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
 	prices, gen := s.prices, s.pricesGen
+	key := threadKey(path, sum)
+	var base pinBlob
+	var baseGen uint64
+	if rec := s.threads[key]; rec != nil {
+		base, baseGen = rec.pins, rec.pinGen
+	}
 	s.mu.RUnlock()
-	c, rates := s.contribute(sum, prices)
+	c, rates, pinned, fresh, vanished := s.contribute(sum, prices, base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pricesGen != gen {
-		// New prices arrived meanwhile; SetPrices promises them for every
-		// token counted once it has returned.
-		c, rates = s.contribute(sum, s.prices)
-	}
-	key := threadKey(path, sum)
 	rec := s.threads[key]
 	if rec == nil {
 		rec = &threadRecord{}
 		s.threads[key] = rec
+	}
+	if s.pricesGen != gen || rec.pinGen != baseGen {
+		// New prices arrived meanwhile (SetPrices promises them for every
+		// token counted once it has returned), or another file of the
+		// thread pinned items first.
+		c, rates, pinned, fresh, vanished = s.contribute(sum, s.prices, rec.pins)
+	}
+	if vanished {
+		s.retire(rec, c, fresh)
+	}
+	for _, e := range rec.retired {
+		k := s.series.keys[e.id]
+		c[k] = satAdd(c[k], e.v)
+	}
+	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
+		rec.pins = pinned
+		rec.pinGen++
 	}
 	changed := false
 	grown := make(map[seriesKey]int64, len(rates))
@@ -443,6 +473,32 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	return changed
 }
 
+// retire keeps what a thread's missing items counted. Items the thread had
+// are gone from the snapshot c (a truncation: an edited prompt drops what
+// followed it), so per-series max-merging would count its new items only
+// beyond the old sums. What was counted, less what the items still present
+// give now (c without the new items, fresh), is what the missing items
+// counted: it is kept as the thread's retired part and added to every
+// snapshot from now on. Items still present that also grew in this very
+// snapshot make the retired part smaller than it was, never larger: the
+// rule may undercount such a rewrite, never count anything twice.
+func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
+	var retired contribution
+	for _, e := range rec.contrib {
+		k := s.series.keys[e.id]
+		if k.fam == famCost || k.fam == famUnpriced {
+			continue // follow token growth
+		}
+		if v := e.v - (c[k] - fresh[k]); v > 0 {
+			if retired == nil {
+				retired = contribution{}
+			}
+			retired[k] = v
+		}
+	}
+	rec.retired = s.series.compact(retired)
+}
+
 func (s *ThreadStore) addTo(rec *threadRecord, k seriesKey, v int64) {
 	if v <= 0 {
 		return
@@ -469,9 +525,12 @@ func (s *ThreadStore) Remove(path string) {
 	s.generation++
 }
 
-// contribute turns a summary into series, folding data-derived label values,
-// and prices its token series with prices.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
+// contributeTotals turns a summary without items (one built by hand rather
+// than by thread.Summarize) into series from its totals, folding
+// data-derived label values, and prices its token series with prices. It
+// has no identities to pin: a label that changes on such a summary counts
+// again.
+func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
 	// Roughly: per model, tokens, credits, stop reasons and context
 	// buckets; per tool, a few statuses; then the exchange histogram.
 	c := make(contribution, 16*len(sum.Tokens)+3*len(sum.ToolCalls)+24)
@@ -661,6 +720,13 @@ func checkSeries(series []SeriesValue, known map[family]bool) error {
 type ThreadState struct {
 	LastActivity int64         `json:"last_activity_ms,omitempty"`
 	Series       []SeriesValue `json:"series"`
+	// Pins are the labels the thread's items were first counted under.
+	// State files written before them lack it: such a thread is pinned
+	// from the first snapshot read after the restore.
+	Pins *PinState `json:"pins,omitempty"`
+	// Retired is what items no longer in the thread's file counted, kept
+	// apart since the file was truncated (ThreadStore.retire).
+	Retired []SeriesValue `json:"retired,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -686,6 +752,7 @@ func (s *ThreadStore) Export() *State {
 		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
 		st.Threads[key] = ts
 	}
+	s.exportIdentity(st)
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}
@@ -708,6 +775,12 @@ func (s *ThreadStore) Import(st *State) error {
 		if err := checkSeries(ts.Series, knownFamilies); err != nil {
 			return fmt.Errorf("thread %q: %w", key, err)
 		}
+		if err := checkPins(ts.Pins); err != nil {
+			return fmt.Errorf("thread %q: %w", key, err)
+		}
+		if err := checkSeries(ts.Retired, knownFamilies); err != nil {
+			return fmt.Errorf("thread %q: retired: %w", key, err)
+		}
 	}
 	for p, f := range st.Files {
 		if _, ok := st.Threads[f.Key]; !ok {
@@ -727,6 +800,7 @@ func (s *ThreadStore) Import(st *State) error {
 		}
 		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
 	}
+	s.importIdentity(st)
 	for p, f := range st.Files {
 		f := f
 		s.files[p] = &f

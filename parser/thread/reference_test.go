@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"hash/maphash"
 	"strconv"
 	"unicode/utf8"
 )
 
-// referenceParse decodes a thread with encoding/json, applying the same
-// rules as the fast parser. It is slow and obviously correct, and exists only
-// to check the fast parser (in tests and under the fuzzer). It returns a nil
-// thread for a document that is not a thread, and an error for a document
-// encoding/json refuses or that the comparison cannot judge (duplicate keys,
-// invalid UTF-8).
-func referenceParse(data []byte, seed maphash.Seed) (*Thread, error) {
+// referenceParse decodes a thread with encoding/json, following the spec
+// (formats §1) rather than the fast parser's code. It is slow and obviously
+// correct, and exists only to check the fast parser (in tests and under the
+// fuzzer). It returns a nil thread for a document that is not a thread, and
+// an error for a document encoding/json refuses or that the comparison
+// cannot judge (duplicate keys, invalid UTF-8).
+func referenceParse(data []byte) (*Thread, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("invalid UTF-8: encoding/json rewrites it, the fast parser does not")
 	}
@@ -47,12 +46,15 @@ func referenceParse(data []byte, seed maphash.Seed) (*Thread, error) {
 		t.ForkPoint = int(v)
 	}
 	if msgs, ok := top["messages"].([]any); ok {
-		for _, raw := range msgs {
+		// formats §4.7: the fork point is a position in this array, so
+		// every entry keeps the position it has here.
+		for pos, raw := range msgs {
 			obj, ok := raw.(map[string]any)
 			if !ok {
 				continue
 			}
-			if m := refMessage(obj, seed); m.Role != RoleOther {
+			if m := refMessage(obj); m.Role != RoleOther {
+				m.Index = pos
 				t.Messages = append(t.Messages, m)
 			}
 		}
@@ -88,7 +90,64 @@ func referenceParse(data []byte, seed maphash.Seed) (*Thread, error) {
 	return t, nil
 }
 
-func refMessage(obj map[string]any, seed maphash.Seed) Message {
+// referenceOwnMessages counts a thread's own user messages, assistant
+// messages and prompts straight from the document, by the spec's rule
+// (formats §1.2, §1.4, §4.7): forkPointIndex, else the messageIndex of a
+// fork relationship in which this thread is the child, is the position in
+// messages[] of the last entry a fork copied from its parent; entries after
+// it are the thread's own; only the user and assistant roles count; a user
+// message is a prompt when a block of its content is not a tool_result.
+// ok is false for a document the reference cannot judge.
+func referenceOwnMessages(data []byte) (user, assistant, prompts int, ok bool) {
+	if !utf8.Valid(data) || hasDuplicateKeys(data) {
+		return 0, 0, 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var top map[string]any
+	if dec.Decode(&top) != nil || top == nil {
+		return 0, 0, 0, false
+	}
+	lastCopied := int64(-1)
+	if rels, ok := top["relationships"].([]any); ok {
+		for _, raw := range rels {
+			rel, _ := raw.(map[string]any)
+			if i, ok := refInt(rel["messageIndex"]); ok && rel["type"] == "fork" && rel["role"] == "child" && i >= 0 && i < 1<<31 {
+				lastCopied = i
+			}
+		}
+	}
+	if i, ok := refInt(top["forkPointIndex"]); ok && i >= 0 && i < 1<<31 {
+		lastCopied = i
+	}
+	msgs, _ := top["messages"].([]any)
+	for pos := lastCopied + 1; pos >= 0 && pos < int64(len(msgs)); pos++ {
+		m, _ := msgs[pos].(map[string]any)
+		switch m["role"] {
+		case "assistant":
+			assistant++
+		case "user":
+			user++
+			prompt := false
+			switch content := m["content"].(type) {
+			case string:
+				prompt = true
+			case []any:
+				for _, b := range content {
+					if blk, _ := b.(map[string]any); blk == nil || blk["type"] != "tool_result" {
+						prompt = true
+					}
+				}
+			}
+			if prompt {
+				prompts++
+			}
+		}
+	}
+	return user, assistant, prompts, true
+}
+
+func refMessage(obj map[string]any) Message {
 	var m Message
 	switch obj["role"] {
 	case "user":
@@ -96,8 +155,11 @@ func refMessage(obj map[string]any, seed maphash.Seed) Message {
 	case "assistant":
 		m.Role = RoleAssistant
 	}
-	if n, ok := obj["messageId"].(json.Number); ok {
-		m.ID, m.HasID = refInt(n)
+	switch id := obj["messageId"].(type) {
+	case json.Number:
+		m.ID, m.HasID = refInt(id)
+	case string:
+		m.IDHash = HashID(id)
 	}
 	nonToolResult := false
 	switch content := obj["content"].(type) {
@@ -118,7 +180,7 @@ func refMessage(obj map[string]any, seed maphash.Seed) Message {
 			switch typ {
 			case "tool_result":
 				if id, ok := b["toolUseID"].(string); ok && status != "" {
-					m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: maphash.String(seed, id), Status: status})
+					m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: HashID(id), Status: status})
 				}
 				continue
 			case "tool_use":
@@ -127,7 +189,7 @@ func refMessage(obj map[string]any, seed maphash.Seed) Message {
 					if n, _ := b["normalizedName"].(string); n != "" {
 						name = n
 					}
-					m.ToolUses = append(m.ToolUses, ToolUse{IDHash: maphash.String(seed, id), Name: name})
+					m.ToolUses = append(m.ToolUses, ToolUse{IDHash: HashID(id), Name: name})
 				}
 			}
 			nonToolResult = true
@@ -184,6 +246,9 @@ func refUsage(u map[string]any) *Usage {
 
 func refEvent(obj map[string]any) LedgerEvent {
 	var e LedgerEvent
+	if id, ok := obj["id"].(string); ok {
+		e.IDHash = HashID(id)
+	}
 	e.Model, _ = obj["model"].(string)
 	e.Credits, e.HasCredits = refFloat(obj["credits"])
 	if ts, ok := obj["timestamp"].(string); ok {

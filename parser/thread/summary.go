@@ -2,6 +2,8 @@ package thread
 
 import (
 	"math"
+	"math/bits"
+	"sync/atomic"
 
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
@@ -48,6 +50,14 @@ type Summary struct {
 	// LastActivity is the newest timestamp in the thread, epoch ms.
 	LastActivity int64 `json:"last_activity_ms"`
 
+	// Items are the thread's counted things, one by one, with their
+	// identities: the totals below are their sum (without the Copied
+	// ones). The collector counts from Items. They live in the storage of
+	// the parser that read the thread, until its next parse (ItemsValid).
+	Items  []Item `json:"-"`
+	gen    uint64
+	parses *atomic.Uint64
+
 	UserMessages      int               `json:"user_messages"`
 	AssistantMessages int               `json:"assistant_messages"`
 	Prompts           int               `json:"prompts"`
@@ -62,6 +72,13 @@ type Summary struct {
 	ToolCalls           map[string]map[string]int `json:"tool_calls"` // tool → status → n
 	ContextUtil         []Ratio                   `json:"context_utilization"`
 	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
+}
+
+// ItemsValid reports whether Items still hold this summary's items: false
+// once the parser that read the thread has parsed another, which reuses
+// their storage. The totals stay valid.
+func (s *Summary) ItemsValid() bool {
+	return s.parses == nil || s.parses.Load() == s.gen
 }
 
 // Tool-call statuses: the terminal run states, with rejected-by-user
@@ -111,17 +128,23 @@ func FinishReason(m *Message) string {
 	return ""
 }
 
-func (m *Message) model() string {
+// rawModel is the model a message names, "" when it names none.
+func (m *Message) rawModel() string {
 	if m.Usage != nil && m.Usage.Model != "" {
 		return m.Usage.Model
 	}
-	if m.Model != "" {
-		return m.Model
-	}
-	return UnknownModel
+	return m.Model
 }
 
-// Summarize computes a thread's contribution.
+func orUnknown(model string) string {
+	if model == "" {
+		return UnknownModel
+	}
+	return model
+}
+
+// Summarize computes a thread's contribution: the list of its items
+// (Summary.Items), and their totals.
 //
 // Billing follows the rule the peer tools (ccusage) use so that totals agree:
 // a thread whose usageLedger has events is billed by its ledger — input,
@@ -134,7 +157,11 @@ func (m *Message) model() string {
 // timestamp) or name its model, the exporter counts it under model
 // "unknown" or without a date: tokens spent stay spent. Forks differ too:
 // the messages a fork copied from its parent are counted once, in the
-// parent, where ccusage counts them in both files.
+// parent, where ccusage counts them in both files; so are the ledger events
+// that bill them or predate the fork.
+//
+// When t comes from a Parser, Summary.Items lives in the parser's storage
+// and is valid until its next Parse, like t itself.
 func Summarize(t *Thread) *Summary {
 	s := &Summary{
 		ID:           t.ID,
@@ -146,29 +173,32 @@ func Summarize(t *Thread) *Summary {
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
 	}
-	first := t.ForkPoint + 1 // messages before first were copied by a fork
-	if first > len(t.Messages) {
-		first = len(t.Messages)
+	// The fork copied messages[0..ForkPoint]: positions in the file's
+	// whole messages[], which Index keeps.
+	first := 0
+	for first < len(t.Messages) && t.Messages[first].Index <= t.ForkPoint {
+		first++
 	}
 	s.CopiedMessages = first
-	counted := t.Messages[first:]
 
+	var items []Item
+	if t.items != nil {
+		items = (*t.items)[:0]
+	}
 	// Sized up front: growing these maps was a tenth of the summary's cost.
-	uses, requests := 0, 0
+	uses := 0
 	for i := range t.Messages {
 		uses += len(t.Messages[i].ToolUses)
-		if i >= first && t.Messages[i].Usage != nil {
-			requests++
-		}
 	}
-	if requests > 0 {
-		s.ContextUtil = make([]Ratio, 0, requests)
+	if need := len(t.Messages) + uses + len(t.Ledger); cap(items) < need {
+		items = make([]Item, 0, need+need/4)
 	}
-	toolNames := make(map[uint64]string, uses)
+	// Where each tool_use is: its message's index << 32 | its rank.
+	toolUses := make(map[uint64]uint64, uses)
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		for _, tu := range m.ToolUses {
-			toolNames[tu.IDHash] = tu.Name
+		for j, tu := range m.ToolUses {
+			toolUses[tu.IDHash] = uint64(i)<<32 | uint64(uint32(j))
 		}
 		s.LastActivity = max(s.LastActivity, m.SentAt)
 		if m.Usage != nil {
@@ -179,74 +209,126 @@ func Summarize(t *Thread) *Summary {
 		s.LastActivity = max(s.LastActivity, e.Timestamp)
 	}
 
-	if len(t.Ledger) > 0 {
+	byLedger := len(t.Ledger) > 0
+	s.Billing = BillingMessages
+	if byLedger {
 		s.Billing = BillingLedger
-		s.billLedger(t)
-	} else {
-		s.Billing = BillingMessages
-		for i := range counted {
-			m := &counted[i]
-			if m.Role != RoleAssistant || m.Usage == nil {
-				continue
-			}
-			u := m.Usage
-			s.addTokens(m.model(), u.Input, u.Output, u.CacheRead, u.CacheCreation, u.TotalTokens)
-			if u.HasCredits {
-				s.Credits[m.model()] += u.Credits
-			}
-		}
 	}
-
 	seenResults := make(map[uint64]bool, uses)
-	for i := range counted {
-		m := &counted[i]
-		switch m.Role {
-		case RoleUser:
-			s.UserMessages++
-			if m.Prompt {
-				s.Prompts++
-			}
-			for _, r := range m.ToolResults {
-				status := TerminalStatus(r.Status)
-				if status == "" || seenResults[r.ToolUseIDHash] {
-					continue
+	for i := range t.Messages {
+		m := &t.Messages[i]
+		copied := i < first
+		it := Item{Key: messageKey(m), Copied: copied, Role: m.Role, Prompt: m.Prompt}
+		if m.Role == RoleAssistant {
+			it.Model = m.rawModel()
+			it.StopReason = FinishReason(m)
+			if u := m.Usage; u != nil {
+				if !byLedger {
+					it.Tokens, it.Over = requestTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation, u.TotalTokens)
+					it.Credits, it.HasCredits = u.Credits, u.HasCredits
 				}
-				seenResults[r.ToolUseIDHash] = true
-				name := toolname.Unknown
-				if n, ok := toolNames[r.ToolUseIDHash]; ok {
-					name = toolname.Normalize(n)
+				if it.StopReason != "" && u.MaxInput > 0 {
+					total := u.TotalInput
+					if total == 0 {
+						total = u.Input + u.CacheRead + u.CacheCreation
+					}
+					it.Ratio, it.HasRatio = float64(total)/float64(u.MaxInput), true
 				}
-				inc(s.ToolCalls, name, status)
-			}
-		case RoleAssistant:
-			s.AssistantMessages++
-			reason := FinishReason(m)
-			if reason == "" {
-				continue
-			}
-			inc(s.Finished, m.model(), reason)
-			if u := m.Usage; u != nil && u.MaxInput > 0 {
-				total := u.TotalInput
-				if total == 0 {
-					total = u.Input + u.CacheRead + u.CacheCreation
-				}
-				s.ContextUtil = append(s.ContextUtil, Ratio{Model: m.model(), Ratio: float64(total) / float64(u.MaxInput)})
 			}
 		}
+		items = append(items, it)
+		for j, r := range m.ToolResults {
+			status := TerminalStatus(r.Status)
+			if status == "" || seenResults[r.ToolUseIDHash] {
+				continue
+			}
+			seenResults[r.ToolUseIDHash] = true
+			name := toolname.Unknown
+			if at, ok := toolUses[r.ToolUseIDHash]; ok {
+				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
+			}
+			items = append(items, Item{Key: toolKey(m, j, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status})
+		}
 	}
-	if len(s.ContextUtil) == 0 {
-		s.ContextUtil = nil // as before it was sized up front
+	if byLedger {
+		items = ledgerItems(t, first, items)
 	}
-	s.ExchangeSeconds = exchanges(counted)
+	items = exchanges(t.Messages, first, items)
+	if t.items != nil {
+		*t.items = items
+	}
+	s.Items, s.gen, s.parses = items, t.gen, t.parses
+	s.total()
 	return s
 }
 
-func (s *Summary) billLedger(t *Thread) {
+// total adds up the items that are the thread's own into the summary's
+// totals.
+func (s *Summary) total() {
+	ratios, exchanges := 0, 0
+	for i := range s.Items {
+		it := &s.Items[i]
+		switch {
+		case it.Copied:
+		case it.HasRatio:
+			ratios++
+		case it.Kind() == ItemExchange:
+			exchanges++
+		}
+	}
+	if ratios > 0 {
+		s.ContextUtil = make([]Ratio, 0, ratios)
+	}
+	if exchanges > 0 {
+		s.ExchangeSeconds = make([]float64, 0, exchanges)
+	}
+	for i := range s.Items {
+		it := &s.Items[i]
+		if it.Copied {
+			continue
+		}
+		switch k := it.Kind(); {
+		case it.IsMessage() && it.Role == RoleUser:
+			s.UserMessages++
+			if it.Prompt {
+				s.Prompts++
+			}
+		case it.IsMessage() && it.Role == RoleAssistant:
+			s.AssistantMessages++
+			model := orUnknown(it.Model)
+			s.addTokens(model, it)
+			if it.StopReason != "" {
+				inc(s.Finished, model, it.StopReason)
+			}
+			if it.HasRatio {
+				s.ContextUtil = append(s.ContextUtil, Ratio{Model: model, Ratio: it.Ratio})
+			}
+		case it.IsLedger():
+			s.addTokens(orUnknown(it.Model), it)
+		case it.IsTool():
+			inc(s.ToolCalls, it.Tool, it.Status)
+		case k == ItemExchange:
+			s.ExchangeSeconds = append(s.ExchangeSeconds, it.Seconds)
+		}
+	}
+}
+
+// ledgerItems appends the items of a thread's ledger events. In a fork, an
+// event that bills a copied message, or that names none and predates the
+// fork, was copied with them: the parent's.
+func ledgerItems(t *Thread, first int, items []Item) []Item {
 	type cache struct{ read, creation int64 }
 	byID := make(map[int64]cache)
+	copiedID := make(map[int64]bool)
 	for i := range t.Messages {
 		m := &t.Messages[i]
-		if m.Role != RoleAssistant || !m.HasID {
+		if !m.HasID {
+			continue
+		}
+		if i < first {
+			copiedID[m.ID] = true
+		}
+		if m.Role != RoleAssistant {
 			continue
 		}
 		var c cache
@@ -255,50 +337,63 @@ func (s *Summary) billLedger(t *Thread) {
 		}
 		byID[m.ID] = c
 	}
-	for _, e := range t.Ledger {
-		model := e.Model
-		if model == "" {
-			model = UnknownModel
+	for j := range t.Ledger {
+		e := &t.Ledger[j]
+		key := ItemKey(ItemLedgerAt, uint64(j))
+		if e.IDHash != 0 {
+			key = ItemKey(ItemLedger, e.IDHash)
+		}
+		it := Item{Key: key, Model: e.Model}
+		if t.ForkPoint >= 0 {
+			if e.HasTo {
+				it.Copied = copiedID[e.ToMessageID]
+			} else {
+				it.Copied = e.Timestamp > 0 && e.Timestamp < t.Created
+			}
 		}
 		var c cache
 		if e.HasTo {
 			c = byID[e.ToMessageID]
 		}
-		s.addTokens(model, e.Input, e.Output, c.read, c.creation, e.Total)
-		if e.HasCredits {
-			s.Credits[model] += e.Credits
-		}
+		it.Tokens, it.Over = requestTokens(e.Input, e.Output, c.read, c.creation, e.Total)
+		it.Credits, it.HasCredits = e.Credits, e.HasCredits
+		items = append(items, it)
 	}
+	return items
 }
 
-// addTokens adds one record's tokens. A record that gives only a total
-// (some ledger events) has the tokens its parts do not explain counted as
-// output, as ccusage does when pricing them.
-func (s *Summary) addTokens(model string, input, output, cacheRead, cacheCreation, total int64) {
+// requestTokens returns one record's tokens and their part beyond the
+// long-context threshold. A record that gives only a total (some ledger
+// events) has the tokens its parts do not explain counted as output, as
+// ccusage does when pricing them.
+func requestTokens(input, output, cacheRead, cacheCreation, total int64) (t, over Tokens) {
 	if known := satAdd(satAdd(input, output), satAdd(cacheRead, cacheCreation)); total > known {
 		output = satAdd(output, total-known)
 	}
-	if input == 0 && output == 0 && cacheRead == 0 && cacheCreation == 0 {
+	o := func(n int64) int64 { return max(n-LongContextThreshold, 0) }
+	return Tokens{input, output, cacheRead, cacheCreation}, Tokens{o(input), o(output), o(cacheRead), o(cacheCreation)}
+}
+
+// addTokens adds an item's tokens and credits under model.
+func (s *Summary) addTokens(model string, it *Item) {
+	if it.HasCredits {
+		s.Credits[model] += it.Credits
+	}
+	if it.Tokens == (Tokens{}) {
 		return
 	}
-	t := s.Tokens[model]
-	t.Input = satAdd(t.Input, input)
-	t.Output = satAdd(t.Output, output)
-	t.CacheRead = satAdd(t.CacheRead, cacheRead)
-	t.CacheCreation = satAdd(t.CacheCreation, cacheCreation)
-	s.Tokens[model] = t
-	over := func(n int64) int64 { return max(n-LongContextThreshold, 0) }
-	if o := (Tokens{over(input), over(output), over(cacheRead), over(cacheCreation)}); o != (Tokens{}) {
+	s.Tokens[model] = s.Tokens[model].plus(it.Tokens)
+	if it.Over != (Tokens{}) {
 		if s.TokensOverThreshold == nil {
 			s.TokensOverThreshold = map[string]Tokens{}
 		}
-		t := s.TokensOverThreshold[model]
-		t.Input = satAdd(t.Input, o.Input)
-		t.Output = satAdd(t.Output, o.Output)
-		t.CacheRead = satAdd(t.CacheRead, o.CacheRead)
-		t.CacheCreation = satAdd(t.CacheCreation, o.CacheCreation)
-		s.TokensOverThreshold[model] = t
+		s.TokensOverThreshold[model] = s.TokensOverThreshold[model].plus(it.Over)
 	}
+}
+
+// plus adds two token counts without wrapping.
+func (t Tokens) plus(u Tokens) Tokens {
+	return Tokens{satAdd(t.Input, u.Input), satAdd(t.Output, u.Output), satAdd(t.CacheRead, u.CacheRead), satAdd(t.CacheCreation, u.CacheCreation)}
 }
 
 // satAdd adds two non-negative counts, stopping at the largest int64 rather
@@ -319,41 +414,48 @@ func inc(m map[string]map[string]int, a, b string) {
 	inner[b]++
 }
 
-// exchanges returns the duration of every finished exchange: from a prompt's
-// sentAt to the last assistant timestamp before the next prompt. An exchange
-// is finished once the next prompt arrives, or when its last assistant
-// message is finished and did not stop to call a tool; until then its end
-// may still move, so it is not reported.
-func exchanges(msgs []Message) []float64 {
-	var out []float64
+// exchanges appends an item for every finished exchange: from a prompt's
+// sentAt to the last assistant timestamp before the next prompt, identified
+// by its prompt. An exchange is finished once the next prompt arrives, or
+// when its last assistant message is finished and did not stop to call a
+// tool; until then its end may still move, so it is not reported. The
+// exchanges of prompts a fork copied (before first) are the parent's.
+func exchanges(msgs []Message, first int, items []Item) []Item {
 	var (
 		open      bool
+		at        int
 		start     int64
 		end       int64
 		lastState string
 	)
-	flush := func(final bool) {
-		if !open || end <= 0 || end < start {
-			return
-		}
-		if final && (lastState == "" || lastState == "tool_use") {
-			return
-		}
-		out = append(out, float64(end-start)/1000)
-	}
-	for i := range msgs {
-		m := &msgs[i]
-		switch {
-		case m.Role == RoleUser && m.Prompt:
-			flush(false)
-			open, start, end, lastState = m.SentAt > 0, m.SentAt, 0, ""
-		case m.Role == RoleAssistant && open:
-			if m.Usage != nil && m.Usage.Timestamp > end {
-				end = m.Usage.Timestamp
+	for i := 0; i <= len(msgs); i++ {
+		final := i == len(msgs)
+		var m *Message
+		if !final {
+			m = &msgs[i]
+			if m.Role == RoleAssistant && open {
+				if m.Usage != nil && m.Usage.Timestamp > end {
+					end = m.Usage.Timestamp
+				}
+				lastState = FinishReason(m)
+				continue
 			}
-			lastState = FinishReason(m)
+			if m.Role != RoleUser || !m.Prompt {
+				continue
+			}
+		}
+		// A prompt, or the end: the open exchange is over.
+		if open && end > 0 && end >= start && !(final && (lastState == "" || lastState == "tool_use")) {
+			items = append(items, Item{
+				// The prompt's key, its kind rotated into the low bits.
+				Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
+				Copied:  at < first,
+				Seconds: float64(end-start) / 1000,
+			})
+		}
+		if !final {
+			open, at, start, end, lastState = m.SentAt > 0, i, m.SentAt, 0, ""
 		}
 	}
-	flush(true)
-	return out
+	return items
 }

@@ -9,8 +9,8 @@ package thread
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
+	"sync/atomic"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 )
@@ -57,6 +57,13 @@ const (
 
 // Thread is what the exporter needs of one thread file.
 type Thread struct {
+	// items is the parser's reusable storage for Summarize's items; gen
+	// is the parser's parse count when t was parsed, and parses points to
+	// that count, so a Summary can tell whether its items were reused.
+	items  *[]Item
+	gen    uint64
+	parses *atomic.Uint64
+
 	ID        string
 	Version   int64
 	Created   int64 // epoch ms
@@ -64,6 +71,8 @@ type Thread struct {
 	// ForkPoint is the index of the last message copied from a parent
 	// thread when this thread was forked, or -1. Amp copies
 	// messages[0..ForkPoint] inclusive (forkThread: slice(0, index+1)).
+	// It indexes the file's whole messages[] (Message.Index), info and
+	// unknown-role messages included.
 	ForkPoint int
 	Messages  []Message
 	Ledger    []LedgerEvent
@@ -72,10 +81,16 @@ type Thread struct {
 // Message is a user or assistant message, reduced to what is counted.
 type Message struct {
 	Role Role
-	// ID is the numeric messageId (server exports use strings; those are
-	// not recorded, HasID is false).
-	ID    int64
-	HasID bool
+	// ID is the numeric messageId. Server exports use "M-…" strings:
+	// HasID is false and IDHash is the string's hash (0 when there is no
+	// string id either).
+	ID     int64
+	HasID  bool
+	IDHash uint64
+	// Index is the message's position in the file's messages[], where
+	// messages the exporter does not record (info, unknown roles, entries
+	// that are not objects) take their places too.
+	Index int
 
 	// User messages.
 	Prompt      bool  // at least one block that is not a tool_result
@@ -106,7 +121,8 @@ type Usage struct {
 	HasTokenNegative bool  // a negative count was seen and read as 0
 }
 
-// ToolUse is a tool call; IDs are hashed, they are only needed for pairing.
+// ToolUse is a tool call; IDs are hashed (HashID), they are only needed for
+// pairing and as identities.
 type ToolUse struct {
 	IDHash uint64
 	Name   string
@@ -120,6 +136,8 @@ type ToolResult struct {
 
 // LedgerEvent is a usageLedger billing event (older thread files).
 type LedgerEvent struct {
+	// IDHash is the hash of the event's id (HashID), 0 when it has none.
+	IDHash      uint64
 	Model       string
 	Input       int64
 	Output      int64
@@ -136,9 +154,13 @@ type LedgerEvent struct {
 // its next Parse or ParseBytes call. A Parser is not safe for concurrent
 // use; use one per worker.
 type Parser struct {
+	// items is Summarize's storage for the items of the last Thread;
+	// parses counts parses, for Summary.ItemsValid.
+	items  []Item
+	parses atomic.Uint64
+
 	sc     *jsonscan.Scanner
 	intern map[string]string
-	seed   maphash.Seed
 	// msgStore is the storage of the last Thread's Messages, and the
 	// others the storage its messages' usage blocks, tool uses and tool
 	// results point into. They were most of what a parse allocated; the
@@ -160,7 +182,6 @@ func NewParser() *Parser {
 	return &Parser{
 		sc:     jsonscan.New(nil),
 		intern: make(map[string]string),
-		seed:   maphash.MakeSeed(),
 	}
 }
 
@@ -202,6 +223,11 @@ func (p *Parser) parse() (*Thread, error) {
 	}
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
+
+	t.items, t.gen, t.parses = &p.items, p.parses.Add(1), &p.parses
+	if cap(p.items) > maxKept {
+		p.items = nil
+	}
 	defer func() {
 		p.msgStore = keep(t.Messages)
 		p.usageSlab, p.toolUses, p.toolResults = keep(p.usageSlab), keep(p.toolUses), keep(p.toolResults)
@@ -261,13 +287,15 @@ func (p *Parser) parse() (*Thread, error) {
 func (p *Parser) messages(t *Thread) {
 	sc := p.sc
 	arr := sc.Array()
-	for arr.Next() {
+	// Every entry takes a position: forkPointIndex counts them all.
+	for i := 0; arr.Next(); i++ {
 		if sc.Peek() != jsonscan.Object {
 			sc.Skip()
 			continue
 		}
 		m := p.message()
 		if m.Role != RoleOther {
+			m.Index = i
 			t.Messages = append(t.Messages, m)
 		}
 	}
@@ -314,9 +342,14 @@ func (p *Parser) message() Message {
 				}
 			}
 		case "messageId":
-			if sc.Peek() == jsonscan.Number {
+			switch sc.Peek() {
+			case jsonscan.Number:
 				m.ID, m.HasID = sc.Int()
-			} else {
+			case jsonscan.String:
+				if v, ok := sc.String(); ok {
+					m.IDHash = hashID(v)
+				}
+			default:
 				sc.Skip()
 			}
 		case "content":
@@ -399,7 +432,7 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "id":
 				if v, ok := sc.String(); ok {
-					idHash, hasID = maphash.Bytes(p.seed, v), true
+					idHash, hasID = hashID(v), true
 				}
 			case "name":
 				if v, ok := sc.String(); ok {
@@ -411,7 +444,7 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "toolUseID":
 				if v, ok := sc.String(); ok {
-					toolUseHash, hasToolUseID = maphash.Bytes(p.seed, v), true
+					toolUseHash, hasToolUseID = hashID(v), true
 				}
 			case "run":
 				stat = p.runStatus()
@@ -576,6 +609,10 @@ func (p *Parser) ledgerEvent() LedgerEvent {
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 		switch string(key) {
+		case "id":
+			if v, ok := sc.String(); ok {
+				e.IDHash = hashID(v)
+			}
 		case "model":
 			if v, ok := sc.String(); ok {
 				e.Model = p.str(v)

@@ -1,0 +1,143 @@
+package thread
+
+// Identities of the things a thread counts (design.md, "Counting rules"):
+// a message is identified by its messageId, a ledger event by its id, a tool
+// result by its toolUseID, an exchange by the prompt that opened it. The
+// collector pins each item's labels when it is first counted, so an item
+// whose labels change on a rewrite (a stop reason that turns into
+// `cancelled`, a model filled in late) still counts once.
+
+// ItemKind says what an item is. It is part of the item's key.
+type ItemKind uint8
+
+// Item kinds. A message without a numeric messageId is identified by the
+// hash of its string id (server exports), else by its position in
+// messages[]; a ledger event without an id by its position in the ledger.
+// A tool result stands for its toolUseID: in a message with a numeric
+// messageId, by its place (the message and the result's rank in it: the
+// same result, stable while its tool_use is rewritten or even lost, and a
+// far smaller key to keep); else by the id's hash.
+const (
+	ItemMessage         ItemKind = 1
+	ItemMessageStringID ItemKind = 2
+	ItemMessageAt       ItemKind = 3
+	ItemLedger          ItemKind = 4
+	ItemLedgerAt        ItemKind = 5
+	ItemTool            ItemKind = 6
+	ItemExchange        ItemKind = 7
+	ItemToolAt          ItemKind = 8
+)
+
+const (
+	kindShift = 60
+	idMask    = 1<<kindShift - 1
+)
+
+// ItemKey makes the key of an item: its kind and the low 60 bits of its id.
+func ItemKey(kind ItemKind, id uint64) uint64 {
+	return uint64(kind)<<kindShift | id&idMask
+}
+
+// Kind returns the kind of an item.
+func (it *Item) Kind() ItemKind { return ItemKind(it.Key >> kindShift) }
+
+// IsMessage reports whether the item is a user or assistant message.
+func (it *Item) IsMessage() bool {
+	k := it.Kind()
+	return k == ItemMessage || k == ItemMessageStringID || k == ItemMessageAt
+}
+
+// IsTool reports whether the item is a tool result.
+func (it *Item) IsTool() bool {
+	k := it.Kind()
+	return k == ItemTool || k == ItemToolAt
+}
+
+// IsLedger reports whether the item is a usageLedger event.
+func (it *Item) IsLedger() bool {
+	k := it.Kind()
+	return k == ItemLedger || k == ItemLedgerAt
+}
+
+// Item is one counted thing of a thread: its identity, the labels it carries
+// in this snapshot (raw, before the label cap), and its values. Summarize
+// lists every item of the thread, the ones a fork copied from its parent
+// too (Copied), so that the collector can remember them as the parent's
+// even when a later rewrite loses the fork point.
+type Item struct {
+	// Key identifies the item within its thread, across rewrites and
+	// restarts (ItemKey).
+	Key uint64
+	// Copied is set on the items a fork copied from its parent: the
+	// parent's spending, not counted here.
+	Copied bool
+	// Role and Prompt of a message item.
+	Role   Role
+	Prompt bool
+
+	// Model names the model of a message or ledger event, "" when nothing
+	// does.
+	Model string
+	// StopReason is a finished assistant message's stop_reason
+	// (FinishReason), "" while it is still moving.
+	StopReason string
+	// Tool and Status of a tool result: the normalized tool name and the
+	// terminal status.
+	Tool   string
+	Status string
+
+	// Tokens billed to the item (assistant messages of a thread billed by
+	// its messages, ledger events of one billed by its ledger), and their
+	// part beyond LongContextThreshold.
+	Tokens     Tokens
+	Over       Tokens
+	Credits    float64
+	HasCredits bool
+	// Ratio is a finished assistant message's context-window utilization.
+	Ratio    float64
+	HasRatio bool
+	// Seconds is an exchange's duration.
+	Seconds float64
+}
+
+// hashID hashes an id string (FNV-1a, 64 bits). Unlike a seeded hash it is
+// the same in every process, so keys made from it can be persisted.
+func hashID(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// HashID is hashID for a string.
+func HashID(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// toolKey is the identity of the j-th tool result of message m, whose
+// toolUseID hashes to h.
+func toolKey(m *Message, j int, h uint64) uint64 {
+	if m.HasID && m.ID >= 0 && m.ID < 1<<50 && j < 64 {
+		return ItemKey(ItemToolAt, uint64(m.ID)<<6|uint64(j))
+	}
+	return ItemKey(ItemTool, h)
+}
+
+// messageKey is a message's identity: its numeric messageId, else the hash
+// of its string id, else its position in messages[].
+func messageKey(m *Message) uint64 {
+	switch {
+	case m.HasID:
+		return ItemKey(ItemMessage, uint64(m.ID))
+	case m.IDHash != 0:
+		return ItemKey(ItemMessageStringID, m.IDHash)
+	}
+	return ItemKey(ItemMessageAt, uint64(m.Index))
+}
