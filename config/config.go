@@ -107,6 +107,10 @@ type StreamsConfig struct {
 type IngestConfig struct {
 	Enabled      bool     `yaml:"enabled"`
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxConcurrentRequests caps the ingest requests served at once.
+	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
+	// ReadTimeout ends a request whose body is silent this long.
+	ReadTimeout model.Duration `yaml:"read_timeout"`
 }
 
 // ThreadsConfig configures the Amp thread-file source.
@@ -135,7 +139,8 @@ func Default() *Config {
 		Streams: StreamsConfig{
 			PollInterval: model.Duration(500 * time.Millisecond),
 			MaxLineBytes: 16 << 20,
-			Ingest:       IngestConfig{Enabled: true, MaxBodyBytes: 1 << 30},
+			Ingest: IngestConfig{Enabled: true, MaxBodyBytes: 1 << 30,
+				MaxConcurrentRequests: 4, ReadTimeout: model.Duration(2 * time.Minute)},
 		},
 		Limits: LimitsConfig{
 			MaxLabelValues: 100,
@@ -244,6 +249,12 @@ func (c *Config) resolve(env Env) error {
 	}
 	if c.Streams.Ingest.MaxBodyBytes < c.Streams.MaxLineBytes {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
+	}
+	if c.Streams.Ingest.MaxConcurrentRequests < 1 {
+		errs = append(errs, fmt.Sprintf("streams.ingest.max_concurrent_requests: %d, must be at least 1", c.Streams.Ingest.MaxConcurrentRequests))
+	}
+	if d := time.Duration(c.Streams.Ingest.ReadTimeout); d < time.Second {
+		errs = append(errs, fmt.Sprintf("streams.ingest.read_timeout: %s is too short, use at least 1s", d))
 	}
 	c.resolveAmy(env, &errs)
 	if f := c.Pricing.File; f != "" {

@@ -63,6 +63,7 @@ type flags struct {
 	telemetryPath string
 	storagePath   string
 	web           *web.FlagConfig
+	server        serverFlags
 	log           *promslog.Config
 }
 
@@ -78,6 +79,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	app.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
 		Default("").StringVar(&f.storagePath)
 	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
+	addServerFlags(app, &f.server)
 	flag.AddFlags(app, f.log)
 	app.Command("serve", "Run the exporter (the default command).").Default()
 	ingest := app.Command("ingest", "Copy stdin to stdout and stream it to an exporter's "+IngestPath+
@@ -209,11 +211,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ingest:        ingest,
 		ingestEnabled: rl.ingestEnabled,
 		logger:        logger,
+		maxRequests:   f.server.maxRequests,
+		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: mux}
+	hardenServer(server)
 
 	var g rungroup.Group
 	g.Add(func() error { return watcher.Run(ctx) }, func(error) { cancel() })
@@ -240,7 +245,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
-		err := web.ListenAndServe(server, f.web, logger)
+		err := listenAndServe(server, f.web, f.server.maxConnections, logger)
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}

@@ -54,6 +54,10 @@ func (r *reloader) ingestConfig() streams.IngestConfig {
 	return streams.IngestConfig{
 		MaxLineBytes: int(r.current.Streams.MaxLineBytes),
 		MaxBodyBytes: int64(r.current.Streams.Ingest.MaxBodyBytes),
+		// The memory one request can hold is bounded by MaxLineBytes;
+		// all of them together by this.
+		MaxConcurrent: r.current.Streams.Ingest.MaxConcurrentRequests,
+		ReadTimeout:   time.Duration(r.current.Streams.Ingest.ReadTimeout),
 	}
 }
 
