@@ -52,6 +52,17 @@ func (u Upstream) key() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// keySource names where the upstream's key comes from, for log lines.
+func (u Upstream) keySource() string {
+	switch {
+	case u.APIKeyFile != "":
+		return "api_key_file"
+	case u.APIKey != "":
+		return "api_key"
+	}
+	return "none"
+}
+
 // eventsURL is GET {base}/v1/turns/{id}/events.
 func (u Upstream) eventsURL(turn string) string {
 	base := *u.BaseURL
@@ -193,13 +204,22 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.store.GaveUp(up.Name, turn, collector.GivenUpNotFound)
 			c.log.Info("Amy turn not found (past the replay window); no longer followed", "upstream", up.Name, "turn", turn)
 			return
+		case (o.status == http.StatusUnauthorized || o.status == http.StatusForbidden) && auth != "":
+			// The creating client's token (short-lived: client JWTs live
+			// about a minute) no longer works: go on with the upstream's
+			// own key, at once.
+			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
+			auth = ""
+			c.log.Info("Amy refused the client's token this turn was learned with (expired?); following it with the upstream's configured key",
+				"upstream", up.Name, "turn", turn, "status", o.status, "key_source", up.keySource())
+			continue
 		case o.status == http.StatusUnauthorized || o.status == http.StatusForbidden:
 			c.store.SetUp(up.Name, turn, false)
 			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
 			if !reportedAuth {
 				reportedAuth = true
-				c.log.Error("Amy refused the API key; retrying only every few minutes", "upstream", up.Name,
-					"status", o.status, "retry_in", unauthorizedBackoff)
+				c.log.Error("Amy refused the upstream's configured API key; retrying only every few minutes", "upstream", up.Name,
+					"status", o.status, "key_source", up.keySource(), "retry_in", unauthorizedBackoff)
 			}
 			c.sleep(tctx, unauthorizedBackoff)
 			continue

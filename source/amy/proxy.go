@@ -66,6 +66,7 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 		FlushInterval: -1, // flush every write: event streams must not wait
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
+			dropUnknownHopHeaders(resp)
 			req := resp.Request
 			var events []string // the event stream's path, with its turn
 			if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
@@ -228,3 +229,34 @@ func (c *captureBody) Read(p []byte) (int, error) {
 }
 
 func (c *captureBody) Close() error { return c.rc.Close() }
+
+// endToEnd are the response headers forwarded when the upstream's
+// Connection header is unknown (see dropUnknownHopHeaders): the standard
+// end-to-end ones an API answer carries.
+var endToEnd = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Content-Language": true,
+	"Content-Disposition": true, "Content-Location": true, "Content-Range": true,
+	"Cache-Control": true, "Date": true, "Etag": true, "Expires": true, "Last-Modified": true,
+	"Location": true, "Retry-After": true, "Vary": true, "Www-Authenticate": true, "Allow": true,
+	"Set-Cookie": true, "Pragma": true, "Server": true, "Strict-Transport-Security": true,
+	"X-Request-Id": true, "X-Content-Type-Options": true, "Accept-Ranges": true, "Age": true,
+	"Access-Control-Allow-Origin": true, "Access-Control-Allow-Credentials": true,
+	"Access-Control-Expose-Headers": true, "Access-Control-Allow-Headers": true,
+	"Access-Control-Allow-Methods": true, "Access-Control-Max-Age": true,
+}
+
+// dropUnknownHopHeaders: Go's client deletes the whole Connection header
+// of a response when it says "close" (resp.Close), before the reverse proxy
+// can remove the hop-by-hop headers it names (`Connection: close,
+// X-Secret-Hop`). Those names are then unknown, so only standard
+// end-to-end headers are forwarded: a hop-by-hop header never leaks.
+func dropUnknownHopHeaders(resp *http.Response) {
+	if !resp.Close || resp.ProtoMajor != 1 {
+		return
+	}
+	for k := range resp.Header {
+		if !endToEnd[http.CanonicalHeaderKey(k)] {
+			resp.Header.Del(k)
+		}
+	}
+}
