@@ -52,6 +52,9 @@ type AmyUpstream struct {
 // AmyProxy configures the reverse-proxy tap in front of an Amy API.
 type AmyProxy struct {
 	ListenAddress string `yaml:"listen_address"`
+	// WebConfigFile is an exporter-toolkit web config (TLS, client
+	// certificates) for the proxy's listener; empty: plain HTTP.
+	WebConfigFile string `yaml:"web_config_file"`
 }
 
 // Secret is a credential: never printed, never logged.
@@ -337,6 +340,11 @@ func (c *Config) resolveAmy(env Env, errs *[]string) {
 				*errs = append(*errs, where+".proxy.listen_address: used twice")
 			}
 			seenListen[a] = true
+		}
+		if f := u.Proxy.WebConfigFile; f != "" {
+			if abs, err := filepath.Abs(f); err == nil {
+				u.Proxy.WebConfigFile = abs
+			}
 		}
 		if u.IdleTimeout == 0 {
 			u.IdleTimeout = model.Duration(time.Minute)

@@ -230,7 +230,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, p := range proxies {
 		g.Add(func() error {
 			logger.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
-			if err := p.server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := p.serve(f.server.maxConnections, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("amy proxy %s: %w", p.upstream, err)
 			}
 			return nil
