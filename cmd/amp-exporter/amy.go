@@ -24,6 +24,16 @@ func upstreamNames(cfg *config.Config) []string {
 	return names
 }
 
+// longestTurnTimeout is how long a follower may wait for a turn to end: the
+// store keeps an unfinished turn's state at least that long.
+func longestTurnTimeout(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, u := range cfg.Amy {
+		d = max(d, time.Duration(u.TurnTimeout))
+	}
+	return d
+}
+
 func amyUpstream(u config.AmyUpstream) amysource.Upstream {
 	base, _ := url.Parse(u.BaseURL) // validated by config
 	return amysource.Upstream{

@@ -144,6 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
 	amyStore := collector.NewAmyStore(labels, nil)
 	amyStore.SetUpstreams(upstreamNames(cfg))
+	amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
 	reg.MustRegister(collector.NewAmyCollector(amyStore))
 
 	embeddedPrices, err := pricing.Embedded(nil)

@@ -112,6 +112,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	r.metrics.PricingInUse(pricer.Source, pricer.Version)
 	r.labels.SetMax(cfg.Limits.MaxLabelValues)
 	r.amyStore.SetUpstreams(upstreamNames(cfg))
+	r.amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
 	followConfiguredTurns(ctx, cfg, r.amyClient)
 	if proxyAddrs(cfg) != proxyAddrs(r.current) {
 		r.log.Warn("amy proxy listen addresses changed; they take effect at the next restart")

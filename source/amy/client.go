@@ -184,10 +184,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.log.Warn("Amy turn did not end within turn_timeout; no longer followed", "upstream", up.Name, "turn", turn, "turn_timeout", up.TurnTimeout)
 			return
 		}
-		resume := c.store.ResumeID(up.Name, turn)
-		if resume == "" {
-			resume = lastID
-		}
+		resume := resumeFrom(c.store.ResumeID(up.Name, turn), lastID)
 		o, seenID, retry := c.connect(tctx, up, turn, auth, resume, dec)
 		if seenID != "" {
 			lastID = seenID
@@ -336,7 +333,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 		}
 	}()
 	body := &activityReader{r: resp.Body, activity: activity}
-	parser := sse.NewParser(body, sse.Options{})
+	parser := sse.NewParser(body, sse.Options{SkipOversized: true})
 	seen := ""
 	for {
 		ev, err := parser.Next()
@@ -354,8 +351,15 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 				return outcome{reason: collector.ReconnectError, err: redact(err)}, seen, retry
 			}
 		}
-		if ev.ID != "" {
+		if ev.ID != "" && len(ev.ID) <= amyparser.MaxIDBytes {
 			seen = ev.ID
+		}
+		if ev.Oversized {
+			// Skipped, counted, and remembered: the resume goes on
+			// after it instead of failing on it at every reconnect.
+			c.store.TooLarge(up.Name, turn, ev.ID, c.clock.Now())
+			c.log.Warn("Amy event over the size limit; skipped", "upstream", up.Name, "event", ev.Event)
+			continue
 		}
 		rec, derr := dec.Decode(ev.Event, ev.Data)
 		if derr != nil {
@@ -368,6 +372,28 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 			return outcome{terminal: true}, seen, 0
 		}
 	}
+}
+
+// resumeFrom picks the Last-Event-Id of a follower's next connection: the
+// store's (the end of the ids seen from the turn's start, by any reader) or
+// the last id this follower read itself, whichever is further. Everything up
+// to either was seen; an id that is not a number is only the follower's.
+func resumeFrom(store, own string) string {
+	if own == "" {
+		return store
+	}
+	if store == "" {
+		return own
+	}
+	a, errA := strconv.ParseInt(store, 10, 64)
+	b, errB := strconv.ParseInt(own, 10, 64)
+	if errA != nil || errB != nil {
+		return own
+	}
+	if a > b {
+		return store
+	}
+	return own
 }
 
 // activityReader signals every read that returned bytes.

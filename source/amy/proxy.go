@@ -163,7 +163,7 @@ func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.
 			}
 			src = zr
 		}
-		p := sse.NewParser(src, sse.Options{})
+		p := sse.NewParser(src, sse.Options{SkipOversized: true})
 		for {
 			ev, err := p.Next()
 			if err != nil {
@@ -172,6 +172,10 @@ func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.
 				}
 				io.Copy(io.Discard, pr) // never block the client
 				return
+			}
+			if ev.Oversized {
+				store.TooLarge(upstream, turn, ev.ID, clk.Now())
+				continue
 			}
 			rec, derr := dec.Decode(ev.Event, ev.Data)
 			if derr != nil {
