@@ -201,6 +201,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		metrics: metrics, log: logger, requests: reloads,
 	}
 	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
+	ingest.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
 
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{

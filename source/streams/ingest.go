@@ -40,7 +40,21 @@ type IngestHandler struct {
 	log     *slog.Logger
 
 	inFlight atomic.Int64
+	trusted  func() bool
 }
+
+// untrustedStore is a Store that can cap the label values of lines from an
+// unauthenticated source apart from the user's own (collector.StreamStore).
+type untrustedStore interface {
+	ApplyUntrusted(incs []streamjson.Increments)
+}
+
+// SetTrusted says when requests are authenticated (the web config makes
+// every request authenticate): their lines count as the user's own data.
+// Otherwise (the default) the label values they bring in are kept within
+// the label cap's untrusted quota, so a local process or page cannot fill
+// the model cap and push the user's real models into "other".
+func (h *IngestHandler) SetTrusted(f func() bool) { h.trusted = f }
 
 // NewIngestHandler returns the handler; cfg is read per request, so a
 // reload applies to the next one.
@@ -87,6 +101,7 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.inFlight.Add(-1)
+	trusted := h.trusted != nil && h.trusted()
 	rc := http.NewResponseController(w)
 	var src io.Reader = r.Body
 	if cfg.ReadTimeout > 0 {
@@ -109,6 +124,10 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			} else {
 				res.RunsFinished++
 			}
+		}
+		if us, ok := h.store.(untrustedStore); ok && !trusted {
+			us.ApplyUntrusted([]streamjson.Increments{inc})
+			return
 		}
 		h.store.Apply([]streamjson.Increments{inc})
 	}

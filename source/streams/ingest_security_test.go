@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 )
 
 // junkModels is the cross-origin attack of issue 10: a page in the user's
@@ -147,4 +149,42 @@ func TestAppendBoundedNeverHoldsMoreThanTheLimit(t *testing.T) {
 	if cap(buf) > limit {
 		t.Fatalf("cap %d past the limit %d", cap(buf), limit)
 	}
+}
+
+// TestIngestCannotPushOwnModelsIntoOther: 100 junk model names posted to the
+// unauthenticated ingest endpoint filled the model cap in issue 10, so the
+// user's real models landed in "other". They now fill only their quota.
+func TestIngestCannotPushOwnModelsIntoOther(t *testing.T) {
+	e := newEnv(t, nil)
+	srv := ingestServer(e, IngestConfig{MaxLineBytes: 1 << 20, MaxBodyBytes: 1 << 30, MaxConcurrent: 4, ReadTimeout: time.Minute})
+	defer srv.Close()
+	if code, res := post(t, srv.URL, strings.NewReader(junkModels(100))); code != http.StatusOK || res.Counted != 100 {
+		t.Fatalf("junk ingest: %d %+v", code, res)
+	}
+	// The user's own capture, tailed from their directory.
+	line := strings.Replace(junkModels(1), "junk-0", "claude-sonnet-4-5", 1)
+	e.store.Apply(nil)
+	p := parseRun(t, line)
+	e.store.Apply(p)
+	if got := e.value("amp_tokens_total", "source", "stream", "model", "claude-sonnet-4-5", "token_type", "output"); got != 1 {
+		t.Fatalf("the user's model has %v output tokens under its own name, want 1 (not folded into other)", got)
+	}
+}
+
+// parseRun turns stream-json text into the increments the tailer applies.
+func parseRun(t *testing.T, text string) []streamjson.Increments {
+	t.Helper()
+	p := streamjson.NewParser()
+	var run streamjson.Run
+	var out []streamjson.Increments
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		m, ok, err := p.ParseLine([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			out = append(out, run.Apply(m))
+		}
+	}
+	return out
 }
