@@ -2,7 +2,10 @@ package collector
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // TestLabelCapUntrustedCannotEvictOwnData: an unauthenticated source (100
@@ -65,5 +68,33 @@ func TestFoldedValuesCountedOncePastTheTrackedLimit(t *testing.T) {
 	c.FoldedElsewhere("model", []uint64{LabelHash("model-0000500"), LabelHash("never-seen")})
 	if folds != before+1 {
 		t.Errorf("FoldedElsewhere counted %d, want 1", folds-before)
+	}
+}
+
+// TestThreadFileFoldsCountedOnce: a thread naming 3,000 models, applied
+// twice (a rewrite): each distinct folded name is counted once, whether the
+// parser's per-file budget or the label cap folded it.
+func TestThreadFileFoldsCountedOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"v":1,"id":"T-00000000-0000-4000-8000-000000000002","created":1768178184664,"messages":[`)
+	const n = 3000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"assistant","messageId":%d,"content":[],"state":{"type":"complete","stopReason":"end_turn"},"usage":{"model":"m-%05d","inputTokens":1,"outputTokens":1}}`, i, i)
+	}
+	b.WriteString(`]}`)
+	folds := 0
+	s := NewThreadStore(StoreOptions{Labels: NewLabelCap(100, func(string) { folds++ })})
+	for range 2 {
+		th, err := thread.NewParser().ParseBytes([]byte(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Apply("/t/T-2.json", FileVersion{}, thread.Summarize(th))
+	}
+	if folds != n-100 {
+		t.Errorf("%d folds counted for %d distinct folded names", folds, n-100)
 	}
 }

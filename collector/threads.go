@@ -371,6 +371,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	prices, gen := s.prices, s.pricesGen
 	s.mu.RUnlock()
 	c, rates := s.contribute(sum, prices)
+	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pricesGen != gen {

@@ -62,6 +62,10 @@ type Summary struct {
 	ToolCalls           map[string]map[string]int `json:"tool_calls"` // tool → status → n
 	ContextUtil         []Ratio                   `json:"context_utilization"`
 	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
+	// FoldedModels are the hashes of the distinct model names the parser
+	// folded into FoldedModel (the per-file budget), for the collector's
+	// amp_exporter_label_values_folded_total.
+	FoldedModels []uint64 `json:"-"`
 }
 
 // Tool-call statuses: the terminal run states, with rejected-by-user
@@ -145,6 +149,7 @@ func Summarize(t *Thread) *Summary {
 		Finished:     map[string]map[string]int{},
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
+		FoldedModels: t.FoldedModels,
 	}
 	first := t.ForkPoint + 1 // messages before first were copied by a fork
 	if first > len(t.Messages) {

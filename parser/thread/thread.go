@@ -67,6 +67,9 @@ type Thread struct {
 	ForkPoint int
 	Messages  []Message
 	Ledger    []LedgerEvent
+	// FoldedModels are the hashes of the distinct model names past the
+	// per-file budget (MaxModelsPerFile), read as FoldedModel.
+	FoldedModels []uint64
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -139,6 +142,7 @@ type Parser struct {
 	sc     *jsonscan.Scanner
 	intern map[string]string
 	seed   maphash.Seed
+	models modelBudget // distinct model names of the file being parsed
 	// msgStore is the storage of the last Thread's Messages, and the
 	// others the storage its messages' usage blocks, tool uses and tool
 	// results point into. They were most of what a parse allocated; the
@@ -201,6 +205,8 @@ func (p *Parser) parse() (*Thread, error) {
 		return nil, ErrNotThread
 	}
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	p.models.reset()
+	defer func() { t.FoldedModels = p.models.foldedModels() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
 		p.msgStore = keep(t.Messages)
@@ -344,7 +350,7 @@ func (p *Parser) message() Message {
 			}
 		case "model":
 			if v, ok := sc.String(); ok {
-				m.Model = p.str(v)
+				m.Model = p.model(v)
 			}
 		default:
 			sc.Skip()
@@ -518,7 +524,7 @@ func (p *Parser) usage() *Usage {
 		switch string(key) {
 		case "model":
 			if v, ok := sc.String(); ok {
-				u.Model = p.str(v)
+				u.Model = p.model(v)
 			}
 		case "inputTokens":
 			u.Input = p.count(u)
@@ -578,7 +584,7 @@ func (p *Parser) ledgerEvent() LedgerEvent {
 		switch string(key) {
 		case "model":
 			if v, ok := sc.String(); ok {
-				e.Model = p.str(v)
+				e.Model = p.model(v)
 			}
 		case "credits":
 			e.Credits, e.HasCredits = sc.Float()
