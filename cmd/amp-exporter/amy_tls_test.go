@@ -132,3 +132,53 @@ func TestAmyProxyRefusesBasicAuth(t *testing.T) {
 		t.Fatalf("basic auth on the proxy: %v", err)
 	}
 }
+
+// TestAmyProxyStreamsOutliveTheReadTimeout: the proxy's read timeout bounds
+// reading requests, not a long event stream answering one (net/http
+// cancels a request whose connection read deadline passes mid-handler).
+func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 1; i <= 8; i++ {
+			fmt.Fprintf(w, "id: %d\nevent: phase\ndata: {}\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}))
+	defer upstream.Close()
+	addr := freeAddr(t)
+	cfg := &config.Config{Amy: []config.AmyUpstream{{Name: "prod", BaseURL: upstream.URL,
+		Proxy: config.AmyProxy{ListenAddress: addr}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	store := collector.NewAmyStore(collector.NewLabelCap(100, nil), nil)
+	proxies, err := amyProxies(ctx, cfg, store, amysource.NewClient(store, log, nil, nil), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxies[0].server.ReadTimeout = 200 * time.Millisecond // the stream lasts ~800ms
+	done := make(chan error, 1)
+	go func() { done <- proxies[0].serve(16, log) }()
+	defer func() { proxies[0].server.Close(); <-done }()
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err = http.Get("http://" + addr + "/v1/turns/t1/events")
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if n := strings.Count(string(b), "event: phase"); n != 8 {
+		t.Fatalf("the client got %d of 8 events through the proxy", n)
+	}
+}
