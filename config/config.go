@@ -331,7 +331,7 @@ func (c *Config) resolveAmy(env Env, errs *[]string) {
 			}
 		}
 		for _, t := range u.Turns {
-			if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "/?#") {
+			if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "/?#") || len(t) > 256 {
 				*errs = append(*errs, fmt.Sprintf("%s.turns: %q is not a turn id", where, t))
 			}
 		}

@@ -89,3 +89,14 @@ func callResume(t *testing.T, e *env, url, lastID string) reply {
 	b, _ := io.ReadAll(resp.Body)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
+
+// TestCreatedTurnIDIsBounded: a POST /v1/turns answer naming a huge turn id
+// is not followed (its events would all be refused).
+func TestCreatedTurnIDIsBounded(t *testing.T) {
+	if id := turnID([]byte(`{"id":"turn_ok"}`)); id != "turn_ok" {
+		t.Fatalf("turnID: %q", id)
+	}
+	if id := turnID([]byte(`{"id":"` + strings.Repeat("t", 300) + `"}`)); id != "" {
+		t.Fatalf("a 300-byte turn id was accepted")
+	}
+}

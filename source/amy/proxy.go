@@ -140,7 +140,7 @@ func turnID(body []byte) string {
 		return ""
 	}
 	for _, id := range []string{v.ID, v.TurnID, v.Turn.ID} {
-		if id != "" && !strings.ContainsAny(id, "/?#") {
+		if id != "" && len(id) <= collector.MaxTurnIDBytes && !strings.ContainsAny(id, "/?#") {
 			return id
 		}
 	}
