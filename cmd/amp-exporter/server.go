@@ -113,6 +113,7 @@ type connLimiter struct {
 	max int
 
 	mu    sync.Mutex
+	room  *sync.Cond              // signalled when a connection closes or turns idle
 	conns map[string]*trackedConn // by local+remote address
 }
 
@@ -123,7 +124,29 @@ type trackedConn struct {
 }
 
 func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{max: max, conns: map[string]*trackedConn{}}
+	l := &connLimiter{max: max, conns: map[string]*trackedConn{}}
+	l.room = sync.NewCond(&l.mu)
+	return l
+}
+
+// waitRoom blocks while every connection is busy (none idle to close), so
+// that new connections wait in the listen backlog instead of being refused:
+// requests are short, and slow clients are cut by the server's timeouts.
+func (l *connLimiter) waitRoom() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.conns) >= l.max && !l.anyIdleLocked() {
+		l.room.Wait()
+	}
+}
+
+func (l *connLimiter) anyIdleLocked() bool {
+	for _, t := range l.conns {
+		if t.state == http.StateIdle {
+			return true
+		}
+	}
+	return false
 }
 
 func connKey(c net.Conn) string { return c.LocalAddr().String() + "|" + c.RemoteAddr().String() }
@@ -150,8 +173,12 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateClosed, http.StateHijacked:
 		delete(l.conns, k)
+		l.room.Broadcast()
 	default:
 		t.conn, t.state, t.since = c, st, time.Now()
+		if st == http.StateIdle {
+			l.room.Broadcast()
+		}
 	}
 }
 
@@ -186,6 +213,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 func (l *connLimiter) forget(c net.Conn) {
 	l.mu.Lock()
 	delete(l.conns, connKey(c))
+	l.room.Broadcast()
 	l.mu.Unlock()
 }
 
@@ -200,6 +228,7 @@ type limitListener struct {
 
 func (ll *limitListener) Accept() (net.Conn, error) {
 	for {
+		ll.l.waitRoom()
 		c, err := ll.Listener.Accept()
 		if err != nil {
 			return nil, err
@@ -207,7 +236,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		if ll.l.admit(c) {
 			return &limitedConn{Conn: c, l: ll.l}, nil
 		}
-		c.Close() // every connection busy: refuse this one
+		c.Close() // filled meanwhile by another listener of the server
 	}
 }
 

@@ -289,3 +289,55 @@ type blockingCollector struct{ fn func() }
 
 func (blockingCollector) Describe(chan<- *prometheus.Desc)   {}
 func (b blockingCollector) Collect(chan<- prometheus.Metric) { b.fn() }
+
+// TestBusyConnectionsMakeNewOnesWait: with every connection busy, a new one
+// waits for a free place instead of being refused.
+func TestBusyConnectionsMakeNewOnesWait(t *testing.T) {
+	release := make(chan struct{})
+	var busy atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, _ *http.Request) {
+		busy.Add(1)
+		<-release
+	})
+	mux.HandleFunc("/fast", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	const limit = 2
+	addr, stop := startServer(t, mux, limit, hardenServer)
+	defer stop()
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var wg sync.WaitGroup
+	for range limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := client.Get("http://" + addr + "/slow"); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); busy.Load() < limit; {
+		if time.Now().After(deadline) {
+			t.Fatal("slow requests did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := make(chan error, 1)
+	go func() {
+		resp, err := client.Get("http://" + addr + "/fast")
+		if err == nil {
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // it is waiting, not refused
+	select {
+	case err := <-got:
+		t.Fatalf("answered while every connection was busy: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting request failed: %v", err)
+	}
+	wg.Wait()
+}
