@@ -372,6 +372,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	s.mu.RUnlock()
 	c, rates := s.contribute(sum, prices)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
+	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pricesGen != gen {

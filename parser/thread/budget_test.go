@@ -79,3 +79,32 @@ func TestManyModelsCostNoMoreThanOne(t *testing.T) {
 		t.Errorf("%d distinct models hold %d KiB, one model %d KiB", n, many>>10, one>>10)
 	}
 }
+
+func TestPerFileToolBudget(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"v":1,"id":"T-00000000-0000-4000-8000-000000000003","created":1768178184664,"messages":[`)
+	const n = 3000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"assistant","messageId":%d,"content":[{"type":"tool_use","complete":true,"id":"tu_%d","name":"tool_%05d","input":{}}],"state":{"type":"complete","stopReason":"tool_use"}}`, i, i, i)
+	}
+	b.WriteString(`]}`)
+	th, err := NewParser().ParseBytes(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]bool{}
+	for _, m := range th.Messages {
+		for _, u := range m.ToolUses {
+			distinct[u.Name] = true
+		}
+	}
+	if len(distinct) != MaxModelsPerFile+1 || !distinct[FoldedModel] {
+		t.Errorf("%d tool names held for one file, want the budget %d + %q", len(distinct), MaxModelsPerFile, FoldedModel)
+	}
+	if len(th.FoldedTools) != n-MaxModelsPerFile {
+		t.Errorf("%d distinct folded tool names, want %d", len(th.FoldedTools), n-MaxModelsPerFile)
+	}
+}

@@ -66,6 +66,7 @@ type Summary struct {
 	// folded into FoldedModel (the per-file budget), for the collector's
 	// amp_exporter_label_values_folded_total.
 	FoldedModels []uint64 `json:"-"`
+	FoldedTools  []uint64 `json:"-"`
 }
 
 // Tool-call statuses: the terminal run states, with rejected-by-user
@@ -150,6 +151,7 @@ func Summarize(t *Thread) *Summary {
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
 		FoldedModels: t.FoldedModels,
+		FoldedTools:  t.FoldedTools,
 	}
 	first := t.ForkPoint + 1 // messages before first were copied by a fork
 	if first > len(t.Messages) {

@@ -70,6 +70,8 @@ type Thread struct {
 	// FoldedModels are the hashes of the distinct model names past the
 	// per-file budget (MaxModelsPerFile), read as FoldedModel.
 	FoldedModels []uint64
+	// FoldedTools: the same for tool names (hashed normalized).
+	FoldedTools []uint64
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -142,7 +144,8 @@ type Parser struct {
 	sc     *jsonscan.Scanner
 	intern map[string]string
 	seed   maphash.Seed
-	models modelBudget // distinct model names of the file being parsed
+	models valueBudget // distinct model names of the file being parsed
+	tools  valueBudget // distinct tool names of the file being parsed
 	// msgStore is the storage of the last Thread's Messages, and the
 	// others the storage its messages' usage blocks, tool uses and tool
 	// results point into. They were most of what a parse allocated; the
@@ -206,7 +209,8 @@ func (p *Parser) parse() (*Thread, error) {
 	}
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
 	p.models.reset()
-	defer func() { t.FoldedModels = p.models.foldedModels() }()
+	p.tools.reset()
+	defer func() { t.FoldedModels, t.FoldedTools = p.models.foldedValues(), p.tools.foldedValues() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	defer func() {
 		p.msgStore = keep(t.Messages)
@@ -409,11 +413,11 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "name":
 				if v, ok := sc.String(); ok {
-					name = p.str(v)
+					name = p.tool(v)
 				}
 			case "normalizedName":
 				if v, ok := sc.String(); ok {
-					normName = p.str(v)
+					normName = p.tool(v)
 				}
 			case "toolUseID":
 				if v, ok := sc.String(); ok {
