@@ -2,10 +2,12 @@ package amy
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -49,7 +51,7 @@ func TestProxyDropsHopByHopHeadersNamedInConnection(t *testing.T) {
 			if v := resp.Header.Get("X-Secret-Hop"); v != "" {
 				t.Errorf("X-Secret-Hop leaked through the proxy: %q", v)
 			}
-			if resp.Header.Get("Content-Type") != "application/json" {
+			if resp.Header.Get("X-End-To-End") != "kept" || resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("an end-to-end header was dropped: %v", resp.Header)
 			}
 		})
@@ -81,4 +83,48 @@ func TestProxyLearnedTurnFallsBackToConfiguredKey(t *testing.T) {
 	if l := e.logs.lines("configured API key"); len(l) != 0 {
 		t.Errorf("the configured key was blamed: %q", l)
 	}
+}
+
+// TestProxyOverTLSDropsHopHeadersAndStreams: the same over an HTTPS
+// upstream (the proxy's own TLS dialing), and an event stream through it
+// is tapped.
+func TestProxyOverTLSDropsHopHeadersAndStreams(t *testing.T) {
+	upstream := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "id: 1\nevent: turn.started\ndata: {\"turn_id\":\"t_tls\"}\n\nid: 2\nevent: turn.completed\ndata: {\"turn_id\":\"t_tls\",\"result\":{\"cost_usd\":0.5}}\n\n")
+			return
+		}
+		c, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		body := `{"ok":true}`
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nConnection: close, X-Secret-Hop\r\nX-Secret-Hop: s3cr3t\r\nX-End-To-End: kept\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		buf.Flush()
+	}))
+	defer upstream.Close()
+	e := newEnv(t, envOpts{})
+	up := e.up
+	up.BaseURL, _ = url.Parse(upstream.URL)
+	tr := newHopTransport(upstream.Client().Transport.(*http.Transport).TLSClientConfig)
+	px := httptest.NewServer(newProxy(e.ctx, up, e.store, e.client, e.log, nil, tr))
+	defer px.Close()
+	resp, err := http.Get(px.URL + "/v1/turns/t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Secret-Hop") != "" || resp.Header.Get("X-End-To-End") != "kept" {
+		t.Fatalf("over TLS: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, err = http.Get(px.URL + "/v1/turns/t_tls/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	e.waitMetric(t, `amy_turns_finished_total{outcome="completed"}`, 1)
 }

@@ -43,6 +43,12 @@ const maxCreateBody = 1 << 20
 // hop-by-hop ones, which HTTP forbids forwarding), and bodies, streamed
 // without buffering; a client that goes away cancels the upstream request.
 func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
+	return newProxy(ctx, up, store, client, log, clk, newHopTransport(nil))
+}
+
+// newProxy is NewProxy with the transport to the upstream given (tests
+// pass one that trusts their own certificate authority).
+func newProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock, transport http.RoundTripper) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -62,11 +68,13 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 			// No X-Forwarded-* headers: the proxy is meant to be
 			// invisible to the API.
 			pr.SetURL(up.BaseURL)
+			pr.Out = traceConn(pr.Out)
 		},
+		Transport:     transport,
 		FlushInterval: -1, // flush every write: event streams must not wait
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
-			dropUnknownHopHeaders(resp)
+			dropHopHeaders(resp)
 			req := resp.Request
 			var events []string // the event stream's path, with its turn
 			if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
