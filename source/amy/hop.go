@@ -59,6 +59,7 @@ func newHopTransport(tlsConfig *tls.Config) *http.Transport {
 		return &hopConn{Conn: tc}, nil
 	}
 	tr.ForceAttemptHTTP2 = false
+	tr.MaxIdleConnsPerHost = 64 // HTTP/1.1: many clients at once
 	tr.TLSClientConfig = tlsConfig
 	tr.ResponseHeaderTimeout = 0 // an event stream's headers may wait for the turn
 	return tr
