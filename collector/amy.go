@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ const (
 	famAmyDuplicates     family = "amy_duplicates"
 	famAmyGivenUp        family = "amy_given_up" // l1 reason
 	famAmyBadEvents      family = "amy_bad_events"
+	famAmyRefused        family = "amy_refused" // l1 reason
 )
 
 var amyFamilies = map[family]bool{
@@ -47,6 +49,7 @@ var amyFamilies = map[family]bool{
 	famAmyAgentCost: true, famAmyValidations: true, famAmyGates: true, famAmyRouting: true,
 	famAmyFactIssues: true, famAmyMemory: true, famAmyCostWarnings: true, famAmyEvents: true,
 	famAmyReconnects: true, famAmyDuplicates: true, famAmyGivenUp: true, famAmyBadEvents: true,
+	famAmyRefused: true,
 }
 
 // Histogram bounds of the Amy source.
@@ -74,6 +77,24 @@ const (
 // it again.
 const retainFinished = 2 * time.Hour
 
+// Byte budgets of the Amy state (what is kept to deduplicate events; the
+// counters themselves are small and fixed): untrusted input is bounded
+// before it is stored.
+const (
+	// DefaultAmyStateBytes bounds the deduplication state of all turns,
+	// in memory and in amy-state.json.
+	DefaultAmyStateBytes = 16 << 20
+	// MaxTurnIDBytes is the longest turn id kept; events of a turn with a
+	// longer id are refused.
+	MaxTurnIDBytes = 256
+)
+
+// Reasons of amy_stream_refused_events_total beyond the parser's.
+const RefusedTurnIDTooLong = "turn_id_too_long"
+
+// refusedReasons are the series of amy_stream_refused_events_total.
+var refusedReasons = []string{amy.RefusedIDTooLong, amy.RefusedTurnBudget, amy.RefusedStateBudget, amy.RefusedTooLarge, RefusedTurnIDTooLong}
+
 type amyTurnState struct {
 	amy.Turn
 	Upstream  string    `json:"upstream"`
@@ -100,6 +121,13 @@ type AmyStore struct {
 	turns      map[string]*amyTurnState // upstream + "\x00" + turn id
 	generation uint64
 	now        func() time.Time
+
+	stateBytes    int // sum of the turns' Bytes
+	maxStateBytes int
+	// keepUnfinished is how long a turn that has not ended is kept
+	// without events: the longest turn_timeout plus the replay window, so
+	// that a follower still waiting for it never loses its state.
+	keepUnfinished time.Duration
 }
 
 // NewAmyStore returns a store; upstreams lists the configured names, whose
@@ -108,7 +136,8 @@ func NewAmyStore(labels *LabelCap, now func() time.Time) *AmyStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &AmyStore{labels: labels, upstreams: map[string]*amyUpstream{}, turns: map[string]*amyTurnState{}, now: now}
+	return &AmyStore{labels: labels, upstreams: map[string]*amyUpstream{}, turns: map[string]*amyTurnState{}, now: now,
+		maxStateBytes: DefaultAmyStateBytes, keepUnfinished: retainFinished}
 }
 
 // SetUpstreams declares the configured upstreams (on start and reload).
@@ -128,6 +157,27 @@ func (s *AmyStore) upstream(name string) *amyUpstream {
 		s.upstreams[name] = u
 	}
 	return u
+}
+
+// SetStateBudget sets the byte budget of the deduplication state of all
+// turns (DefaultAmyStateBytes when n <= 0).
+func (s *AmyStore) SetStateBudget(n int) {
+	if n <= 0 {
+		n = DefaultAmyStateBytes
+	}
+	s.mu.Lock()
+	s.maxStateBytes = n
+	s.mu.Unlock()
+}
+
+// SetTurnTimeout tells the store the longest turn_timeout configured: a
+// turn that has not ended is kept that long after its last event (plus the
+// replay window), so Prune never forgets a turn a follower may still read
+// from its start.
+func (s *AmyStore) SetTurnTimeout(d time.Duration) {
+	s.mu.Lock()
+	s.keepUnfinished = max(retainFinished, d+retainFinished)
+	s.mu.Unlock()
 }
 
 func turnKey(upstream, turn string) string { return upstream + "\x00" + turn }
@@ -155,8 +205,6 @@ func (s *AmyStore) Finished(upstream, turn string) bool {
 func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, received time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.turnLocked(upstream, turnID, received)
-	o := t.Observe(eventID, r, received)
 	u := s.upstream(upstream)
 	add := func(f family, l1, l2 string, v int64) {
 		if v > 0 {
@@ -165,8 +213,20 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 		}
 	}
 	s.generation++
+	t, refused := s.turnLocked(upstream, turnID, received)
+	if refused != "" {
+		add(famAmyRefused, refused, "", 1)
+		return false
+	}
+	before := t.Bytes()
+	o := t.ObserveWithin(eventID, r, received, s.stateBytes < s.maxStateBytes)
+	s.stateBytes += t.Bytes() - before
 	if o.Duplicate {
 		add(famAmyDuplicates, "", "", 1)
+		return false
+	}
+	if o.Refused != "" {
+		add(famAmyRefused, o.Refused, "", 1)
 		return false
 	}
 	add(famAmyEvents, r.Name, "", 1)
@@ -227,33 +287,60 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 	return true
 }
 
-// turnLocked returns a turn's state, creating it, and notes the activity.
-// Callers hold the write lock.
-func (s *AmyStore) turnLocked(upstream, turnID string, received time.Time) *amyTurnState {
+// turnLocked returns a turn's state, creating it within the byte budget,
+// and notes the activity; or why the turn's events are refused. Callers
+// hold the write lock.
+func (s *AmyStore) turnLocked(upstream, turnID string, received time.Time) (*amyTurnState, string) {
+	if len(turnID) > MaxTurnIDBytes {
+		return nil, RefusedTurnIDTooLong
+	}
 	k := turnKey(upstream, turnID)
 	t := s.turns[k]
 	if t == nil {
+		if s.stateBytes+len(k) >= s.maxStateBytes {
+			return nil, amy.RefusedStateBudget
+		}
 		t = &amyTurnState{Upstream: upstream}
 		s.turns[k] = t
+		s.stateBytes += t.Bytes() + len(k)
 	}
 	t.LastEvent = received
-	return t
+	return t, ""
 }
 
 // BadEvent counts an event of a turn whose data did not decode, once per
 // event id: a replay of it counts as a duplicate, like any other event.
 func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time) {
+	s.skipped(upstream, turnID, eventID, famAmyBadEvents, "", received)
+}
+
+// TooLarge counts an event over the stream's size limit (refused with
+// reason event_too_large), once per event id, and remembers its id so
+// that a resume goes on after it instead of failing on it again.
+func (s *AmyStore) TooLarge(upstream, turnID, eventID string, received time.Time) {
+	s.skipped(upstream, turnID, eventID, famAmyRefused, amy.RefusedTooLarge, received)
+}
+
+func (s *AmyStore) skipped(upstream, turnID, eventID string, f family, l1 string, received time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.turnLocked(upstream, turnID, received)
-	f := famAmyBadEvents
-	if t.Skip(eventID) {
-		f = famAmyDuplicates
-	}
 	u := s.upstream(upstream)
-	key := seriesKey{f, "", ""}
-	u.totals[key] = satAdd(u.totals[key], 1)
 	s.generation++
+	t, refused := s.turnLocked(upstream, turnID, received)
+	if refused == "" {
+		before := t.Bytes()
+		var dup bool
+		dup, refused = t.Skip(eventID, s.stateBytes < s.maxStateBytes)
+		s.stateBytes += t.Bytes() - before
+		if dup {
+			f, l1 = famAmyDuplicates, ""
+		}
+	}
+	if refused != "" && f != famAmyRefused {
+		f, l1 = famAmyRefused, refused
+	}
+	key := seriesKey{f, l1, ""}
+	u.totals[key] = satAdd(u.totals[key], 1)
 }
 
 // Reconnected counts a reconnection of a stream.
@@ -268,8 +355,12 @@ func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
 	k := turnKey(upstream, turnID)
 	t := s.turns[k]
 	if t == nil {
+		if len(turnID) > MaxTurnIDBytes || s.stateBytes+len(k) >= s.maxStateBytes {
+			return // never stored: nothing to stop counting
+		}
 		t = &amyTurnState{Upstream: upstream, LastEvent: s.now()}
 		s.turns[k] = t
+		s.stateBytes += t.Bytes() + len(k)
 	}
 	if !t.Finished {
 		t.Finished = true
@@ -322,15 +413,22 @@ func (u *amyUpstream) isUp() bool {
 	return false
 }
 
-// Prune forgets finished turns past the replay window, and turns silent
-// for longer than that.
+// Prune forgets finished turns past the replay window, and turns that
+// have not ended once they are silent for longer than a follower waits
+// (SetTurnTimeout) plus that window: forgetting one earlier would count it
+// again when a reader replays it from the start.
 func (s *AmyStore) Prune() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cutoff := s.now().Add(-retainFinished)
+	now := s.now()
 	for k, t := range s.turns {
-		if t.LastEvent.Before(cutoff) {
+		keep := retainFinished
+		if !t.Finished {
+			keep = s.keepUnfinished
+		}
+		if t.LastEvent.Before(now.Add(-keep)) {
 			delete(s.turns, k)
+			s.stateBytes -= t.Bytes() + len(k)
 			s.generation++
 		}
 	}
@@ -386,6 +484,8 @@ func (s *AmyStore) Export() *AmyState {
 	}
 	for k, t := range s.turns {
 		c := *t
+		c.Seen = slices.Clone(t.Seen) // marshalled after the lock is released
+		c.Hashes = slices.Clone(t.Hashes)
 		st.Turns[k] = &c
 	}
 	return st
@@ -408,9 +508,20 @@ func (s *AmyStore) Import(st *AmyState) error {
 		maps.Copy(s.upstream(name).totals, contributionOf(series))
 	}
 	for k, t := range st.Turns {
-		if t != nil {
-			s.turns[k] = t
+		if t == nil {
+			continue
 		}
+		// State of an earlier version may hold more than the budgets
+		// allow now: what is over them is dropped, not the counters.
+		t.ResumeID() // converts earlier versions' fields
+		if len(t.Hashes) > amy.MaxStoredHashes {
+			t.Hashes = t.Hashes[:amy.MaxStoredHashes]
+		}
+		if s.stateBytes+t.Bytes()+len(k) > s.maxStateBytes {
+			continue
+		}
+		s.turns[k] = t
+		s.stateBytes += t.Bytes() + len(k)
 	}
 	return nil
 }
@@ -450,6 +561,7 @@ func NewAmyCollector(store *AmyStore) *AmyCollector {
 		"duplicates":  desc("amy_stream_duplicate_events_total", "Replayed Amy events dropped because their id was already counted."),
 		"givenup":     desc("amy_turns_given_up_total", "Amy turns no longer followed before they ended: timeout (turn_timeout) or not_found (HTTP 404, past the replay window).", "reason"),
 		"bad":         desc("amy_stream_bad_events_total", "Amy events whose data was not a JSON object (counted and skipped)."),
+		"refused":     desc("amy_stream_refused_events_total", "Amy events neither counted nor stored because they exceed a bound: event_id_too_long, turn_id_too_long, event_too_large, turn_budget (ids one turn may remember), state_budget (the byte budget of all turns).", "reason"),
 	}}
 }
 
@@ -496,6 +608,9 @@ func (c *AmyCollector) Collect(ch chan<- prometheus.Metric) {
 			emit(ch, c.d["givenup"], prometheus.CounterValue, get(famAmyGivenUp, r), n, r)
 		}
 		emit(ch, c.d["bad"], prometheus.CounterValue, get(famAmyBadEvents, ""), n)
+		for _, r := range refusedReasons {
+			emit(ch, c.d["refused"], prometheus.CounterValue, get(famAmyRefused, r), n, r)
+		}
 
 		durations := histograms{
 			amy.OutcomeCompleted: make([]float64, len(AmyTurnDurationBuckets)+1),

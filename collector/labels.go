@@ -18,11 +18,6 @@ const (
 // junk that would only bloat every scrape.
 const maxLabelLength = 128
 
-// maxFoldedTracked bounds the set of distinct folded values remembered for
-// counting; past it, every further fold is counted again rather than
-// remembered, so hostile data cannot grow memory without bound.
-const maxFoldedTracked = 10000
-
 // LabelCap admits the first max distinct values of each data-derived label
 // and folds the rest into "other". Admission is permanent (and persisted), so
 // a value keeps its series for the life of the counters. One LabelCap is
@@ -31,7 +26,12 @@ type LabelCap struct {
 	mu       sync.Mutex
 	max      int
 	admitted map[string]map[string]struct{}
-	folded   map[string]map[string]struct{}
+	folded   map[string]*distinctSet // per label: the distinct values folded, in bounded memory
+	// untrusted holds, per label, the admitted values that only
+	// unauthenticated sources (ingest) brought in. They have a quota of
+	// their own (max/2), and do not count against max: such a source can
+	// never fill the places of the user's own data.
+	untrusted map[string]map[string]struct{}
 	// onFold is called once per distinct folded value of a label.
 	onFold func(label string)
 }
@@ -46,10 +46,11 @@ func NewLabelCap(max int, onFold func(string)) *LabelCap {
 		max = 100
 	}
 	return &LabelCap{
-		max:      max,
-		admitted: map[string]map[string]struct{}{},
-		folded:   map[string]map[string]struct{}{},
-		onFold:   onFold,
+		max:       max,
+		admitted:  map[string]map[string]struct{}{},
+		folded:    map[string]*distinctSet{},
+		untrusted: map[string]map[string]struct{}{},
+		onFold:    onFold,
 	}
 }
 
@@ -63,6 +64,10 @@ func (c *LabelCap) SetMax(n int) {
 	c.mu.Unlock()
 }
 
+// untrustedPrefix marks, in exported state, the values of a label that
+// only untrusted sources admitted.
+const untrustedPrefix = "untrusted:"
+
 // value returns the label value to use for a data value.
 func (c *LabelCap) value(label, v string) string {
 	v = sanitizeLabel(v)
@@ -73,24 +78,73 @@ func (c *LabelCap) value(label, v string) string {
 		set = map[string]struct{}{}
 		c.admitted[label] = set
 	}
+	unt := c.untrusted[label]
+	trusted := len(set) - len(unt)
 	if _, ok := set[v]; ok {
+		if _, was := unt[v]; was && trusted < c.max {
+			delete(unt, v) // the user's own data has it too
+		}
 		return v
 	}
-	if len(set) < c.max || v == OtherValue {
+	if trusted < c.max || v == OtherValue {
 		set[v] = struct{}{}
 		return v
 	}
+	c.foldedLocked(label, LabelHash(v))
+	return OtherValue
+}
+
+// foldedLocked counts a folded value once, by its hash.
+func (c *LabelCap) foldedLocked(label string, h uint64) {
 	f := c.folded[label]
 	if f == nil {
-		f = map[string]struct{}{}
+		f = &distinctSet{}
 		c.folded[label] = f
 	}
-	if _, seen := f[v]; !seen {
-		if len(f) < maxFoldedTracked {
-			f[v] = struct{}{}
-		}
+	if f.add(h) {
 		c.onFold(label)
 	}
+}
+
+// FoldedElsewhere counts values a parser already folded (by LabelHash of
+// the value), each distinct one once, like the values folded here.
+func (c *LabelCap) FoldedElsewhere(label string, hashes []uint64) {
+	if len(hashes) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hashes {
+		c.foldedLocked(label, h)
+	}
+}
+
+// valueUntrusted is value for data from an unauthenticated source: a new
+// value is admitted only within the untrusted quota.
+func (c *LabelCap) valueUntrusted(label, v string) string {
+	v = sanitizeLabel(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := c.admitted[label]
+	if set == nil {
+		set = map[string]struct{}{}
+		c.admitted[label] = set
+	}
+	if _, ok := set[v]; ok || v == OtherValue {
+		set[v] = struct{}{}
+		return v
+	}
+	unt := c.untrusted[label]
+	if unt == nil {
+		unt = map[string]struct{}{}
+		c.untrusted[label] = unt
+	}
+	if len(unt) < max(1, c.max/2) {
+		unt[v] = struct{}{}
+		set[v] = struct{}{}
+		return v
+	}
+	c.foldedLocked(label, LabelHash(v))
 	return OtherValue
 }
 
@@ -100,6 +154,17 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for label, vals := range admitted {
+		if base, ok := strings.CutPrefix(label, untrustedPrefix); ok {
+			unt := c.untrusted[base]
+			if unt == nil {
+				unt = map[string]struct{}{}
+				c.untrusted[base] = unt
+			}
+			for _, v := range vals {
+				unt[v] = struct{}{}
+			}
+			continue
+		}
 		set := c.admitted[label]
 		if set == nil {
 			set = map[string]struct{}{}
@@ -142,6 +207,17 @@ func (c *LabelCap) export() map[string][]string {
 		}
 		sort.Strings(vals)
 		out[label] = vals
+	}
+	for label, set := range c.untrusted {
+		if len(set) == 0 {
+			continue
+		}
+		vals := make([]string, 0, len(set))
+		for v := range set {
+			vals = append(vals, v)
+		}
+		sort.Strings(vals)
+		out[untrustedPrefix+label] = vals
 	}
 	return out
 }

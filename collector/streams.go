@@ -53,6 +53,10 @@ type StreamStore struct {
 	generation uint64
 	now        func() time.Time
 	prices     Prices
+	// untrusted is set while lines from an unauthenticated network source
+	// (ingest) are applied: their label values get the cap's untrusted
+	// quota, so they can never take the places of the user's own data.
+	untrusted bool
 }
 
 // SetPrices changes the prices applied to tokens counted from now on.
@@ -104,6 +108,24 @@ func (s *StreamStore) Apply(incs []streamjson.Increments) {
 	s.applyLocked(incs)
 }
 
+// ApplyUntrusted is Apply for lines from an unauthenticated network source
+// (the ingest endpoint without auth): the label values they bring in are
+// admitted only within the label cap's untrusted quota.
+func (s *StreamStore) ApplyUntrusted(incs []streamjson.Increments) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.untrusted = true
+	s.applyLocked(incs)
+	s.untrusted = false
+}
+
+func (s *StreamStore) label(label, v string) string {
+	if s.untrusted {
+		return s.labels.valueUntrusted(label, v)
+	}
+	return s.labels.value(label, v)
+}
+
 // ApplyFile counts a file's new lines and moves its state in one step, so
 // that the saved offset always matches the saved counters.
 func (s *StreamStore) ApplyFile(path string, f StreamFile, incs []streamjson.Increments) {
@@ -140,7 +162,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		add(famPrompts, "", "", int64(inc.Prompts))
 		model := ""
 		if inc.Tokens != nil || inc.AssistantMessages > 0 {
-			model = s.labels.value("model", inc.Model)
+			model = s.label("model", inc.Model)
 		}
 		if t := inc.Tokens; t != nil {
 			units, longUnits, priced := unitPrices(s.prices, inc.Model)
@@ -155,10 +177,10 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 			}
 		}
 		if inc.AssistantMessages > 0 {
-			add(famFinished, model, s.labels.value("stop_reason", inc.StopReason), int64(inc.AssistantMessages))
+			add(famFinished, model, s.label("stop_reason", inc.StopReason), int64(inc.AssistantMessages))
 		}
 		for _, tc := range inc.ToolCalls {
-			add(famToolCalls, s.labels.value("tool", tc.Tool), tc.Status, 1)
+			add(famToolCalls, s.label("tool", tc.Tool), tc.Status, 1)
 		}
 		for _, ex := range inc.Executions {
 			add(famExecutions, ex.Outcome, "", 1)
@@ -172,7 +194,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 			}
 		}
 		for _, tool := range inc.Denials {
-			add(famPermissionDenials, s.labels.value("tool", tool), "", 1)
+			add(famPermissionDenials, s.label("tool", tool), "", 1)
 		}
 	}
 	s.lastChange = s.now()

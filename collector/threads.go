@@ -390,6 +390,8 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	}
 	s.mu.RUnlock()
 	c, rates, pinned, fresh, vanished := s.contribute(sum, prices, base)
+	s.labels.FoldedElsewhere("model", sum.FoldedModels)
+	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := s.threads[key]

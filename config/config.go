@@ -54,6 +54,9 @@ type AmyUpstream struct {
 // AmyProxy configures the reverse-proxy tap in front of an Amy API.
 type AmyProxy struct {
 	ListenAddress string `yaml:"listen_address"`
+	// WebConfigFile is an exporter-toolkit web config (TLS, client
+	// certificates) for the proxy's listener; empty: plain HTTP.
+	WebConfigFile string `yaml:"web_config_file"`
 }
 
 // Secret is a credential: never printed, never logged.
@@ -109,6 +112,10 @@ type StreamsConfig struct {
 type IngestConfig struct {
 	Enabled      bool     `yaml:"enabled"`
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxConcurrentRequests caps the ingest requests served at once.
+	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
+	// ReadTimeout ends a request whose body is silent this long.
+	ReadTimeout model.Duration `yaml:"read_timeout"`
 }
 
 // ThreadsConfig configures the Amp thread-file source.
@@ -137,7 +144,8 @@ func Default() *Config {
 		Streams: StreamsConfig{
 			PollInterval: model.Duration(500 * time.Millisecond),
 			MaxLineBytes: 16 << 20,
-			Ingest:       IngestConfig{Enabled: true, MaxBodyBytes: 1 << 30},
+			Ingest: IngestConfig{Enabled: true, MaxBodyBytes: 1 << 30,
+				MaxConcurrentRequests: 4, ReadTimeout: model.Duration(2 * time.Minute)},
 		},
 		Limits: LimitsConfig{
 			MaxLabelValues: 100,
@@ -249,6 +257,12 @@ func (c *Config) resolve(env Env) error {
 	if c.Streams.Ingest.MaxBodyBytes < c.Streams.MaxLineBytes {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
 	}
+	if c.Streams.Ingest.MaxConcurrentRequests < 1 {
+		errs = append(errs, fmt.Sprintf("streams.ingest.max_concurrent_requests: %d, must be at least 1", c.Streams.Ingest.MaxConcurrentRequests))
+	}
+	if d := time.Duration(c.Streams.Ingest.ReadTimeout); d < time.Second {
+		errs = append(errs, fmt.Sprintf("streams.ingest.read_timeout: %s is too short, use at least 1s", d))
+	}
 	c.resolveAmy(env, &errs)
 	c.resolveRemoteWrite(&errs)
 	if f := c.Pricing.File; f != "" {
@@ -322,7 +336,7 @@ func (c *Config) resolveAmy(env Env, errs *[]string) {
 			}
 		}
 		for _, t := range u.Turns {
-			if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "/?#") {
+			if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "/?#") || len(t) > 256 {
 				*errs = append(*errs, fmt.Sprintf("%s.turns: %q is not a turn id", where, t))
 			}
 		}
@@ -331,6 +345,11 @@ func (c *Config) resolveAmy(env Env, errs *[]string) {
 				*errs = append(*errs, where+".proxy.listen_address: used twice")
 			}
 			seenListen[a] = true
+		}
+		if f := u.Proxy.WebConfigFile; f != "" {
+			if abs, err := filepath.Abs(f); err == nil {
+				u.Proxy.WebConfigFile = abs
+			}
 		}
 		if u.IdleTimeout == 0 {
 			u.IdleTimeout = model.Duration(time.Minute)

@@ -21,6 +21,12 @@ type routeDeps struct {
 	ingest        http.Handler
 	ingestEnabled func() bool
 	logger        *slog.Logger
+	// maxRequests is --web.max-requests (0: no limit).
+	maxRequests int
+	// remoteWrites reports whether routes that change state (ingest,
+	// reload) may be used from other hosts: only when --web.config.file
+	// makes every request authenticate. Nil means loopback only.
+	remoteWrites func() bool
 }
 
 // IngestPath is where stream-json lines are POSTed.
@@ -30,7 +36,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 	mux.Handle(d.telemetryPath, promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(d.logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 10,
+		MaxRequestsInFlight: d.maxRequests,
 		Registry:            d.registry,
 	}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
@@ -44,6 +50,9 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		fmt.Fprintln(w, "Ready.")
 	})
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if !localOrAuthenticated(w, r, d.remoteWrites) {
+			return
+		}
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "Use POST to reload the configuration.", http.StatusMethodNotAllowed)
@@ -69,6 +78,9 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		mux.HandleFunc(IngestPath, func(w http.ResponseWriter, r *http.Request) {
 			if !d.ingestEnabled() {
 				http.Error(w, "Ingest is disabled (streams.ingest.enabled: false).", http.StatusNotFound)
+				return
+			}
+			if !localOrAuthenticated(w, r, d.remoteWrites) {
 				return
 			}
 			d.ingest.ServeHTTP(w, r)
@@ -97,4 +109,15 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		mux.Handle("/", landing)
 	}
 	return nil
+}
+
+// localOrAuthenticated lets a request that changes state through when it
+// comes from this machine, or when the web config authenticates every
+// request; otherwise it answers 403 and says how to open it up.
+func localOrAuthenticated(w http.ResponseWriter, r *http.Request, remoteWrites func() bool) bool {
+	if isLoopback(r) || (remoteWrites != nil && remoteWrites()) {
+		return true
+	}
+	http.Error(w, "Forbidden: "+r.URL.Path+" accepts requests from other hosts only when --web.config.file sets basic_auth_users or client certificates (see SECURITY.md).", http.StatusForbidden)
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ingestOptions are the flags of `amp-exporter ingest`.
@@ -28,11 +29,14 @@ func runIngest(o ingestOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 	pr, pw := io.Pipe()
 	upload := &dropOnError{w: pw}
 	copied := make(chan error, 1)
+	stopKeepalive := make(chan struct{})
 	go func() {
 		_, err := io.Copy(io.MultiWriter(stdout, upload), stdin)
+		close(stopKeepalive)
 		pw.CloseWithError(err)
 		copied <- err
 	}()
+	go upload.keepalive(stopKeepalive, ingestKeepalive)
 
 	req, err := http.NewRequest(http.MethodPost, o.url, pr)
 	if err != nil {
@@ -75,9 +79,38 @@ func runIngest(o ingestOptions, stdin io.Reader, stdout, stderr io.Writer) int {
 // dropOnError writes to w until it fails (or fail is called), then
 // swallows writes, so the tee to stdout never stops.
 type dropOnError struct {
-	mu     sync.Mutex
-	w      io.Writer
-	failed bool
+	mu      sync.Mutex
+	w       io.Writer
+	failed  bool
+	midLine bool // the last byte written was not a newline
+	wrote   bool // something was written since the last keepalive tick
+}
+
+// ingestKeepalive is how often an empty line is sent while stdin is silent
+// (a tool can run for many minutes without a stream-json line), well within
+// the exporter's streams.ingest.read_timeout. Empty lines are ignored.
+const ingestKeepalive = 30 * time.Second
+
+// keepalive sends an empty line every period in which nothing was written,
+// when the stream is between lines.
+func (d *dropOnError) keepalive(stop <-chan struct{}, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			d.mu.Lock()
+			if !d.wrote && !d.midLine && !d.failed {
+				if _, err := d.w.Write([]byte("\n")); err != nil {
+					d.failed = true
+				}
+			}
+			d.wrote = false
+			d.mu.Unlock()
+		}
+	}
 }
 
 func (d *dropOnError) Write(p []byte) (int, error) {
@@ -87,6 +120,10 @@ func (d *dropOnError) Write(p []byte) (int, error) {
 		if _, err := d.w.Write(p); err != nil {
 			d.failed = true
 		}
+	}
+	if len(p) > 0 {
+		d.wrote = true
+		d.midLine = p[len(p)-1] != '\n'
 	}
 	return len(p), nil
 }

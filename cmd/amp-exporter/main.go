@@ -63,6 +63,7 @@ type flags struct {
 	telemetryPath string
 	storagePath   string
 	web           *web.FlagConfig
+	server        serverFlags
 	log           *promslog.Config
 }
 
@@ -78,6 +79,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	app.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
 		Default("").StringVar(&f.storagePath)
 	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
+	addServerFlags(app, &f.server)
 	flag.AddFlags(app, f.log)
 	app.Command("serve", "Run the exporter (the default command).").Default()
 	ingest := app.Command("ingest", "Copy stdin to stdout and stream it to an exporter's "+IngestPath+
@@ -142,6 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
 	amyStore := collector.NewAmyStore(labels, nil)
 	amyStore.SetUpstreams(upstreamNames(cfg))
+	amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
 	reg.MustRegister(collector.NewAmyCollector(amyStore))
 
 	embeddedPrices, err := pricing.Embedded(nil)
@@ -198,6 +201,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		metrics: metrics, log: logger, requests: reloads,
 	}
 	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
+	ingest.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
 
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{
@@ -209,11 +213,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ingest:        ingest,
 		ingestEnabled: rl.ingestEnabled,
 		logger:        logger,
+		maxRequests:   f.server.maxRequests,
+		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: mux}
+	hardenServer(server)
 
 	var g rungroup.Group
 	g.Add(func() error { return watcher.Run(ctx) }, func(error) { cancel() })
@@ -225,7 +232,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, p := range proxies {
 		g.Add(func() error {
 			logger.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
-			if err := p.server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := p.serve(f.server.maxConnections, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return fmt.Errorf("amy proxy %s: %w", p.upstream, err)
 			}
 			return nil
@@ -240,7 +247,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
-		err := web.ListenAndServe(server, f.web, logger)
+		err := listenAndServe(server, f.web, f.server.maxConnections, logger)
 		if errors.Is(err, http.ErrServerClosed) {
 			return nil
 		}

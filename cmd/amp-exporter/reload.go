@@ -55,6 +55,10 @@ func (r *reloader) ingestConfig() streams.IngestConfig {
 	return streams.IngestConfig{
 		MaxLineBytes: int(r.current.Streams.MaxLineBytes),
 		MaxBodyBytes: int64(r.current.Streams.Ingest.MaxBodyBytes),
+		// The memory one request can hold is bounded by MaxLineBytes;
+		// all of them together by this.
+		MaxConcurrent: r.current.Streams.Ingest.MaxConcurrentRequests,
+		ReadTimeout:   time.Duration(r.current.Streams.Ingest.ReadTimeout),
 	}
 }
 
@@ -114,6 +118,7 @@ func (r *reloader) reload(ctx context.Context) error {
 	r.metrics.PricingInUse(pricer.Source, pricer.Version)
 	r.labels.SetMax(cfg.Limits.MaxLabelValues)
 	r.amyStore.SetUpstreams(upstreamNames(cfg))
+	r.amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
 	followConfiguredTurns(ctx, cfg, r.amyClient)
 	if proxyAddrs(cfg) != proxyAddrs(r.current) {
 		r.log.Warn("amy proxy listen addresses changed; they take effect at the next restart")

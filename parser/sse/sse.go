@@ -37,12 +37,21 @@ type Event struct {
 	ID    string // the last event ID buffer at dispatch time ("" if never set)
 	Event string // event type; "message" when the block had no event field (or an empty one)
 	Data  string // data lines joined with "\n" (the final trailing "\n" removed)
+	// Oversized is set, with Data empty, for an event dropped because it
+	// exceeded MaxEventBytes or had a line longer than MaxLineBytes
+	// (only with Options.SkipOversized).
+	Oversized bool
 }
 
 // Options bounds the memory a stream can make the parser use.
 type Options struct {
 	MaxLineBytes  int // longest line accepted, line end excluded (default 1 MiB when <= 0)
 	MaxEventBytes int // largest Data of one event, after UTF-8 repair (default 4 MiB when <= 0)
+	// SkipOversized drops an event over the limits without holding it,
+	// and dispatches it as an Event with Oversized set (its id and type
+	// kept) at its blank line, instead of ending the parse: a reader that
+	// resumes after it is not stopped by it again.
+	SkipOversized bool
 }
 
 // Default limits.
@@ -59,6 +68,9 @@ const keepBufferCap = 64 << 10
 // assembled in a separate buffer (up to MaxLineBytes).
 const readBufferSize = 32 << 10
 
+// errLineSkipped: readLine dropped a line over MaxLineBytes (SkipOversized).
+var errLineSkipped = errors.New("sse: line skipped")
+
 var (
 	// ErrLineTooLong: a line exceeded Options.MaxLineBytes. Returned wrapped
 	// with the byte offset of the line.
@@ -73,6 +85,10 @@ type Parser struct {
 	br       *bufio.Reader
 	maxLine  int
 	maxEvent int
+	skip     bool // Options.SkipOversized
+
+	oversized  bool // the event being read is over the limits: its data is dropped
+	discarding bool // the line being read is over MaxLineBytes: its bytes are dropped
 
 	off        int64 // bytes consumed from br (BytesRead)
 	lineStart  int64 // stream offset of the line being processed
@@ -102,6 +118,7 @@ func NewParser(r io.Reader, opts Options) *Parser {
 		br:       bufio.NewReaderSize(r, readBufferSize),
 		maxLine:  opts.MaxLineBytes,
 		maxEvent: opts.MaxEventBytes,
+		skip:     opts.SkipOversized,
 		lf:       byteScan{pos: -1},
 		cr:       byteScan{pos: -1},
 	}
@@ -125,11 +142,25 @@ func (p *Parser) Next() (Event, error) {
 	}
 	for {
 		line, err := p.readLine()
+		if errors.Is(err, errLineSkipped) {
+			p.oversized = true
+			continue
+		}
 		if err != nil {
 			p.err = err
 			return Event{}, err
 		}
 		if len(line) == 0 {
+			if p.oversized {
+				p.oversized = false
+				p.data = p.data[:0]
+				ev := Event{ID: p.idString(), Event: "message", Oversized: true}
+				if len(p.eventType) > 0 {
+					ev.Event = string(p.eventType)
+				}
+				p.eventType = p.eventType[:0]
+				return ev, nil
+			}
 			if len(p.data) == 0 {
 				p.eventType = p.eventType[:0]
 				continue
@@ -243,6 +274,9 @@ func (p *Parser) field(line []byte) error {
 	// invalid UTF-8 (which would decode to U+FFFD) never matches them.
 	switch string(name) {
 	case "data":
+		if p.oversized {
+			return nil
+		}
 		if utf8.Valid(value) {
 			if len(p.data)+len(value) > p.maxEvent {
 				return p.tooLarge()
@@ -270,6 +304,14 @@ func (p *Parser) field(line []byte) error {
 }
 
 func (p *Parser) tooLarge() error {
+	if p.skip {
+		p.oversized = true
+		p.data = p.data[:0]
+		if cap(p.data) > keepBufferCap {
+			p.data = nil
+		}
+		return nil
+	}
 	return fmt.Errorf("%w: data line at byte offset %d makes the event exceed %d bytes",
 		ErrEventTooLarge, p.lineStart, p.maxEvent)
 }
@@ -336,15 +378,36 @@ func (p *Parser) readLine() ([]byte, error) {
 		}
 		i := p.findEOL(chunk)
 		if i < 0 {
-			if len(p.line)+len(chunk) > p.maxLine {
-				return nil, p.tooLong(start)
+			if !p.discarding && len(p.line)+len(chunk) > p.maxLine {
+				if !p.skip {
+					return nil, p.tooLong(start)
+				}
+				p.discarding, p.line = true, nil
 			}
-			p.line = append(p.line, chunk...)
+			if !p.discarding {
+				p.line = append(p.line, chunk...)
+			}
 			p.consume(len(chunk))
 			continue
 		}
-		if len(p.line)+i > p.maxLine {
-			return nil, p.tooLong(start)
+		if p.discarding || len(p.line)+i > p.maxLine {
+			if !p.skip {
+				return nil, p.tooLong(start)
+			}
+			p.discarding, p.line = false, nil
+			adv := i + 1
+			if chunk[i] == '\r' {
+				if i+1 < len(chunk) {
+					if chunk[i+1] == '\n' {
+						adv++
+					}
+				} else {
+					p.skipLF = true
+				}
+			}
+			p.consume(adv)
+			p.lineStart = start
+			return nil, errLineSkipped
 		}
 		line := chunk[:i]
 		if len(p.line) > 0 {

@@ -70,7 +70,7 @@ func parseAll(r io.Reader, opts Options) result {
 			}
 			break
 		}
-		res.Events = append(res.Events, goldenEvent(ev))
+		res.Events = append(res.Events, goldenEvent{ID: ev.ID, Event: ev.Event, Data: ev.Data})
 	}
 	res.LastEventID = p.LastEventID()
 	if d, ok := p.Retry(); ok {

@@ -72,6 +72,11 @@ type Summary struct {
 	ToolCalls           map[string]map[string]int `json:"tool_calls"` // tool → status → n
 	ContextUtil         []Ratio                   `json:"context_utilization"`
 	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
+	// FoldedModels are the hashes of the distinct model names the parser
+	// folded into FoldedModel (the per-file budget), for the collector's
+	// amp_exporter_label_values_folded_total.
+	FoldedModels []uint64 `json:"-"`
+	FoldedTools  []uint64 `json:"-"`
 }
 
 // ItemsValid reports whether Items still hold this summary's items: false
@@ -172,6 +177,8 @@ func Summarize(t *Thread) *Summary {
 		Finished:     map[string]map[string]int{},
 		ToolCalls:    map[string]map[string]int{},
 		LastActivity: t.Created,
+		FoldedModels: t.FoldedModels,
+		FoldedTools:  t.FoldedTools,
 	}
 	// The fork copied messages[0..ForkPoint]: positions in the file's
 	// whole messages[], which Index keeps.

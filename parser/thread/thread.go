@@ -76,6 +76,11 @@ type Thread struct {
 	ForkPoint int
 	Messages  []Message
 	Ledger    []LedgerEvent
+	// FoldedModels are the hashes of the distinct model names past the
+	// per-file budget (MaxModelsPerFile), read as FoldedModel.
+	FoldedModels []uint64
+	// FoldedTools: the same for tool names (hashed normalized).
+	FoldedTools []uint64
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -161,6 +166,8 @@ type Parser struct {
 
 	sc     *jsonscan.Scanner
 	intern map[string]string
+	models valueBudget // distinct model names of the file being parsed
+	tools  valueBudget // distinct tool names of the file being parsed
 	// msgStore is the storage of the last Thread's Messages, and the
 	// others the storage its messages' usage blocks, tool uses and tool
 	// results point into. They were most of what a parse allocated; the
@@ -222,6 +229,9 @@ func (p *Parser) parse() (*Thread, error) {
 		return nil, ErrNotThread
 	}
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
+	p.models.reset()
+	p.tools.reset()
+	defer func() { t.FoldedModels, t.FoldedTools = p.models.foldedValues(), p.tools.foldedValues() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 
 	t.items, t.gen, t.parses = &p.items, p.parses.Add(1), &p.parses
@@ -377,7 +387,7 @@ func (p *Parser) message() Message {
 			}
 		case "model":
 			if v, ok := sc.String(); ok {
-				m.Model = p.str(v)
+				m.Model = p.model(v)
 			}
 		default:
 			sc.Skip()
@@ -436,11 +446,11 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "name":
 				if v, ok := sc.String(); ok {
-					name = p.str(v)
+					name = p.tool(v)
 				}
 			case "normalizedName":
 				if v, ok := sc.String(); ok {
-					normName = p.str(v)
+					normName = p.tool(v)
 				}
 			case "toolUseID":
 				if v, ok := sc.String(); ok {
@@ -551,7 +561,7 @@ func (p *Parser) usage() *Usage {
 		switch string(key) {
 		case "model":
 			if v, ok := sc.String(); ok {
-				u.Model = p.str(v)
+				u.Model = p.model(v)
 			}
 		case "inputTokens":
 			u.Input = p.count(u)
@@ -615,7 +625,7 @@ func (p *Parser) ledgerEvent() LedgerEvent {
 			}
 		case "model":
 			if v, ok := sc.String(); ok {
-				e.Model = p.str(v)
+				e.Model = p.model(v)
 			}
 		case "credits":
 			e.Credits, e.HasCredits = sc.Float()

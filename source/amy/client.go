@@ -52,6 +52,17 @@ func (u Upstream) key() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// keySource names where the upstream's key comes from, for log lines.
+func (u Upstream) keySource() string {
+	switch {
+	case u.APIKeyFile != "":
+		return "api_key_file"
+	case u.APIKey != "":
+		return "api_key"
+	}
+	return "none"
+}
+
 // eventsURL is GET {base}/v1/turns/{id}/events.
 func (u Upstream) eventsURL(turn string) string {
 	base := *u.BaseURL
@@ -173,10 +184,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.log.Warn("Amy turn did not end within turn_timeout; no longer followed", "upstream", up.Name, "turn", turn, "turn_timeout", up.TurnTimeout)
 			return
 		}
-		resume := c.store.ResumeID(up.Name, turn)
-		if resume == "" {
-			resume = lastID
-		}
+		resume := resumeFrom(c.store.ResumeID(up.Name, turn), lastID)
 		o, seenID, retry := c.connect(tctx, up, turn, auth, resume, dec)
 		if seenID != "" {
 			lastID = seenID
@@ -193,13 +201,22 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			c.store.GaveUp(up.Name, turn, collector.GivenUpNotFound)
 			c.log.Info("Amy turn not found (past the replay window); no longer followed", "upstream", up.Name, "turn", turn)
 			return
+		case (o.status == http.StatusUnauthorized || o.status == http.StatusForbidden) && auth != "":
+			// The creating client's token (short-lived: client JWTs live
+			// about a minute) no longer works: go on with the upstream's
+			// own key, at once.
+			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
+			auth = ""
+			c.log.Info("Amy refused the client's token this turn was learned with (expired?); following it with the upstream's configured key",
+				"upstream", up.Name, "turn", turn, "status", o.status, "key_source", up.keySource())
+			continue
 		case o.status == http.StatusUnauthorized || o.status == http.StatusForbidden:
 			c.store.SetUp(up.Name, turn, false)
 			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
 			if !reportedAuth {
 				reportedAuth = true
-				c.log.Error("Amy refused the API key; retrying only every few minutes", "upstream", up.Name,
-					"status", o.status, "retry_in", unauthorizedBackoff)
+				c.log.Error("Amy refused the upstream's configured API key; retrying only every few minutes", "upstream", up.Name,
+					"status", o.status, "key_source", up.keySource(), "retry_in", unauthorizedBackoff)
 			}
 			c.sleep(tctx, unauthorizedBackoff)
 			continue
@@ -316,7 +333,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 		}
 	}()
 	body := &activityReader{r: resp.Body, activity: activity}
-	parser := sse.NewParser(body, sse.Options{})
+	parser := sse.NewParser(body, sse.Options{SkipOversized: true})
 	seen := ""
 	for {
 		ev, err := parser.Next()
@@ -334,8 +351,15 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 				return outcome{reason: collector.ReconnectError, err: redact(err)}, seen, retry
 			}
 		}
-		if ev.ID != "" {
+		if ev.ID != "" && len(ev.ID) <= amyparser.MaxIDBytes {
 			seen = ev.ID
+		}
+		if ev.Oversized {
+			// Skipped, counted, and remembered: the resume goes on
+			// after it instead of failing on it at every reconnect.
+			c.store.TooLarge(up.Name, turn, ev.ID, c.clock.Now())
+			c.log.Warn("Amy event over the size limit; skipped", "upstream", up.Name, "event", ev.Event)
+			continue
 		}
 		rec, derr := dec.Decode(ev.Event, ev.Data)
 		if derr != nil {
@@ -348,6 +372,28 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 			return outcome{terminal: true}, seen, 0
 		}
 	}
+}
+
+// resumeFrom picks the Last-Event-Id of a follower's next connection: the
+// store's (the end of the ids seen from the turn's start, by any reader) or
+// the last id this follower read itself, whichever is further. Everything up
+// to either was seen; an id that is not a number is only the follower's.
+func resumeFrom(store, own string) string {
+	if own == "" {
+		return store
+	}
+	if store == "" {
+		return own
+	}
+	a, errA := strconv.ParseInt(store, 10, 64)
+	b, errB := strconv.ParseInt(own, 10, 64)
+	if errA != nil || errB != nil {
+		return own
+	}
+	if a > b {
+		return store
+	}
+	return own
 }
 
 // activityReader signals every read that returned bytes.

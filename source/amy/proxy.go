@@ -43,6 +43,12 @@ const maxCreateBody = 1 << 20
 // hop-by-hop ones, which HTTP forbids forwarding), and bodies, streamed
 // without buffering; a client that goes away cancels the upstream request.
 func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
+	return newProxy(ctx, up, store, client, log, clk, newHopTransport(nil))
+}
+
+// newProxy is NewProxy with the transport to the upstream given (tests
+// pass one that trusts their own certificate authority).
+func newProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock, transport http.RoundTripper) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -62,10 +68,13 @@ func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, clien
 			// No X-Forwarded-* headers: the proxy is meant to be
 			// invisible to the API.
 			pr.SetURL(up.BaseURL)
+			pr.Out = traceConn(pr.Out)
 		},
+		Transport:     transport,
 		FlushInterval: -1, // flush every write: event streams must not wait
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
+			dropHopHeaders(resp)
 			req := resp.Request
 			var events []string // the event stream's path, with its turn
 			if req.Method == http.MethodGet && resp.StatusCode == http.StatusOK {
@@ -139,7 +148,7 @@ func turnID(body []byte) string {
 		return ""
 	}
 	for _, id := range []string{v.ID, v.TurnID, v.Turn.ID} {
-		if id != "" && !strings.ContainsAny(id, "/?#") {
+		if id != "" && len(id) <= collector.MaxTurnIDBytes && !strings.ContainsAny(id, "/?#") {
 			return id
 		}
 	}
@@ -162,7 +171,7 @@ func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.
 			}
 			src = zr
 		}
-		p := sse.NewParser(src, sse.Options{})
+		p := sse.NewParser(src, sse.Options{SkipOversized: true})
 		for {
 			ev, err := p.Next()
 			if err != nil {
@@ -171,6 +180,10 @@ func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.
 				}
 				io.Copy(io.Discard, pr) // never block the client
 				return
+			}
+			if ev.Oversized {
+				store.TooLarge(upstream, turn, ev.ID, clk.Now())
+				continue
 			}
 			rec, derr := dec.Decode(ev.Event, ev.Data)
 			if derr != nil {
@@ -228,3 +241,34 @@ func (c *captureBody) Read(p []byte) (int, error) {
 }
 
 func (c *captureBody) Close() error { return c.rc.Close() }
+
+// endToEnd are the response headers forwarded when the upstream's
+// Connection header is unknown (see dropUnknownHopHeaders): the standard
+// end-to-end ones an API answer carries.
+var endToEnd = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Content-Language": true,
+	"Content-Disposition": true, "Content-Location": true, "Content-Range": true,
+	"Cache-Control": true, "Date": true, "Etag": true, "Expires": true, "Last-Modified": true,
+	"Location": true, "Retry-After": true, "Vary": true, "Www-Authenticate": true, "Allow": true,
+	"Set-Cookie": true, "Pragma": true, "Server": true, "Strict-Transport-Security": true,
+	"X-Request-Id": true, "X-Content-Type-Options": true, "Accept-Ranges": true, "Age": true,
+	"Access-Control-Allow-Origin": true, "Access-Control-Allow-Credentials": true,
+	"Access-Control-Expose-Headers": true, "Access-Control-Allow-Headers": true,
+	"Access-Control-Allow-Methods": true, "Access-Control-Max-Age": true,
+}
+
+// dropUnknownHopHeaders: Go's client deletes the whole Connection header
+// of a response when it says "close" (resp.Close), before the reverse proxy
+// can remove the hop-by-hop headers it names (`Connection: close,
+// X-Secret-Hop`). Those names are then unknown, so only standard
+// end-to-end headers are forwarded: a hop-by-hop header never leaks.
+func dropUnknownHopHeaders(resp *http.Response) {
+	if !resp.Close || resp.ProtoMajor != 1 {
+		return
+	}
+	for k := range resp.Header {
+		if !endToEnd[http.CanonicalHeaderKey(k)] {
+			resp.Header.Del(k)
+		}
+	}
+}

@@ -25,9 +25,12 @@ const (
 	clientKey  = "amy-sk-client-0b9d4e7a13f2c58e6d"
 	revokedKey = "amy-sk-revoked-5a2e8c1f7d3b9046"
 	wrongKey   = "amy-sk-wrong-c4e1a7f9028d3b65"
+	// expiredKey is a client token that creates a turn and has expired
+	// by the time its stream is read.
+	expiredKey = "amy-sk-client-expired-9e3d71c0a5b2"
 )
 
-var allKeys = []string{goodKey, clientKey, revokedKey, wrongKey}
+var allKeys = []string{goodKey, clientKey, revokedKey, wrongKey, expiredKey}
 
 // connPlan scripts one connection to a turn's stream.
 type connPlan struct {
@@ -173,6 +176,11 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch rec.Auth {
 	case "Bearer " + goodKey, "Bearer " + clientKey:
+	case "Bearer " + expiredKey:
+		if r.Method != http.MethodPost {
+			status(http.StatusUnauthorized)
+			return
+		}
 	case "Bearer " + revokedKey:
 		status(http.StatusForbidden)
 		return

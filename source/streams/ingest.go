@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
@@ -16,6 +20,12 @@ import (
 type IngestConfig struct {
 	MaxLineBytes int
 	MaxBodyBytes int64
+	// MaxConcurrent caps the requests served at once (0: no cap); one
+	// more gets 429.
+	MaxConcurrent int
+	// ReadTimeout ends a request whose body sends nothing for this long
+	// (0: the server's own read timeout applies to the whole body).
+	ReadTimeout time.Duration
 }
 
 // IngestHandler serves POST /api/v1/ingest/stream-json: an NDJSON body of
@@ -28,7 +38,23 @@ type IngestHandler struct {
 	store   Store
 	metrics Metrics
 	log     *slog.Logger
+
+	inFlight atomic.Int64
+	trusted  func() bool
 }
+
+// untrustedStore is a Store that can cap the label values of lines from an
+// unauthenticated source apart from the user's own (collector.StreamStore).
+type untrustedStore interface {
+	ApplyUntrusted(incs []streamjson.Increments)
+}
+
+// SetTrusted says when requests are authenticated (the web config makes
+// every request authenticate): their lines count as the user's own data.
+// Otherwise (the default) the label values they bring in are kept within
+// the label cap's untrusted quota, so a local process or page cannot fill
+// the model cap and push the user's real models into "other".
+func (h *IngestHandler) SetTrusted(f func() bool) { h.trusted = f }
 
 // NewIngestHandler returns the handler; cfg is read per request, so a
 // reload applies to the next one.
@@ -56,8 +82,35 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST an NDJSON body of amp --stream-json lines.", http.StatusMethodNotAllowed)
 		return
 	}
+	if !ndjsonContentType(r.Header.Get("Content-Type")) {
+		http.Error(w, "Send the body as Content-Type: application/x-ndjson (or application/json).", http.StatusUnsupportedMediaType)
+		return
+	}
+	if r.Header.Get("Origin") != "" {
+		// Browsers send Origin on every cross-origin and every POST
+		// request; command-line clients do not. A page in the user's
+		// browser must not be able to write counters.
+		http.Error(w, "Requests from web pages (with an Origin header) are not accepted.", http.StatusForbidden)
+		return
+	}
 	cfg := h.cfg()
-	body := http.MaxBytesReader(w, r.Body, cfg.MaxBodyBytes)
+	if n := h.inFlight.Add(1); cfg.MaxConcurrent > 0 && n > int64(cfg.MaxConcurrent) {
+		h.inFlight.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("Too many ingest requests at once (streams.ingest.max_concurrent_requests: %d); retry later.", cfg.MaxConcurrent), http.StatusTooManyRequests)
+		return
+	}
+	defer h.inFlight.Add(-1)
+	trusted := h.trusted != nil && h.trusted()
+	rc := http.NewResponseController(w)
+	var src io.Reader = r.Body
+	if cfg.ReadTimeout > 0 {
+		// A run can last hours: no deadline for the whole body or the
+		// answer, but every read must bring bytes within ReadTimeout.
+		_ = rc.SetWriteDeadline(time.Time{})
+		src = &deadlineReader{r: r.Body, rc: rc, timeout: cfg.ReadTimeout}
+	}
+	body := http.MaxBytesReader(w, io.NopCloser(src), cfg.MaxBodyBytes)
 	parser := streamjson.NewParser()
 	var (
 		run      streamjson.Run
@@ -71,6 +124,10 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			} else {
 				res.RunsFinished++
 			}
+		}
+		if us, ok := h.store.(untrustedStore); ok && !trusted {
+			us.ApplyUntrusted([]streamjson.Increments{inc})
+			return
 		}
 		h.store.Apply([]streamjson.Increments{inc})
 	}
@@ -122,7 +179,37 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("stream-json ingest request had problems", "status", status, "lines", res.Lines,
 			"counted", res.Counted, "invalid", res.Invalid, "too_long", res.TooLong, "err", res.Error)
 	}
+	if cfg.ReadTimeout > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(cfg.ReadTimeout))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(res)
+}
+
+// ndjsonContentType accepts application/x-ndjson and application/json
+// (with parameters). Anything else, text/plain above all, is what a web
+// page can send cross-origin without asking first.
+func ndjsonContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	switch mt {
+	case "application/x-ndjson", "application/json", "application/jsonl", "application/jsonlines":
+		return true
+	}
+	return false
+}
+
+// deadlineReader moves the connection's read deadline before every read.
+type deadlineReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	_ = d.rc.SetReadDeadline(time.Now().Add(d.timeout))
+	return d.r.Read(p)
 }

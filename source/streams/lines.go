@@ -30,7 +30,7 @@ func scanLines(br *bufio.Reader, maxLine int, takeUnterminated bool, fn func(lin
 			tooLong, own = true, own[:0]
 		}
 		if !tooLong && !(first && err == nil) {
-			own = append(own, chunk...)
+			own = appendBounded(own, chunk, maxLine+2)
 		}
 		switch {
 		case err == nil:
@@ -44,6 +44,9 @@ func scanLines(br *bufio.Reader, maxLine int, takeUnterminated bool, fn func(lin
 			fn(trimEOL(line), tooLong)
 			consumed += int64(lineBytes)
 			own, lineBytes, tooLong = own[:0], 0, false
+			if cap(own) > keepLineCap {
+				own = nil // do not hold one big line's buffer for the stream's life
+			}
 		case errors.Is(err, bufio.ErrBufferFull):
 			// the line goes on in the next read
 		case errors.Is(err, io.EOF):
@@ -60,6 +63,27 @@ func scanLines(br *bufio.Reader, maxLine int, takeUnterminated bool, fn func(lin
 			return consumed, err
 		}
 	}
+}
+
+// keepLineCap: a line buffer grown past this for one long line is released
+// once that line is processed.
+const keepLineCap = 64 << 10
+
+// appendBounded appends like append, but never grows dst's capacity past
+// limit (append doubles, so a line of maxLine bytes could otherwise hold
+// twice that): the memory of one line is bounded by the line limit.
+func appendBounded(dst, src []byte, limit int) []byte {
+	need := len(dst) + len(src)
+	if need <= cap(dst) {
+		return append(dst, src...)
+	}
+	newCap := max(2*cap(dst), need, 4096)
+	if newCap > limit {
+		newCap = max(limit, need)
+	}
+	out := make([]byte, len(dst), newCap)
+	copy(out, dst)
+	return append(out, src...)
 }
 
 func trimEOL(b []byte) []byte {

@@ -184,6 +184,10 @@ type ciValues struct {
 	FullnameOverride string `json:"fullnameOverride"`
 	Amy              struct {
 		ExistingSecret string `json:"existingSecret"`
+		Proxy          struct {
+			Port            int32  `json:"port"`
+			WebConfigSecret string `json:"webConfigSecret"`
+		} `json:"proxy"`
 	} `json:"amy"`
 	Web struct {
 		Config struct {
@@ -316,9 +320,17 @@ func checkRendering(t *testing.T, m *manifests, v ciValues) {
 		t.Errorf("strategy %q with a PVC for the state, want Recreate", dep.Spec.Strategy.Type)
 	}
 
-	// Service: port named http, to the container's http port.
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "http" || svc.Spec.Ports[0].TargetPort.String() != "http" {
-		t.Errorf("Service ports: want one port named http targeting http, got %+v", svc.Spec.Ports)
+	// Service: port named http, to the container's http port, and the Amy
+	// proxy's when it is exposed.
+	wantPorts := 1
+	if v.Amy.Proxy.Port > 0 {
+		wantPorts = 2
+		if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[1].Name != "amy-proxy" || svc.Spec.Ports[1].Port != v.Amy.Proxy.Port || svc.Spec.Ports[1].TargetPort.String() != "amy-proxy" {
+			t.Errorf("Service ports: want amy-proxy %d second, got %+v", v.Amy.Proxy.Port, svc.Spec.Ports)
+		}
+	}
+	if len(svc.Spec.Ports) != wantPorts || svc.Spec.Ports[0].Name != "http" || svc.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Errorf("Service ports: want %d, the first named http targeting http, got %+v", wantPorts, svc.Spec.Ports)
 	}
 
 	pod := dep.Spec.Template.Spec
@@ -374,8 +386,25 @@ func checkRendering(t *testing.T, m *manifests, v ciValues) {
 	}
 
 	// Port and probes.
-	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != containerPort {
+	if len(c.Ports) != wantPorts || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != containerPort {
 		t.Errorf("container ports: want http %d, got %+v", containerPort, c.Ports)
+	}
+	if v.Amy.Proxy.Port > 0 {
+		if c.Ports[len(c.Ports)-1].Name != "amy-proxy" || c.Ports[len(c.Ports)-1].ContainerPort != v.Amy.Proxy.Port {
+			t.Errorf("container ports: want amy-proxy %d, got %+v", v.Amy.Proxy.Port, c.Ports)
+		}
+		// The proxy is exposed only with TLS: its web config is mounted.
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			mounted = mounted || (m.Name == "amy-proxy-web-config" && m.MountPath == "/etc/amp-exporter/amy-proxy-web" && m.ReadOnly)
+		}
+		if !mounted {
+			t.Errorf("amy.proxy.port set: the proxy's web config is not mounted read-only: %+v", c.VolumeMounts)
+		}
+	}
+	// Scrape and connection limits are passed on.
+	for _, f := range []string{"--web.max-requests", "--web.max-connections"} {
+		flagValue(t, c.Args, f)
 	}
 	scheme := corev1.URISchemeHTTP
 	if v.Web.TLS {
