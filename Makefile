@@ -1,6 +1,7 @@
-# amp-exporter. `make test` runs the whole test suite (it needs Debian's
-# `prometheus` package for promtool and the end-to-end tests; .ci/run
-# installs everything on a fresh machine).
+# amp-exporter. `make test` runs the whole test suite; it first runs
+# scripts/test-deps.sh, which installs or fetches what the suite needs
+# (prometheus/promtool and chromium from apt, ccusage from npm, a pinned
+# helm built once), cached under .cache/.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -11,7 +12,7 @@ LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$
 STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
-.PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
+.PHONY: build test test-deps unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -20,7 +21,11 @@ build:
 # sources, config, binary), the alert rules under promtool, the dashboards'
 # generator and checks, the Helm chart under a real helm, then the
 # end-to-end tests against a real Prometheus.
-test: unit rules dashboards helm-check e2e
+test: test-deps unit rules dashboards helm-check e2e
+
+# What the suite needs, pinned and cached under .cache/ (see the script).
+test-deps:
+	bash scripts/test-deps.sh
 
 unit:
 	$(GO) test -race -count=1 ./...
