@@ -30,8 +30,10 @@ test-deps:
 unit:
 	$(GO) test -race -count=1 ./...
 
+# Test artifacts (the landing page's screenshot) stay in .cache/e2e-artifacts.
 e2e:
-	$(GO) test -tags e2e -race -count=1 -timeout 20m ./e2e/
+	rm -rf .cache/e2e-artifacts && mkdir -p .cache/e2e-artifacts
+	$(GO) test -tags e2e -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/.cache/e2e-artifacts ./e2e/
 
 rules:
 	bash deploy/rules/check.sh

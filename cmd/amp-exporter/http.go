@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/amp-exporter/amp-exporter/internal/landing"
 )
 
 type routeDeps struct {
@@ -21,6 +23,7 @@ type routeDeps struct {
 	ingest        http.Handler
 	ingestEnabled func() bool
 	logger        *slog.Logger
+	sources       []landing.Provider // the landing page's rows
 }
 
 // IngestPath is where stream-json lines are POSTed.
@@ -79,7 +82,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		fmt.Fprint(w, d.config())
 	})
 	if d.telemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
+		page, err := landing.New(web.LandingConfig{
 			Name:        "amp-exporter",
 			Description: "Prometheus exporter for the cost and behaviour of AI agents",
 			Version:     version.Info(),
@@ -90,11 +93,11 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 				{Address: "/-/healthy", Text: "Health"},
 				{Address: "/-/ready", Text: "Readiness"},
 			},
-		})
+		}, d.registry, nil, d.sources...)
 		if err != nil {
 			return fmt.Errorf("landing page: %w", err)
 		}
-		mux.Handle("/", landing)
+		mux.Handle("/", page)
 	}
 	return nil
 }

@@ -209,6 +209,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ingest:        ingest,
 		ingestEnabled: rl.ingestEnabled,
 		logger:        logger,
+		sources:       sourceProviders(rl.currentConfig, ready.Load),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
