@@ -43,15 +43,19 @@ func chromium(t *testing.T, url string, args ...string) []byte {
 
 var (
 	tags       = regexp.MustCompile(`<[^>]*>`)
+	styles     = regexp.MustCompile(`(?is)<style.*?</style>`)
 	spaces     = regexp.MustCompile(`\s+`)
 	tableRow   = regexp.MustCompile(`(?s)<tr>(.*?)</tr>`)
 	tableCell  = regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`)
 	scriptTags = regexp.MustCompile(`(?i)<script`)
 )
 
-// text is what a person reads in an HTML fragment.
+// text is what a person reads in an HTML fragment (tags become spaces,
+// so punctuation after inline markup is re-attached).
 func text(fragment string) string {
-	return strings.TrimSpace(spaces.ReplaceAllString(html.UnescapeString(tags.ReplaceAllString(fragment, " ")), " "))
+	fragment = styles.ReplaceAllString(fragment, " ")
+	t := strings.TrimSpace(spaces.ReplaceAllString(html.UnescapeString(tags.ReplaceAllString(fragment, " ")), " "))
+	return strings.NewReplacer(" ,", ",", " .", ".").Replace(t)
 }
 
 // sourceRows maps each row's first cell (the source) to its cells' text.
@@ -131,6 +135,14 @@ amy:
 			t.Errorf("page text lacks %q:\n%s", want, page)
 		}
 	}
+	for _, want := range []string{
+		fmt.Sprintf("Counted so far: %s tokens, $%.2f estimated.", grouped(tokens), cost),
+		"Needs attention: Thread files (threads): watching, 1 of 2 missing.",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page text lacks %q:\n%s", want, page)
+		}
+	}
 	if strings.Contains(page, "never-shown") {
 		t.Error("the page shows the upstream URL's query string")
 	}
@@ -193,4 +205,22 @@ func sizeOf(fi os.FileInfo) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// Zero configuration on a machine without Amp history: the page says
+// plainly why nothing is counted.
+func TestLandingPageExplainsNothingCounted(t *testing.T) {
+	e := startExporter(t, exporterOpts{}) // AMP_THREADS_DIR points at a directory that does not exist
+	page := text(string(chromium(t, e.base+"/", "--dump-dom")))
+	for _, want := range []string{
+		"Nothing counted yet",
+		"Needs attention: Thread files (threads): missing.",
+		"no-threads-here (missing)",
+		"Amp versions since 2026-03 write no thread files",
+		"Amp server (server) — not configured",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page text lacks %q:\n%s", want, page)
+		}
+	}
 }

@@ -80,8 +80,9 @@ var table = template.Must(template.New("sources").Funcs(template.FuncMap{
 	"usd":  formatUSD,
 	"when": formatWhen,
 }).Parse(`<h3>Sources</h3>
-{{if .Counting}}<p>Counting: {{.Counting}} of {{len .Rows}} sources are working.</p>
-{{- else}}<p class="attention">Nothing is being counted: every source is missing, failing or not configured (the table says why).</p>{{end}}
+{{with .Summary}}{{if .Tokens}}<p>Counted so far: <strong>{{num .Tokens}} tokens</strong>, {{usd .EstimatedUSD}} estimated.</p>
+{{- else}}<p class="attention">Nothing counted yet: no source has seen any usage (the table says why).</p>{{end}}
+{{- with .Attention}}<p class="attention">Needs attention: {{range $i, $s := .}}{{if $i}}; {{end}}{{$s}}{{end}}.</p>{{end}}{{end}}
 <table class="sources">
 <thead><tr><th>Source</th><th>Configured</th><th>State</th><th>Last change</th><th>Threads</th><th>Tokens</th><th>Estimated USD</th><th>Billed USD</th></tr></thead>
 <tbody>
@@ -164,10 +165,10 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf.Write(p.head)
 	rows := p.Rows()
 	if err := table.Execute(&buf, struct {
-		Rows     []SourceStatus
-		Counting int
-		Now      time.Time
-	}{rows, Working(rows), p.now()}); err != nil {
+		Rows    []SourceStatus
+		Summary Summary
+		Now     time.Time
+	}{rows, Summarize(rows), p.now()}); err != nil {
 		http.Error(w, "cannot render the landing page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -177,15 +178,33 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// Working counts the rows whose source runs without needing attention.
-func Working(rows []SourceStatus) int {
-	n := 0
+// Summary is the line above the table: what all sources have counted,
+// and which need attention.
+type Summary struct {
+	Tokens       *float64 // nil: nothing counted
+	EstimatedUSD *float64
+	Attention    []string // "Thread files: missing"
+}
+
+// Summarize adds up the rows.
+func Summarize(rows []SourceStatus) Summary {
+	var s Summary
+	var tokens, usd float64
 	for _, r := range rows {
-		if !r.Attention && r.State != NotConfigured {
-			n++
+		if r.Counted.Tokens != nil {
+			tokens += *r.Counted.Tokens
+		}
+		if r.Counted.EstimatedUSD != nil {
+			usd += *r.Counted.EstimatedUSD
+		}
+		if r.Attention {
+			s.Attention = append(s.Attention, r.Source+": "+r.State)
 		}
 	}
-	return n
+	if tokens > 0 {
+		s.Tokens, s.EstimatedUSD = &tokens, &usd
+	}
+	return s
 }
 
 func formatNumber(v *float64) string {

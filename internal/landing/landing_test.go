@@ -95,7 +95,7 @@ func TestPage(t *testing.T) {
 	for _, want := range []string{
 		`<a href="/metrics">Metrics</a>`, // the toolkit's links stay
 		"Version: v1",
-		"Counting: 1 of 2 sources are working.",
+		"Counted so far: <strong>1,234 tokens</strong>, $1,234.50 estimated.",
 		"<td>Amp server &lt;b&gt;</td>", // escaped
 		`<li>/gone <span class="attention">(missing)</span></li>`,
 		`<td class="num">12</td>`,
@@ -128,7 +128,7 @@ func TestNothingCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, body := get(t, p, "/")
-	if !strings.Contains(body, "Nothing is being counted") {
+	if !strings.Contains(body, "Nothing counted yet") || !strings.Contains(body, "Needs attention: Thread files: missing.") {
 		t.Errorf("page does not say nothing is counted:\n%s", body)
 	}
 }
