@@ -12,7 +12,7 @@ LDFLAGS     := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$
 STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
-.PHONY: build test test-deps unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
+.PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -24,6 +24,7 @@ build:
 test: test-deps unit rules dashboards helm-check e2e
 
 # What the suite needs, pinned and cached under .cache/ (see the script).
+.PHONY: test-deps
 test-deps:
 	bash scripts/test-deps.sh
 
