@@ -14,6 +14,6 @@ Zero configuration (no --config.file):
   Amp server: today's Amp keeps threads on ampcode.com. The server source
     (config: amp_server, enabled: auto) follows the account of your Amp
     login - $AMP_API_KEY, or the key the Amp CLI stores after 'amp login' -
-    when one is found.
+    when one is found; / says whether it is on.
   Open http://localhost:9974/ to see what is watched, followed or missing
   and what has been counted so far.`
