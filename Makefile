@@ -1,6 +1,7 @@
-# amp-exporter. `make test` runs the whole test suite (it needs Debian's
-# `prometheus` package for promtool and the end-to-end tests; .ci/run
-# installs everything on a fresh machine).
+# amp-exporter. `make test` runs the whole test suite; it first runs
+# scripts/test-deps.sh, which installs or fetches what the suite needs
+# (prometheus/promtool and chromium from apt, ccusage from npm, a pinned
+# helm built once), cached under .cache/.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -21,13 +22,20 @@ build:
 # sources, config, binary), the alert rules under promtool, the dashboards'
 # generator and checks, the Helm chart under a real helm, then the
 # end-to-end tests against a real Prometheus.
-test: unit rules dashboards helm-check e2e
+test: test-deps unit rules dashboards helm-check e2e
+
+# What the suite needs, pinned and cached under .cache/ (see the script).
+.PHONY: test-deps
+test-deps:
+	bash scripts/test-deps.sh
 
 unit:
 	$(GO) test -race -count=1 ./...
 
+# Test artifacts (the landing page's screenshot) stay in .cache/e2e-artifacts.
 e2e:
-	$(GO) test -tags e2e -race -count=1 -timeout 20m ./e2e/
+	rm -rf .cache/e2e-artifacts && mkdir -p .cache/e2e-artifacts
+	$(GO) test -tags e2e -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/.cache/e2e-artifacts ./e2e/
 
 # Remote-write 2.0 against a Prometheus 3 built from the module proxy (a few
 # minutes the first time, then cached in .cache/prom3); not part of `make test`.

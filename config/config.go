@@ -184,16 +184,20 @@ func DefaultThreadsDir(env Env) string {
 // default directory filled in when none is configured.
 func Load(path string, env Env) (*Config, error) {
 	cfg := Default()
+	var doc *document
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read config: %w", err)
 		}
-		if err := decode(data, cfg); err != nil {
+		if doc, err = decodeFile(data, cfg); err != nil {
 			return nil, fmt.Errorf("config file %q: %w", path, err)
 		}
 	}
 	if err := cfg.resolve(env); err != nil {
+		if ve := (*validationErrors)(nil); errors.As(err, &ve) {
+			ve.doc = doc // each message gets the line of its key
+		}
 		if path == "" {
 			return nil, err
 		}
@@ -218,7 +222,7 @@ var sectionOf = map[string]string{
 	"RemoteWriteConfig": "a remote_write entry",
 }
 
-func decode(data []byte, cfg *Config) error {
+func decode(data []byte, cfg *Config, doc *document) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
@@ -232,6 +236,7 @@ func decode(data []byte, cfg *Config) error {
 				if g := unknownField.FindStringSubmatch(m); g != nil {
 					m = fmt.Sprintf("line %s: unknown key %q in %s", g[1], g[2], sectionOf[g[3]])
 				}
+				m = doc.nameKey(m)
 				msgs[i] = m
 			}
 			return errors.New(strings.Join(msgs, "; "))
@@ -297,7 +302,7 @@ func (c *Config) resolve(env Env) error {
 		errs = append(errs, fmt.Sprintf("limits.max_file_bytes: %d bytes, must be at least 1KiB", c.Limits.MaxFileBytes))
 	}
 	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+		return &validationErrors{msgs: errs}
 	}
 	return nil
 }

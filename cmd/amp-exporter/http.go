@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/amp-exporter/amp-exporter/internal/landing"
 )
 
 type routeDeps struct {
@@ -27,6 +29,7 @@ type routeDeps struct {
 	// reload) may be used from other hosts: only when --web.config.file
 	// makes every request authenticate. Nil means loopback only.
 	remoteWrites func() bool
+	sources      []landing.Provider // the landing page's rows
 }
 
 // IngestPath is where stream-json lines are POSTed.
@@ -91,7 +94,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		fmt.Fprint(w, d.config())
 	})
 	if d.telemetryPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
+		page, err := landing.New(web.LandingConfig{
 			Name:        "amp-exporter",
 			Description: "Prometheus exporter for the cost and behaviour of AI agents",
 			Version:     version.Info(),
@@ -102,11 +105,11 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 				{Address: "/-/healthy", Text: "Health"},
 				{Address: "/-/ready", Text: "Readiness"},
 			},
-		})
+		}, d.registry, nil, d.sources...)
 		if err != nil {
 			return fmt.Errorf("landing page: %w", err)
 		}
-		mux.Handle("/", landing)
+		mux.Handle("/", page)
 	}
 	return nil
 }

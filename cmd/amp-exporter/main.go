@@ -68,11 +68,11 @@ type flags struct {
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
-	app := kingpin.New("amp-exporter", "Prometheus exporter for the cost and behaviour of AI agents (Amp threads).")
+	app := kingpin.New("amp-exporter", appHelp)
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
 	f := &flags{log: &promslog.Config{Writer: stderr}}
-	app.Flag("config.file", "Configuration file (YAML). Without one, the default Amp thread directory is watched.").
+	app.Flag("config.file", "Configuration file (YAML, one document; see config.example.yaml). Without one: the zero-configuration rules above.").
 		Default("").StringVar(&f.configFile)
 	app.Flag("config.check", "Validate the configuration and exit.").BoolVar(&f.configCheck)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
@@ -215,6 +215,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger:        logger,
 		maxRequests:   f.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
+		sources:       sourceProviders(rl.currentConfig, ready.Load),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Installs or fetches what `make test` needs, pinned, and caches it under
+# .cache/ (git-ignored), so the README's `make test` works on a fresh
+# machine. A second run finds everything and takes about a second.
+#
+#   bash scripts/test-deps.sh              everything: prometheus/promtool,
+#                                          chromium, ccusage, helm
+#   bash scripts/test-deps.sh helm-path    builds helm if needed and prints
+#                                          its path (.ci/helm-check uses this)
+#
+# System packages (Debian's prometheus, chromium) come from apt-get when
+# this runs as root; otherwise the script stops with the exact command to
+# run. Everything else stays inside the repository's .cache/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The pins. Change a version here and the next run fetches or builds it.
+HELM_VERSION=v3.22.0
+CCUSAGE_VERSION=20.0.24
+
+root=$PWD
+cache=$root/.cache
+
+say() { echo "--- test-deps: $*" >&2; }
+
+# helm, built from the module proxy once per version into
+# .cache/helm/<version>/helm (the directory name is the cache key).
+helm_path() {
+  local dir=$cache/helm/$HELM_VERSION bin=$cache/helm/$HELM_VERSION/helm
+  if [ -x "$bin" ]; then
+    echo "$bin"
+    return
+  fi
+  # The official build stamps the version and the Kubernetes version helm
+  # assumes offline (capabilities, deprecation lint); a plain build leaves
+  # 1.20, which fails the chart's kubeVersion >=1.25 in helm template.
+  # k8s 1.37 = the client-go v0.37 that helm v3.22.0 is built with.
+  local ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  local pkg
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=37"
+  done
+  say "building helm $HELM_VERSION into ${dir#"$root"/} (once per version; the longest step of a first run)"
+  local t0=$SECONDS tmp
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.build-XXXXXX")
+  # -trimpath and -s -w: nothing in the binary depends on this machine,
+  # and the link step writes no debug information.
+  GOBIN=$tmp GOFLAGS=-trimpath go install -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+  mv "$tmp/helm" "$bin"
+  rmdir "$tmp"
+  say "helm $HELM_VERSION built in $((SECONDS - t0)) s"
+  echo "$bin"
+}
+
+# apt_need CMD PACKAGE: installs PACKAGE with apt-get when CMD is missing
+# (as root), or stops with the command to run.
+apt_missing=()
+apt_need() {
+  command -v "$1" >/dev/null 2>&1 || apt_missing+=("$2")
+}
+
+install_apt() {
+  [ ${#apt_missing[@]} -eq 0 ] && return
+  local pkgs
+  pkgs=$(printf '%s\n' "${apt_missing[@]}" | sort -u | tr '\n' ' ')
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "make test needs: ${pkgs}— run: sudo apt-get install -y --no-install-recommends ${pkgs% }" >&2
+    exit 1
+  fi
+  say "apt-get install ${pkgs% }"
+  local t0=$SECONDS
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  # shellcheck disable=SC2086 # word splitting wanted
+  apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+  say "apt-get took $((SECONDS - t0)) s"
+}
+
+install_ccusage() {
+  # ccusage 20 (a Rust binary on npm): the reference the end-to-end tests
+  # compare token totals with.
+  local dir=$cache/ccusage
+  local bin=$dir/node_modules/@ccusage/ccusage-linux-x64/bin/ccusage
+  local stamp=$dir/.version
+  if [ -f "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$CCUSAGE_VERSION" ]; then
+    chmod +x "$bin"
+    return
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "make test needs npm to fetch ccusage $CCUSAGE_VERSION — run: sudo apt-get install -y npm" >&2
+    exit 1
+  fi
+  say "npm install ccusage@$CCUSAGE_VERSION into .cache/ccusage"
+  local t0=$SECONDS
+  mkdir -p "$dir"
+  npm install --silent --no-audit --no-fund --prefix "$dir" "ccusage@$CCUSAGE_VERSION" >/dev/null
+  chmod +x "$bin" # npm unpacks the platform binary without its execute bit
+  echo "$CCUSAGE_VERSION" >"$stamp"
+  say "npm took $((SECONDS - t0)) s"
+}
+
+case "${1:-all}" in
+helm-path)
+  helm_path
+  ;;
+all)
+  apt_need prometheus prometheus
+  apt_need promtool prometheus
+  apt_need chromium chromium
+  install_apt
+  install_ccusage
+  helm_path >/dev/null
+  ;;
+*)
+  echo "usage: $0 [all|helm-path]" >&2
+  exit 2
+  ;;
+esac
