@@ -142,7 +142,11 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) ([
 			from = *p.NextMessageIndex
 		}
 	}
-	return assemble(thread, messages), int64(head.V), nil
+	doc := assemble(thread, messages)
+	if int64(len(doc)) > maxBytes {
+		return nil, 0, &Error{Method: MethodGetThreadTail, kind: ErrTooLarge, detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
+	}
+	return doc, int64(head.V), nil
 }
 
 // assemble sets "messages" on the thread object. The thread object from
