@@ -28,6 +28,9 @@ type Config struct {
 	Amy     []AmyUpstream `yaml:"amy"`
 	Pricing PricingConfig `yaml:"pricing"`
 	Limits  LimitsConfig  `yaml:"limits"`
+
+	// AmpServer: the user's threads on the Amp server (ampserver.go).
+	AmpServer AmpServerConfig `yaml:"amp_server"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -141,6 +144,7 @@ func Default() *Config {
 			MaxLabelValues: 100,
 			MaxFileBytes:   64 << 20,
 		},
+		AmpServer: defaultAmpServer(),
 	}
 }
 
@@ -246,6 +250,7 @@ func (c *Config) resolve(env Env) error {
 		errs = append(errs, "streams.ingest.max_body_bytes must be at least streams.max_line_bytes")
 	}
 	c.resolveAmy(env, &errs)
+	c.resolveAmpServer(env, &errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))
