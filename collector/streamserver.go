@@ -63,8 +63,10 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(family, 
 		h = &heldRun{c: contribution{}}
 		srv.held[id] = h
 	}
+	// Syncs count from the run's first result line: a session that keeps
+	// producing runs is not held back for ever.
 	if inc.Result {
-		h.result, h.syncs = true, 0
+		h.result = true
 	}
 	return func(f family, l1, l2 string, v int64) {
 		if v > 0 {

@@ -164,3 +164,47 @@ func TestAmpServerSource(t *testing.T) {
 		}
 	}
 }
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newAmpServerStandIn serves a few generated threads, one of them billed
+// with an entitlement window, for tests that need the server source busy.
+func newAmpServerStandIn(t *testing.T) *ampstandin.Server {
+	t.Helper()
+	srv := ampstandin.New(standinKey, "dev@example.com")
+	t.Cleanup(srv.Close)
+	if err := srv.PutGenerated(threadgen.New(threadgen.Options{Threads: 5, TotalBytes: 200_000, Seed: 9}), 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	bumpAmpServer(srv, 0)
+	return srv
+}
+
+// bumpAmpServer changes the newest thread (a new message, a higher bill),
+// as using Amp does.
+func bumpAmpServer(srv *ampstandin.Server, i int) {
+	id := srv.IDs()[0]
+	var doc struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(srv.Document(id), &doc) == nil && len(doc.Messages) > 0 && i > 0 {
+		srv.AppendMessage(id, doc.Messages[len(doc.Messages)-1], time.Now().UnixMilli())
+	}
+	srv.SetCost(id, map[string]any{
+		"title": "busy", "totalCostUSD": 0.1 * float64(i+1),
+		"costBreakdown": map[string]any{"paidUSD": 0.1 * float64(i+1)},
+		"entitlement":   map[string]any{"limitUSD": 50.0, "remainingUSD": 10.0, "percentUsed": 80.0, "windowPeriod": "daily", "windowResetsInSeconds": 7200},
+	})
+}
+
+// fixtureSession is the session_id of the stream-json captures in
+// parser/streamjson/testdata, which is also a thread of
+// parser/thread/testdata.
+const fixtureSession = "T-019c4811-2a5e-7c3d-8e21-5b6f0a9d4c11"
