@@ -285,7 +285,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	envErr := json.Unmarshal(data, &env)
 	e := &Error{Method: method, Status: resp.StatusCode}
 	if envErr == nil && env.Error != nil {
-		e.Code = bounded(env.Error.Code, 64)
+		e.Code = scrub(bounded(env.Error.Code, 64), key)
 		e.detail = scrub(bounded(env.Error.Message, 200), key)
 	}
 	switch {
