@@ -16,6 +16,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -390,6 +391,68 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 			}
 			if order == "server first" && after[ids[0]] != before[ids[0]]+1 {
 				t.Fatal("server stopped following its thread")
+			}
+		})
+	}
+}
+
+func streamMessages(s *collector.StreamStore) (messages, executions int64) {
+	for _, sv := range s.Export().Series {
+		switch sv.Family {
+		case "messages":
+			messages += sv.Value
+		case "executions":
+			executions += sv.Value
+		}
+	}
+	return
+}
+
+func streamRun(id string) []streamjson.Increments {
+	return []streamjson.Increments{
+		{SessionID: id, UserMessages: 1, Prompts: 1},
+		{SessionID: id, AssistantMessages: 1, Model: "claude-sonnet-4-5", StopReason: "end_turn", Tokens: &streamjson.Usage{Output: 7}},
+		{SessionID: id, Result: true, Executions: []streamjson.Execution{{Outcome: "success"}}},
+	}
+}
+
+// TestStreamRunsAndServerSync drives the rule through real syncs: a run
+// whose thread the server lists is counted from the server (whichever
+// comes first), a run the server never lists counts from the stream after
+// two syncs.
+func TestStreamRunsAndServerSync(t *testing.T) {
+	for _, order := range []string{"stream first", "server first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newHarness(t, 3, SyncConfig{})
+			streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			streams.EnableServerDedupe(h.owners)
+			h.sync.streams = streams
+			listed := h.srv.IDs()[1]
+			if order == "stream first" {
+				streams.Apply(streamRun(listed))
+				streams.Apply(streamRun("T-not-on-this-account"))
+				h.syncOK()
+			} else {
+				h.syncOK()
+				streams.Apply(streamRun(listed))
+				streams.Apply(streamRun("T-not-on-this-account"))
+			}
+			if m, ex := streamMessages(streams); m != 0 || ex != 2 {
+				t.Fatalf("after one sync: stream messages %d executions %d, want 0 and 2", m, ex)
+			}
+			h.clk.Advance(time.Minute)
+			h.syncOK()
+			h.clk.Advance(time.Minute)
+			h.syncOK()
+			// Only the run the server does not list counts its messages.
+			if m, ex := streamMessages(streams); m != 2 || ex != 2 {
+				t.Fatalf("stream messages %d executions %d, want 2 and 2", m, ex)
+			}
+			if !slices.Contains(h.store.ThreadKeys(), listed) {
+				t.Fatal("the server did not count the listed run's thread")
+			}
+			if streams.HeldRuns() != 0 {
+				t.Fatal("runs still held")
 			}
 		})
 	}
