@@ -88,8 +88,11 @@ synced:
 	if strings.Contains(log, testKey) || strings.Contains(log, "the-right-key") {
 		t.Fatalf("the key was logged:\n%s", log)
 	}
-	if !strings.Contains(log, "refused the API key") {
-		t.Fatalf("no line about the refused key:\n%s", log)
+	if n := strings.Count(log, "level=ERROR msg=\"the Amp server refused the API key"); n != 1 {
+		t.Fatalf("%d error lines about the refused key, want 1:\n%s", n, log)
+	}
+	if !strings.Contains(log, "accepts the API key again") {
+		t.Fatalf("no line about the key accepted again:\n%s", log)
 	}
 	if !strings.Contains(log, "sync with the Amp server incomplete") {
 		t.Fatalf("no line about the failed sync:\n%s", log)

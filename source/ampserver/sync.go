@@ -378,16 +378,26 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 			return nil
 		}
 	}
+	refused := false // the key was refused, and that was logged
 	for {
 		wait := s.cfg.Interval
 		st, err := s.Sync(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if refused && !errors.Is(err, ErrAuth) {
+			refused = false
+			s.log.Info("the Amp server accepts the API key again")
+		}
 		switch {
 		case errors.Is(err, ErrAuth):
 			wait = max(s.cfg.AuthRetry, s.cfg.Interval)
-			s.log.Error("the Amp server refused the API key; retrying slowly (set amp_server.enabled: false to stop)",
+			level := slog.LevelError // one line, not one per retry
+			if refused {
+				level = slog.LevelDebug
+			}
+			refused = true
+			s.log.Log(ctx, level, "the Amp server refused the API key; retrying slowly (log in again, or set amp_server.enabled: false to stop)",
 				"err", err, "retry_in", wait)
 			s.up(false)
 		case err != nil:
