@@ -140,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
 	streamStore := collector.NewStreamStore(labels, nil)
 	amp := collector.NewAmpCollector(store, streamStore)
-	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // server.go
+	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // ampserver.go
 	if err != nil {
 		logger.Error("invalid configuration", "err", err)
 		return 1
