@@ -34,6 +34,9 @@ type AmpCollector struct {
 	execDuration   *prometheus.Desc
 	execTurns      *prometheus.Desc
 	denials        *prometheus.Desc
+
+	server *ThreadStore     // the Amp server source, see SetServerStore (server.go)
+	billed *prometheus.Desc // set with server
 }
 
 // NewAmpCollector returns a collector over the stores; stream may be nil.
@@ -102,6 +105,9 @@ func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 		c.executions, c.execDuration, c.execTurns, c.denials, c.cost, c.unpriced} {
 		ch <- d
 	}
+	if c.server != nil {
+		ch <- c.billed
+	}
 }
 
 func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
@@ -129,11 +135,16 @@ func (h histograms) add(l1, l2 string, n int, v int64) {
 // Collect implements prometheus.Collector.
 func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.threads.Snapshot()
+	contextBuckets, contextSums := histograms{}, map[string]float64{}
+	if c.server != nil {
+		if s := c.collectServer(ch, snap.Threads, contextBuckets, contextSums); s.LastActivity.After(snap.LastActivity) {
+			snap.LastActivity = s.LastActivity
+		}
+	}
 	for mode, n := range snap.Threads {
 		emit(ch, c.threadsPresent, prometheus.GaugeValue, float64(n), mode)
 	}
 	c.collectShared(ch, snap.totals, SourceThreads)
-	contextBuckets, contextSums := histograms{}, map[string]float64{}
 	exchange := histograms{"": make([]float64, len(ExchangeBuckets)+1)}
 	for k, v := range snap.totals {
 		switch k.fam {

@@ -57,6 +57,9 @@ type StreamStore struct {
 	// (ingest) are applied: their label values get the cap's untrusted
 	// quota, so they can never take the places of the user's own data.
 	untrusted bool
+	// server: runs whose thread the Amp server source may count instead
+	// (streamserver.go); nil while that source is off.
+	server *streamServer
 }
 
 // SetPrices changes the prices applied to tokens counted from now on.
@@ -150,13 +153,17 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	if len(incs) == 0 {
 		return
 	}
-	add := func(f family, l1, l2 string, v int64) {
+	total := func(f family, l1, l2 string, v int64) {
 		if v > 0 {
 			k := seriesKey{f, l1, l2}
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 	}
+	add := total
 	for _, inc := range incs {
+		// What the Amp server's copy of the run counts instead is held
+		// or dropped here (streamserver.go); the rest counts at once.
+		add = s.sharedAdder(inc, total)
 		add(famMessages, "user", "", int64(inc.UserMessages))
 		add(famMessages, "assistant", "", int64(inc.AssistantMessages))
 		add(famPrompts, "", "", int64(inc.Prompts))
@@ -182,6 +189,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		for _, tc := range inc.ToolCalls {
 			add(famToolCalls, s.label("tool", tc.Tool), tc.Status, 1)
 		}
+		add = total
 		for _, ex := range inc.Executions {
 			add(famExecutions, ex.Outcome, "", 1)
 			if ex.HasDuration {
@@ -227,6 +235,8 @@ type StreamState struct {
 	Labels  map[string][]string   `json:"labels"`
 	Series  []SeriesValue         `json:"series"`
 	Files   map[string]StreamFile `json:"files"`
+	// Server: runs held for, or kept from, the Amp server source.
+	Server *StreamServerState `json:"server,omitempty"`
 }
 
 // Export returns the store's state for persistence.
@@ -238,6 +248,7 @@ func (s *StreamStore) Export() *StreamState {
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}
+	st.Server = s.exportServer()
 	return st
 }
 
@@ -262,6 +273,9 @@ func (s *StreamStore) Import(st *StreamState) error {
 			return fmt.Errorf("file %q: negative offset", p)
 		}
 	}
+	if err := checkServerState(st.Server); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.totals) > 0 || len(s.files) > 0 {
@@ -275,5 +289,6 @@ func (s *StreamStore) Import(st *StreamState) error {
 		f := f
 		s.files[p] = &f
 	}
+	s.importServer(st.Server)
 	return nil
 }

@@ -200,6 +200,8 @@ type FileVersion struct {
 	ModNanos int64  `json:"mtime_ns"`
 	Inode    uint64 `json:"ino"`
 	CtimeNs  int64  `json:"ctime_ns"`
+	// ServerV is the `v` of a thread read from the Amp server (server.go).
+	ServerV int64 `json:"server_v,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.
@@ -297,6 +299,8 @@ type ThreadStore struct {
 	now          func() time.Time
 	prices       Prices
 	pricesGen    uint64 // bumped by SetPrices
+	// claim: one thread, one count; see SetClaim (owners.go).
+	claim func(key string) bool
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -378,6 +382,9 @@ func threadKey(path string, sum *thread.Summary) string {
 // Apply records a successfully parsed snapshot of the file at path and
 // reports whether any counter moved.
 func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) bool {
+	if !s.claimed(threadKey(path, sum)) {
+		return false
+	}
 	// The contribution is worked out before taking the write lock, so that
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()

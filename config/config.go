@@ -30,6 +30,9 @@ type Config struct {
 	Limits  LimitsConfig  `yaml:"limits"`
 	// RemoteWrite lists the receivers the metrics are pushed to (remotewrite.go).
 	RemoteWrite []RemoteWriteConfig `yaml:"remote_write"`
+
+	// AmpServer: the user's threads on the Amp server (ampserver.go).
+	AmpServer AmpServerConfig `yaml:"amp_server"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -151,6 +154,7 @@ func Default() *Config {
 			MaxLabelValues: 100,
 			MaxFileBytes:   64 << 20,
 		},
+		AmpServer: defaultAmpServer(),
 	}
 }
 
@@ -270,6 +274,7 @@ func (c *Config) resolve(env Env) error {
 	}
 	c.resolveAmy(env, &errs)
 	c.resolveRemoteWrite(&errs)
+	c.resolveAmpServer(env, &errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))

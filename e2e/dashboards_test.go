@@ -87,6 +87,7 @@ func TestDashboardsAndRulesAgainstPrometheus(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rwSrv.Close()
+	ampSrv := newAmpServerStandIn(t) // server_test.go
 
 	threads, runs, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFixtures(t, threads)
@@ -105,7 +106,9 @@ amy:
 remote_write:
   - {url: %s, interval: 1s, external_labels: {host: dash-test}}
 `, threads, runs, amySrv.URL, keyFile, proxyPort, rwSrv.URL)), 0o644)
-	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg}})
+	os.WriteFile(cfg, append(mustRead(t, cfg), "amp_server: {sync_interval: 1s}\n"...), 0o644)
+	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg},
+		env: []string{"AMP_API_KEY=" + standinKey, "AMP_URL=" + ampSrv.URL}})
 	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
 	p := startPrometheusWith(t, strings.TrimPrefix(e.base, "http://"), "amp-exporter", rules)
 
@@ -119,8 +122,13 @@ remote_write:
 		proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		for i := 0; ctx.Err() == nil; i++ {
 			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-%04d.json", i), threadJSON(fmt.Sprintf("T-e2e-%04d", i), "claude-opus-4-6", 1, 100+i))
-			os.WriteFile(filepath.Join(runs, fmt.Sprintf("run-%04d.jsonl", i)), []byte(capture), 0o644)
-			os.WriteFile(filepath.Join(runs, fmt.Sprintf("denied-%04d.jsonl", i)), []byte(denied), 0o644)
+			// Each run its own thread id: the captures' id is also a local
+			// fixture thread, which (with the server source on) would count
+			// the run's tokens from the file instead.
+			session := fmt.Sprintf("T-e2e-run-%04d", i)
+			os.WriteFile(filepath.Join(runs, fmt.Sprintf("run-%04d.jsonl", i)), []byte(strings.ReplaceAll(capture, fixtureSession, session)), 0o644)
+			os.WriteFile(filepath.Join(runs, fmt.Sprintf("denied-%04d.jsonl", i)), []byte(strings.ReplaceAll(denied, fixtureSession, session)), 0o644)
+			bumpAmpServer(ampSrv, i)
 			req, _ := http.NewRequest(http.MethodPost, proxy+"/v1/turns", strings.NewReader(`{}`))
 			req.Header.Set("Authorization", "Bearer "+key)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -142,9 +150,13 @@ remote_write:
 			`sum(rate(amp_tokens_total{source="threads"}[1m])) > 0`,
 			`sum(rate(amp_tokens_total{source="stream"}[1m])) > 0`,
 			`sum(rate(amy_turns_finished_total[1m])) > 0`,
+			`sum(rate(amp_billed_cost_usd_total[1m])) > 0`,
 		} {
 			if _, n, err := p.queryRaw(q); err != nil || n == 0 {
 				ok = false
+				if time.Now().After(deadline) {
+					t.Logf("no data yet: %s %v", q, err)
+				}
 			}
 		}
 		if ok {

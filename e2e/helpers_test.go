@@ -209,6 +209,7 @@ type exporterOpts struct {
 	threadsDir string   // AMP_THREADS_DIR (used when no --config.file is given)
 	args       []string // extra flags
 	user, pass string   // basic auth for the test's own requests
+	env        []string // extra environment (after the defaults, so it wins)
 }
 
 // startExporter starts the exporter on a free port and waits until /-/ready
@@ -223,6 +224,10 @@ func startExporter(t *testing.T, o exporterOpts) *exporter {
 		// Never fall back to the machine's real Amp directory.
 		env = append(env, "AMP_THREADS_DIR="+filepath.Join(t.TempDir(), "no-threads-here"))
 	}
+	// Never follow the machine's real Amp account (the Amp server source
+	// finds the key in AMP_API_KEY or the CLI's secrets.json).
+	env = append(env, "AMP_API_KEY=", "XDG_DATA_HOME="+filepath.Join(t.TempDir(), "no-amp-login-here"))
+	env = append(env, o.env...)
 	args := append([]string{fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port)}, o.args...)
 	e := &exporter{
 		process: startProcess(t, "amp-exporter", env, exporterBin, args...),

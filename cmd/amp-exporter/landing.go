@@ -23,9 +23,9 @@ const sourceServer = "server"
 // sourceProviders are the landing page's rows, one provider per source, in
 // the order shown. cfg returns the configuration in effect; ready reports
 // whether the first scan of the thread directories is done.
-func sourceProviders(cfg func() *config.Config, ready func() bool) []landing.Provider {
+func sourceProviders(cfg func() *config.Config, ready func() bool, account func() string) []landing.Provider {
 	return []landing.Provider{
-		serverProvider(nil), // the account followed: wired once the server source is merged
+		serverProvider(account),
 		threadsProvider(cfg, ready),
 		streamsProvider(cfg),
 		amyProvider(cfg),

@@ -141,7 +141,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	labels := collector.NewLabelCap(cfg.Limits.MaxLabelValues, metrics.LabelFolded)
 	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
 	streamStore := collector.NewStreamStore(labels, nil)
-	reg.MustRegister(collector.NewAmpCollector(store, streamStore))
+	amp := collector.NewAmpCollector(store, streamStore)
+	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // ampserver.go
+	if err != nil {
+		logger.Error("invalid configuration", "err", err)
+		return 1
+	}
+	reg.MustRegister(amp)
 	amyStore := collector.NewAmyStore(labels, nil)
 	amyStore.SetUpstreams(upstreamNames(cfg))
 	amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
@@ -159,6 +165,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	store.SetPrices(pricer)
 	streamStore.SetPrices(pricer)
+	if ampSrv != nil {
+		ampSrv.store.SetPrices(pricer)
+	}
 	metrics.PricingInUse(pricer.Source, pricer.Version)
 
 	var keepers []*stateKeeper
@@ -168,6 +177,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			keeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore.Generation, streamStore.Export, streamStore.Import, metrics, logger),
 			keeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore.Generation, amyStore.Export, amyStore.Import, metrics, logger),
 		}
+		if ampSrv != nil {
+			keepers = append(keepers, ampSrv.keeper(f.storagePath, metrics, logger))
+		}
 		for _, k := range keepers {
 			if err := k.restore(); err != nil {
 				logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
@@ -176,12 +188,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if ampSrv != nil {
+		ampSrv.seed(store, streamStore)
+	}
+
 	var ready atomic.Bool
 	watcher := threads.New(watcherConfig(cfg), threads.Options{
 		Logger:      logger,
 		Clock:       clock.Real{},
 		Workers:     runtime.GOMAXPROCS(0),
-		OnFirstScan: func() { ready.Store(true) },
+		OnFirstScan: func() { ready.Store(true); ampSrv.scanned() },
 	}, store, metrics)
 	tailer := streams.NewTailer(tailConfig(cfg), streamStore, metrics, logger, clock.Real{})
 	amyClient := amysource.NewClient(amyStore, logger, nil, clock.Real{})
@@ -197,7 +213,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rl := &reloader{
 		path: f.configFile, env: env, current: cfg, labels: labels, watcher: watcher, tailer: tailer,
 		threadStore: store, streamStore: streamStore, embeddedPrices: embeddedPrices,
-		amyStore: amyStore, amyClient: amyClient,
+		amyStore: amyStore, amyClient: amyClient, serverStore: ampSrv.threadStore(),
 		metrics: metrics, log: logger, requests: reloads,
 	}
 	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
@@ -215,7 +231,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger:        logger,
 		maxRequests:   f.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
-		sources:       sourceProviders(rl.currentConfig, ready.Load),
+		sources:       sourceProviders(rl.currentConfig, ready.Load, ampSrv.accountName),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
@@ -244,6 +260,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		})
 	}
 	g.Add(func() error { return rl.run(ctx) }, func(error) { cancel() })
+	if ampSrv != nil {
+		g.Add(func() error { return ampSrv.run(ctx) }, func(error) { cancel() })
+	}
 	for _, k := range keepers {
 		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
 	}

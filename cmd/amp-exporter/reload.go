@@ -26,6 +26,7 @@ type reloader struct {
 	labels *collector.LabelCap
 
 	threadStore    *collector.ThreadStore
+	serverStore    *collector.ThreadStore // nil when the Amp server source is off
 	streamStore    *collector.StreamStore
 	embeddedPrices *pricing.GenAIPrices
 	amyStore       *collector.AmyStore
@@ -115,6 +116,9 @@ func (r *reloader) reload(ctx context.Context) error {
 	}
 	r.threadStore.SetPrices(pricer)
 	r.streamStore.SetPrices(pricer)
+	if r.serverStore != nil {
+		r.serverStore.SetPrices(pricer)
+	}
 	r.metrics.PricingInUse(pricer.Source, pricer.Version)
 	r.labels.SetMax(cfg.Limits.MaxLabelValues)
 	r.amyStore.SetUpstreams(upstreamNames(cfg))

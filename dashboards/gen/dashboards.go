@@ -46,6 +46,8 @@ func overview() *dash {
 		t(fleetRate("model", "amp_credits_total", "")+perHour, "{{model}}")).
 		AxisLabel("credits per hour"))
 
+	d.serverRow() // server.go
+
 	d.row("Tokens")
 	d.add(d.stacked("Tokens by type",
 		"Tokens per minute by type, as the files report them: input, output, cache_read, cache_creation. For OpenAI, Gemini and Fireworks models Amp puts the uncached prompt in cache_creation.",

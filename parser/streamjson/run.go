@@ -56,11 +56,15 @@ type Increments struct {
 	ToolCalls         []ToolCall
 	Executions        []Execution // a result, and/or an abandoned previous run
 	Denials           []string    // normalized tool names
+	// SessionID is the session_id of the line (the run's Amp thread id),
+	// and Result says the line was the run's result.
+	SessionID string `json:"-"`
+	Result    bool   `json:"-"`
 }
 
 // Apply counts one message of the run.
 func (r *Run) Apply(m Message) Increments {
-	var inc Increments
+	inc := Increments{SessionID: m.SessionID, Result: m.Kind == KindResult}
 	switch m.Kind {
 	case KindSystem:
 		if m.Subtype == "init" || m.Subtype == "" {

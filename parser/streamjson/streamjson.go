@@ -67,6 +67,9 @@ type ToolResult struct {
 type Message struct {
 	Kind    Kind
 	Subtype string
+	// SessionID is the line's session_id: the Amp thread id of the run
+	// (empty when absent or longer than maxSessionID).
+	SessionID string
 
 	// user
 	Prompt      bool
@@ -88,6 +91,9 @@ type Message struct {
 	PermissionDenials []string
 	ResultUsage       *Usage // SDK-declared; the CLI does not emit it yet
 }
+
+// maxSessionID bounds a kept session_id.
+const maxSessionID = 128
 
 // errorPrefix bounds how much of an error text is kept: enough for the
 // permission-denial list, never a whole provider dump.
@@ -146,6 +152,10 @@ func (p *Parser) ParseLine(line []byte) (m Message, ok bool, err error) {
 		case "subtype":
 			if v, ok := sc.String(); ok {
 				m.Subtype = string(v)
+			}
+		case "session_id":
+			if v, ok := sc.String(); ok && len(v) <= maxSessionID {
+				m.SessionID = string(v)
 			}
 		case "message":
 			p.message(&m)

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/source/ampserver"
+)
+
+// serverSource is the Amp server source, wired: its own counting store,
+// the owners shared with the local stores, and the syncer.
+type serverSource struct {
+	store   *collector.ThreadStore
+	owners  *collector.Owners
+	syncer  *ampserver.Syncer
+	client  *ampserver.Client
+	keyFrom string
+	log     *slog.Logger
+	// firstScan is closed when the thread directories were first scanned:
+	// a thread present as a local file is claimed by the file.
+	firstScan chan struct{}
+	scanOnce  sync.Once
+	// account is the followed account's e-mail once getUserInfo answered
+	// (for the landing page; never the key).
+	account atomic.Pointer[string]
+}
+
+// newServerSource sets up the Amp server source, or returns nil when it
+// is off (enabled: false, or auto without a key). It must run before the
+// stores' states are restored and before the Amp collector is registered.
+func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, reg prometheus.Registerer,
+	labels *collector.LabelCap, metrics *collector.ExporterMetrics,
+	local *collector.ThreadStore, streams *collector.StreamStore, amp *collector.AmpCollector) (*serverSource, error) {
+	a := cfg.AmpServer
+	if a.Enabled == config.AmpServerOff {
+		return nil, nil
+	}
+	key, err := ampserver.FindKey(a.APIKeyFile, a.URL, ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home})
+	if err != nil {
+		if errors.Is(err, ampserver.ErrNoKey) && a.Enabled == config.AmpServerAuto {
+			logger.Info("Amp server source off: no API key found (log in with the Amp CLI, set AMP_API_KEY or amp_server.api_key_file)")
+			return nil, nil
+		}
+		return nil, fmt.Errorf("amp_server: %w", err)
+	}
+	sm := collector.NewServerMetrics(reg, ampserver.Methods)
+	client, err := ampserver.NewClient(ampserver.Options{
+		URL:              a.URL,
+		Key:              key.Read,
+		HTTP:             a.HTTPClient,
+		Version:          version.Version,
+		MaxResponseBytes: int64(cfg.Limits.MaxFileBytes) + 1<<20,
+		OnRequest:        sm.Request,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("amp_server: %w", err)
+	}
+	owners := collector.NewOwners()
+	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
+	store.SetClaim(owners, collector.SourceServer)
+	local.SetClaim(owners, collector.SourceThreads)
+	streams.EnableServerDedupe(owners)
+	amp.SetServerStore(store)
+	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
+		Interval:        time.Duration(a.SyncInterval),
+		FullInterval:    time.Duration(a.FullSyncInterval),
+		IncludeArchived: a.IncludeArchived,
+		InstallationID:  a.InstallationID,
+		MaxConcurrency:  a.MaxConcurrency,
+		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
+		Billed:          true,
+	}, store, ampserver.SyncOptions{
+		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
+	})
+	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where,
+		log: logger, firstScan: make(chan struct{})}, nil
+}
+
+// keeper is the state keeper of the server store.
+func (s *serverSource) keeper(storagePath string, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
+	return keeper(filepath.Join(storagePath, "server-state.json"), s.store.Generation, s.store.Export, s.store.Import, m, log)
+}
+
+// seed rebuilds who owns which thread from the restored states: local
+// files first, then the server, then stream-json runs.
+func (s *serverSource) seed(local *collector.ThreadStore, streams *collector.StreamStore) {
+	s.owners.Seed(collector.SourceThreads, local.ThreadKeys())
+	s.owners.Seed(collector.SourceServer, s.store.ThreadKeys())
+	s.owners.Seed(collector.SourceStream, streams.StreamOwned())
+}
+
+// run names the account once, then syncs until ctx ends.
+func (s *serverSource) run(ctx context.Context) error {
+	u, err := s.client.GetUserInfo(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		// The syncer logs the failure and retries; this only names it.
+		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "key_from", s.keyFrom, "err", err)
+	default:
+		s.account.Store(&u.Email)
+		s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
+			"account", u.Email, "url", s.client.URL(), "key_from", s.keyFrom)
+	}
+	return s.syncer.Run(ctx, s.firstScan)
+}
+
+// accountName is the followed account, "" while unknown or when the source
+// is off.
+func (s *serverSource) accountName() string {
+	if s == nil {
+		return ""
+	}
+	if a := s.account.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// scanned is called when the thread directories were first scanned; safe
+// on a nil source and more than once.
+func (s *serverSource) scanned() {
+	if s == nil {
+		return
+	}
+	s.scanOnce.Do(func() { close(s.firstScan) })
+}
+
+// threadStore is the server's store, nil when the source is off.
+func (s *serverSource) threadStore() *collector.ThreadStore {
+	if s == nil {
+		return nil
+	}
+	return s.store
+}

@@ -1,0 +1,211 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+)
+
+// An `amp -x --stream-json` run is also a thread on the Amp server (its
+// session_id is the thread id). With the server source on, the run's
+// messages, tokens and tool calls are counted from the server's copy and
+// the stream adds executions, outcomes, durations, turns and denials only
+// (design: "One thread, one count"). Until the server lists the run, what
+// it would count is held per run; once the server has synced twice after
+// the run's result line without listing it, the run is the stream's and
+// what was held is counted.
+
+// heldRun is what a run's stream lines would add to the shared families.
+type heldRun struct {
+	c      contribution
+	result bool // the run's result line was seen
+	syncs  int  // complete server syncs since the result line
+}
+
+type streamServer struct {
+	owners *Owners
+	held   map[string]*heldRun
+	owned  map[string]bool // runs counted from the stream
+}
+
+// serverSyncsToWait is how many complete syncs after a run's result line
+// the server has to list the run before the stream counts it.
+const serverSyncsToWait = 2
+
+// EnableServerDedupe turns the rule on; call it before Import and before
+// the store is used.
+func (s *StreamStore) EnableServerDedupe(o *Owners) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.server = &streamServer{owners: o, held: map[string]*heldRun{}, owned: map[string]bool{}}
+}
+
+// sharedAdder returns where the shared families of inc go: total, a
+// run's held contribution, or nowhere (the server or a local file counts
+// the thread).
+func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(family, string, string, int64)) func(family, string, string, int64) {
+	srv := s.server
+	if srv == nil || inc.SessionID == "" {
+		return total
+	}
+	id := inc.SessionID
+	switch srv.owners.Owner(id) {
+	case SourceStream:
+		return total
+	case "":
+	default:
+		delete(srv.held, id)
+		return func(family, string, string, int64) {}
+	}
+	h := srv.held[id]
+	if h == nil {
+		h = &heldRun{c: contribution{}}
+		srv.held[id] = h
+	}
+	// Syncs count from the run's first result line: a session that keeps
+	// producing runs is not held back for ever.
+	if inc.Result {
+		h.result = true
+	}
+	return func(f family, l1, l2 string, v int64) {
+		if v > 0 {
+			k := seriesKey{f, l1, l2}
+			h.c[k] = satAdd(h.c[k], v)
+		}
+	}
+}
+
+// ServerSynced is called after every complete sync of the server source:
+// held runs the server now counts are dropped; runs it did not list within
+// serverSyncsToWait syncs after their result are counted from the stream.
+func (s *StreamStore) ServerSynced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srv := s.server
+	if srv == nil {
+		return
+	}
+	changed := false
+	for id, h := range srv.held {
+		switch srv.owners.Owner(id) {
+		case SourceStream:
+			s.flushHeld(id, h)
+			changed = true
+			continue
+		case "":
+		default:
+			delete(srv.held, id)
+			changed = true
+			continue
+		}
+		if !h.result {
+			continue
+		}
+		h.syncs++
+		changed = true
+		if h.syncs >= serverSyncsToWait && srv.owners.Claim(id, SourceStream) {
+			s.flushHeld(id, h)
+		}
+	}
+	if changed {
+		s.generation++
+	}
+}
+
+func (s *StreamStore) flushHeld(id string, h *heldRun) {
+	for k, v := range h.c {
+		s.totals[k] = satAdd(s.totals[k], v)
+	}
+	delete(s.server.held, id)
+	s.server.owned[id] = true
+	s.lastChange = s.now()
+}
+
+// StreamOwned lists the runs counted from the stream, for Owners.Seed.
+func (s *StreamStore) StreamOwned() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.server == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.server.owned))
+	for id := range s.server.owned {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HeldRuns is how many runs wait for the server.
+func (s *StreamStore) HeldRuns() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.server == nil {
+		return 0
+	}
+	return len(s.server.held)
+}
+
+// StreamServerState is the persisted form of the rule's state.
+type StreamServerState struct {
+	Held  map[string]HeldRunState `json:"held,omitempty"`
+	Owned []string                `json:"owned,omitempty"`
+}
+
+// HeldRunState is one held run.
+type HeldRunState struct {
+	Result bool          `json:"result,omitempty"`
+	Syncs  int           `json:"syncs,omitempty"`
+	Series []SeriesValue `json:"series"`
+}
+
+func (s *StreamStore) exportServer() *StreamServerState {
+	if s.server == nil || (len(s.server.held) == 0 && len(s.server.owned) == 0) {
+		return nil
+	}
+	st := &StreamServerState{Held: map[string]HeldRunState{}}
+	for id, h := range s.server.held {
+		st.Held[id] = HeldRunState{Result: h.result, Syncs: h.syncs, Series: h.c.series()}
+	}
+	for id := range s.server.owned {
+		st.Owned = append(st.Owned, id)
+	}
+	sort.Strings(st.Owned)
+	return st
+}
+
+func checkServerState(st *StreamServerState) error {
+	if st == nil {
+		return nil
+	}
+	for id, h := range st.Held {
+		if err := checkSeries(h.Series, streamFamilies); err != nil {
+			return fmt.Errorf("held run %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// importServer restores the rule's state; with the server source off,
+// runs still held are counted from the stream at once.
+func (s *StreamStore) importServer(st *StreamServerState) {
+	if st == nil {
+		return
+	}
+	for id, hs := range st.Held {
+		h := &heldRun{c: contributionOf(hs.Series), result: hs.Result, syncs: hs.Syncs}
+		if s.server == nil {
+			for k, v := range h.c {
+				s.totals[k] = satAdd(s.totals[k], v)
+			}
+			continue
+		}
+		s.server.held[id] = h
+	}
+	if s.server != nil {
+		for _, id := range st.Owned {
+			s.server.owned[id] = true
+		}
+	}
+}

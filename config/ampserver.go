@@ -1,0 +1,109 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+)
+
+// DefaultAmpURL is the Amp server.
+const DefaultAmpURL = "https://ampcode.com/"
+
+// AmpServer's enabled values.
+const (
+	AmpServerAuto  = "auto"
+	AmpServerOn    = "true"
+	AmpServerOff   = "false"
+	ampServerWhere = "amp_server"
+)
+
+// AmpServerConfig configures the Amp server source: the user's threads on
+// ampcode.com, read with their own API key.
+type AmpServerConfig struct {
+	// Enabled is auto (on when an API key is found), true or false.
+	Enabled string `yaml:"enabled"`
+	// URL of the Amp server; empty means $AMP_URL, else DefaultAmpURL.
+	URL string `yaml:"url"`
+	// APIKeyFile holds the key; empty means $AMP_API_KEY, else the Amp
+	// CLI's secrets.json.
+	APIKeyFile       string         `yaml:"api_key_file"`
+	SyncInterval     model.Duration `yaml:"sync_interval"`
+	FullSyncInterval model.Duration `yaml:"full_sync_interval"`
+	IncludeArchived  bool           `yaml:"include_archived"`
+	InstallationID   string         `yaml:"installation_id"`
+	MaxConcurrency   int            `yaml:"max_concurrency"`
+	// HTTPClient holds proxy and TLS settings (prometheus/common's HTTP
+	// client configuration); the key is set by the exporter, not here.
+	HTTPClient promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
+}
+
+func init() { sectionOf["AmpServerConfig"] = "amp_server" }
+
+func defaultAmpServer() AmpServerConfig {
+	return AmpServerConfig{
+		Enabled:          AmpServerAuto,
+		SyncInterval:     model.Duration(time.Minute),
+		FullSyncInterval: model.Duration(6 * time.Hour),
+		IncludeArchived:  true,
+		MaxConcurrency:   4,
+		HTTPClient:       promconfig.HTTPClientConfig{EnableHTTP2: true, ProxyConfig: promconfig.ProxyConfig{ProxyFromEnvironment: true}},
+	}
+}
+
+func (c *Config) resolveAmpServer(env Env, errs *[]string) {
+	a := &c.AmpServer
+	add := func(format string, args ...any) {
+		*errs = append(*errs, ampServerWhere+"."+fmt.Sprintf(format, args...))
+	}
+	switch strings.ToLower(strings.TrimSpace(a.Enabled)) {
+	case "", AmpServerAuto:
+		a.Enabled = AmpServerAuto
+	case "true", "yes", "on":
+		a.Enabled = AmpServerOn
+	case "false", "no", "off":
+		a.Enabled = AmpServerOff
+	default:
+		add("enabled: %q, want auto, true or false", a.Enabled)
+	}
+	if a.URL == "" {
+		a.URL = env.Getenv("AMP_URL")
+	}
+	if a.URL == "" {
+		a.URL = DefaultAmpURL
+	}
+	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("url: %q, want an http:// or https:// URL", a.URL)
+	} else if u.User != nil {
+		add("url: credentials do not belong in the URL; use api_key_file")
+	} else if !strings.HasSuffix(a.URL, "/") {
+		a.URL += "/" // the CLI's secrets.json keys end with the slash
+	}
+	if f := a.APIKeyFile; f != "" {
+		if f == "~" || strings.HasPrefix(f, "~/") {
+			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))
+		}
+		if abs, err := filepath.Abs(f); err == nil {
+			a.APIKeyFile = abs
+		}
+	}
+	if d := time.Duration(a.SyncInterval); d < time.Second {
+		add("sync_interval: %s is too short, use at least 1s", d)
+	}
+	if d := time.Duration(a.FullSyncInterval); d < time.Duration(a.SyncInterval) {
+		add("full_sync_interval: %s is shorter than sync_interval", d)
+	}
+	if a.MaxConcurrency < 1 || a.MaxConcurrency > 32 {
+		add("max_concurrency: %d, want 1 to 32", a.MaxConcurrency)
+	}
+	if len(a.InstallationID) > 128 || strings.ContainsAny(a.InstallationID, "\x00\r\n") {
+		add("installation_id: not an installation id")
+	}
+	if err := a.HTTPClient.Validate(); err != nil {
+		add("http_client: %v", err)
+	}
+}

@@ -1,0 +1,387 @@
+// Package ampserver reads the user's Amp threads from the Amp server
+// (ampcode.com) the way the Amp CLI does: POST {url}/api/internal?{method}
+// with the user's API key and a {"ok", "result" | "error"} envelope
+// (shared/spec/amp-server.md). Client is the transport; Syncer keeps the
+// counting store in step with the account's threads.
+package ampserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/common/config"
+)
+
+// Method names of the internal API.
+const (
+	MethodGetUserInfo           = "getUserInfo"
+	MethodListThreads           = "listThreads"
+	MethodGetThreadTail         = "getThreadTail"
+	MethodGetThreadMessagesPage = "getThreadMessagesPage"
+	MethodThreadDisplayCostInfo = "threadDisplayCostInfo"
+)
+
+// Methods lists every method the exporter calls, for metrics that start at
+// zero.
+var Methods = []string{MethodGetUserInfo, MethodListThreads, MethodGetThreadTail, MethodGetThreadMessagesPage, MethodThreadDisplayCostInfo}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrAuth: the key is not accepted (HTTP 401/403 or auth-required).
+	// Retrying soon will not help.
+	ErrAuth = errors.New("amp server: API key not accepted")
+	// ErrThreadNotFound: the thread is gone (deleted between list and
+	// fetch).
+	ErrThreadNotFound = errors.New("amp server: thread not found")
+	// ErrTooLarge: a response exceeded the size limit.
+	ErrTooLarge = errors.New("amp server: response too large")
+	// ErrBadResponse: the reply is not the envelope or not the expected
+	// shape.
+	ErrBadResponse = errors.New("amp server: unreadable response")
+	// ErrTransient: a failure worth retrying (5xx, 429, network).
+	ErrTransient = errors.New("amp server: temporary failure")
+)
+
+// Error is a failed call. It never carries the API key.
+type Error struct {
+	Method string
+	Status int    // HTTP status; 0 for a network failure
+	Code   string // the envelope's error code, when there is one
+	// RetryAfter is the server's Retry-After, already capped; 0 if none.
+	RetryAfter time.Duration
+	kind       error
+	detail     string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %v", e.Method, e.kind)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d", e.Status)
+		if e.Code != "" {
+			fmt.Fprintf(&b, ", %s", e.Code)
+		}
+		b.WriteString(")")
+	} else if e.Code != "" {
+		fmt.Fprintf(&b, " (%s)", e.Code)
+	}
+	if e.detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.detail)
+	}
+	return b.String()
+}
+
+// Unwrap lets errors.Is match the sentinel.
+func (e *Error) Unwrap() error { return e.kind }
+
+// DefaultURL is the Amp server.
+const DefaultURL = "https://ampcode.com/"
+
+// Options configures a Client.
+type Options struct {
+	// URL of the Amp server; DefaultURL when empty.
+	URL string
+	// Key returns the API key; it is called for every request, so a key
+	// file that is rotated is picked up.
+	Key func() (string, error)
+	// HTTP holds proxy and TLS settings.
+	HTTP promconfig.HTTPClientConfig
+	// Version goes into the User-Agent.
+	Version string
+	// Timeout bounds one request (default 2m).
+	Timeout time.Duration
+	// MaxResponseBytes bounds one response body (default 64 MiB).
+	MaxResponseBytes int64
+	// Retries of transient failures within one call (default 3).
+	Retries int
+	// MaxRetryAfter caps the server's Retry-After (default 1m).
+	MaxRetryAfter time.Duration
+	// Backoff is the first delay of the exponential backoff (default 1s).
+	Backoff time.Duration
+	// Sleep waits (tests make it instant); default a timer honouring ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRequest is called once per HTTP request with the method and the
+	// status code ("error" for a network failure).
+	OnRequest func(method, code string)
+	// OnBytes is called with the size of every response body read.
+	OnBytes func(n int64)
+	// Transport replaces the transport built from HTTP (tests).
+	Transport http.RoundTripper
+}
+
+// Client calls the Amp internal API. It is safe for concurrent use.
+type Client struct {
+	endpoint *url.URL
+	opts     Options
+	hc       *http.Client
+}
+
+// NewClient checks the options and builds the HTTP client.
+func NewClient(opts Options) (*Client, error) {
+	if opts.URL == "" {
+		opts.URL = DefaultURL
+	}
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("amp server url %q: want an http:// or https:// URL", opts.URL)
+	}
+	if u.User != nil {
+		return nil, errors.New("amp server url: credentials do not belong in the URL")
+	}
+	if opts.Key == nil {
+		return nil, errors.New("amp server: no API key")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = 64 << 20
+	}
+	if opts.Retries < 0 {
+		opts.Retries = 0
+	} else if opts.Retries == 0 {
+		opts.Retries = 3
+	}
+	if opts.MaxRetryAfter <= 0 {
+		opts.MaxRetryAfter = time.Minute
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	var hc *http.Client
+	if opts.Transport != nil {
+		hc = &http.Client{Transport: opts.Transport}
+	} else {
+		if err := opts.HTTP.Validate(); err != nil {
+			return nil, fmt.Errorf("amp server http settings: %w", err)
+		}
+		hc, err = promconfig.NewClientFromConfig(opts.HTTP, "amp_server")
+		if err != nil {
+			return nil, fmt.Errorf("amp server http settings: %w", err)
+		}
+	}
+	// Redirects would carry the bearer key to wherever they point.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	return &Client{endpoint: u.JoinPath("api", "internal"), opts: opts, hc: hc}, nil
+}
+
+// URL is the server's base URL, for logs (it carries no credentials).
+func (c *Client) URL() string { return c.opts.URL }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Call invokes method with params and decodes its result into out,
+// retrying transient failures with backoff. ErrAuth, ErrThreadNotFound,
+// ErrTooLarge and ErrBadResponse are returned at once.
+func (c *Client) Call(ctx context.Context, method string, params, out any) error {
+	if params == nil {
+		params = struct{}{}
+	}
+	body, err := json.Marshal(struct {
+		Method string `json:"method"`
+		Params any    `json:"params"`
+	}{method, params})
+	if err != nil {
+		return fmt.Errorf("%s: encode params: %w", method, err)
+	}
+	delay := c.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		err := c.once(ctx, method, body, out)
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !errors.Is(err, ErrTransient) || attempt >= c.opts.Retries {
+			return err
+		}
+		wait := e.RetryAfter
+		if wait == 0 {
+			// Exponential backoff with full jitter over the upper half.
+			wait = delay/2 + rand.N(delay/2+1)
+			delay = min(2*delay, c.opts.MaxRetryAfter)
+		}
+		if err := c.opts.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, method string, body []byte, out any) error {
+	key, err := c.opts.Key()
+	if err != nil {
+		return &Error{Method: method, kind: ErrAuth, detail: "cannot read the API key: " + scrub(err.Error(), "")}
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	u := *c.endpoint
+	u.RawQuery = url.QueryEscape(method)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "amp-exporter/"+c.opts.Version)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.report(method, "error")
+		if parent.Err() != nil {
+			return fmt.Errorf("%s: %w", method, parent.Err())
+		}
+		if ctx.Err() != nil {
+			return &Error{Method: method, kind: ErrTransient, detail: "timed out"}
+		}
+		return &Error{Method: method, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	defer resp.Body.Close()
+	c.report(method, strconv.Itoa(resp.StatusCode))
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxResponseBytes+1))
+	if c.opts.OnBytes != nil {
+		c.opts.OnBytes(int64(len(data)))
+	}
+	if int64(len(data)) > c.opts.MaxResponseBytes {
+		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTooLarge,
+			detail: fmt.Sprintf("more than %d bytes", c.opts.MaxResponseBytes)}
+	}
+	if readErr != nil {
+		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(readErr), key)}
+	}
+	// The result is decoded straight into out, in the same pass as the
+	// envelope: thread pages are most of the bytes read, and each extra
+	// pass over them costs as much as the decoding.
+	if out == nil {
+		out = new(json.RawMessage)
+	}
+	env := struct {
+		OK     *bool `json:"ok"`
+		Result any   `json:"result"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Result: out}
+	envErr := json.Unmarshal(data, &env)
+	var typeErr *json.UnmarshalTypeError
+	resultErr := errors.As(envErr, &typeErr) // the envelope decoded; the result has another shape
+	if resultErr {
+		envErr = nil
+	}
+	e := &Error{Method: method, Status: resp.StatusCode}
+	if envErr == nil && env.Error != nil {
+		e.Code = scrub(bounded(env.Error.Code, 64), key)
+		e.detail = scrub(bounded(env.Error.Message, 200), key)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "auth-required":
+		e.kind = ErrAuth
+		return e
+	case e.Code == "thread-not-found" || (resp.StatusCode == http.StatusNotFound && e.Code == ""):
+		e.kind = ErrThreadNotFound
+		return e
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		e.kind = ErrTransient
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now(), c.opts.MaxRetryAfter)
+		return e
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
+		e.kind = ErrTransient
+		return e
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		e.kind = ErrBadResponse
+		return e
+	case envErr != nil || env.OK == nil:
+		e.kind = ErrBadResponse
+		e.detail = "not an {ok, result} envelope"
+		return e
+	case !*env.OK:
+		e.kind = ErrBadResponse
+		if e.Code == "" {
+			e.detail = "ok is false without an error"
+		}
+		return e
+	}
+	if resultErr {
+		e.kind = ErrBadResponse
+		e.detail = "result: " + scrub(typeErr.Error(), key)
+		return e
+	}
+	return nil
+}
+
+func (c *Client) report(method, code string) {
+	if c.opts.OnRequest != nil {
+		c.opts.OnRequest(method, code)
+	}
+}
+
+// urlErr drops the URL from a *url.Error (it is ours and long).
+func urlErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// scrub removes the key from text that came from elsewhere.
+func scrub(s, key string) string {
+	if key != "" && len(key) >= 4 {
+		s = strings.ReplaceAll(s, key, "<secret>")
+	}
+	return s
+}
+
+func bounded(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date), capped.
+func retryAfter(h string, now time.Time, limit time.Duration) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		if n > int64(limit/time.Second) {
+			return limit
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), limit)
+}

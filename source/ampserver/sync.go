@@ -1,0 +1,429 @@
+package ampserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+// Store is the counting store the server's threads go into (a
+// *collector.ThreadStore of their own).
+type Store interface {
+	File(path string) (collector.FileRecord, bool)
+	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
+	Remove(path string)
+	ApplyBilled(key string, usd map[string]float64) bool
+	ServerPaths() []string
+}
+
+// Metrics are the exporter metrics a sync reports to.
+type Metrics interface {
+	ParseFailed(source, reason string)
+	Parsed(source string, d time.Duration)
+}
+
+// SourceMetrics are the server source's own metrics.
+type SourceMetrics interface {
+	Up(ok bool)
+	Synced(at time.Time)
+	SetEntitlement(e collector.Entitlement)
+}
+
+// Syncing tells the stream-json store how the server's syncs go, so a
+// run the server does not list is counted from its stream.
+type Syncing interface {
+	ServerSynced()
+}
+
+// SyncConfig configures a Syncer.
+type SyncConfig struct {
+	Interval     time.Duration // between routine syncs
+	FullInterval time.Duration // between full listings
+	// AuthRetry is the wait after the key was refused (default 5m).
+	AuthRetry       time.Duration
+	IncludeArchived bool
+	InstallationID  string
+	MaxConcurrency  int
+	MaxThreadBytes  int64 // largest thread document
+	// ListLimit is listThreads' page size (default and maximum 500).
+	ListLimit int
+	// Billed turns on threadDisplayCostInfo for changed threads.
+	Billed bool
+}
+
+// Syncer keeps a store in step with the account's threads on the server.
+type Syncer struct {
+	client  *Client
+	cfg     SyncConfig
+	store   Store
+	owners  *collector.Owners
+	metrics Metrics
+	source  SourceMetrics
+	streams Syncing
+	log     *slog.Logger
+	clock   clock.Clock
+
+	mu           sync.Mutex
+	lastComplete time.Time // start of the last complete sync
+	lastFull     time.Time // start of the last complete full listing
+}
+
+// SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
+// be nil.
+type SyncOptions struct {
+	Owners  *collector.Owners
+	Metrics Metrics
+	Source  SourceMetrics
+	Streams Syncing
+	Logger  *slog.Logger
+	Clock   clock.Clock
+}
+
+// NewSyncer returns a syncer; nothing happens until Run or Sync.
+func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.FullInterval <= 0 {
+		cfg.FullInterval = 6 * time.Hour
+	}
+	if cfg.AuthRetry <= 0 {
+		cfg.AuthRetry = 5 * time.Minute
+	}
+	if cfg.MaxConcurrency <= 0 {
+		cfg.MaxConcurrency = 4
+	}
+	if cfg.MaxThreadBytes <= 0 {
+		cfg.MaxThreadBytes = 64 << 20
+	}
+	if cfg.ListLimit <= 0 || cfg.ListLimit > 500 {
+		cfg.ListLimit = 500
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock}
+}
+
+// Stats describe one sync.
+type Stats struct {
+	Full      bool
+	Pages     int // listThreads requests
+	Listed    int // threads listed
+	Changed   int // threads whose `v` changed
+	Fetched   int // threads fetched and counted
+	Gone      int // threads that disappeared
+	Skipped   int // threads another source counts
+	Failed    int // threads that could not be fetched this time
+	Complete  bool
+	StartedAt time.Time
+}
+
+// Sync runs one sync: list (newest first, stopping early unless a full
+// listing is due), fetch what changed, drop what is gone. A sync that
+// fails half-way keeps what it counted; the next one resumes.
+func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := s.clock.Now()
+	st := Stats{StartedAt: start}
+	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
+	listed := map[string]bool{}
+	var changed []Summary
+	var listErr error
+	for offset := 0; ; offset += s.cfg.ListLimit {
+		page, err := s.client.ListThreads(ctx, ListParams{
+			IncludeArchived: s.cfg.IncludeArchived,
+			InstallationID:  s.cfg.InstallationID,
+			Limit:           s.cfg.ListLimit,
+			Offset:          offset,
+		})
+		st.Pages++
+		if err != nil {
+			listErr = fmt.Errorf("list threads: %w", err)
+			break
+		}
+		allOld := true
+		for _, t := range page {
+			if t.ID == "" || len(t.ID) > 128 {
+				continue
+			}
+			st.Listed++
+			listed[t.ID] = true
+			if s.changed(t) {
+				changed = append(changed, t)
+				allOld = false
+			} else if !s.lastComplete.IsZero() && t.LastActivity() >= s.lastComplete.UnixMilli() {
+				allOld = false
+			} else if s.lastComplete.IsZero() {
+				allOld = false
+			}
+		}
+		if len(page) < s.cfg.ListLimit {
+			break
+		}
+		if !st.Full && allOld {
+			break
+		}
+	}
+	if errors.Is(listErr, ErrAuth) {
+		return st, listErr
+	}
+	st.Changed = len(changed)
+	fetchErr := s.fetchAll(ctx, changed, &st)
+	if errors.Is(fetchErr, ErrAuth) || ctx.Err() != nil {
+		return st, errors.Join(listErr, fetchErr)
+	}
+	if st.Full && listErr == nil {
+		// A full listing shows every thread there is: what it does not
+		// list was deleted (or archived, without include_archived). Its
+		// counts stay; it only leaves amp_threads.
+		for _, p := range s.store.ServerPaths() {
+			if !listed[p[len(collector.ServerPathPrefix):]] {
+				s.store.Remove(p)
+				st.Gone++
+			}
+		}
+	}
+	if listErr == nil && st.Failed == 0 {
+		st.Complete = true
+		s.lastComplete = start
+		if st.Full {
+			s.lastFull = start
+		}
+		if s.streams != nil {
+			s.streams.ServerSynced()
+		}
+	}
+	return st, errors.Join(listErr, fetchErr)
+}
+
+// changed reports whether a listed thread needs fetching: its `v` differs
+// from the one counted, and no other source counts it.
+func (s *Syncer) changed(t Summary) bool {
+	if s.owners != nil {
+		if o := s.owners.Owner(t.ID); o != "" && o != collector.SourceServer {
+			return false
+		}
+	}
+	rec, ok := s.store.File(collector.ServerPath(t.ID))
+	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
+}
+
+func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) error {
+	if len(threads) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan Summary)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(s.cfg.MaxConcurrency, len(threads)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := thread.NewParser()
+			for t := range jobs {
+				outcome, err := s.fetchOne(ctx, p, t)
+				mu.Lock()
+				switch {
+				case outcome == outcomeCounted:
+					st.Fetched++
+				case outcome == outcomeGone:
+					st.Gone++
+				case outcome == outcomeSkipped:
+					st.Skipped++
+				default:
+					st.Failed++
+					if firstErr == nil {
+						firstErr = err
+					}
+					if errors.Is(err, ErrAuth) {
+						cancel()
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, t := range threads {
+		select {
+		case jobs <- t:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return firstErr
+}
+
+type outcome int
+
+const (
+	outcomeFailed outcome = iota
+	outcomeCounted
+	outcomeGone
+	outcomeSkipped
+)
+
+func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
+	if s.owners != nil && !s.owners.Claim(t.ID, collector.SourceServer) {
+		return outcomeSkipped, nil
+	}
+	path := collector.ServerPath(t.ID)
+	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	switch {
+	case errors.Is(err, ErrThreadNotFound):
+		s.store.Remove(path)
+		return outcomeGone, nil
+	case errors.Is(err, ErrTooLarge):
+		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
+		return outcomeFailed, err
+	case errors.Is(err, ErrBadResponse):
+		s.parseFailed("bad_response", t.ID, err)
+		return outcomeFailed, err
+	case err != nil:
+		return outcomeFailed, err
+	}
+	began := s.clock.Now()
+	parsed, err := p.ParseBytes(doc)
+	if err != nil {
+		s.parseFailed(thread.Reason(err), t.ID, err)
+		return outcomeFailed, fmt.Errorf("thread from the server: %w", err)
+	}
+	sum := thread.Summarize(parsed)
+	if sum.ID == "" {
+		sum.ID = t.ID
+	}
+	if v == 0 {
+		v = int64(t.V)
+	}
+	if sum.AgentMode == "" {
+		sum.AgentMode = t.AgentMode
+	}
+	s.store.Apply(path, collector.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
+	if s.metrics != nil {
+		s.metrics.Parsed(collector.SourceServer, s.clock.Now().Sub(began))
+	}
+	if s.cfg.Billed {
+		s.billed(ctx, t.ID)
+	}
+	return outcomeCounted, nil
+}
+
+func (s *Syncer) parseFailed(reason, id string, err error) {
+	if s.metrics != nil {
+		s.metrics.ParseFailed(collector.SourceServer, reason)
+	}
+	s.log.Warn("cannot read a thread from the Amp server; its last good counts are kept", "reason", reason, "err", err)
+	_ = id // thread ids are not logged at warn level
+}
+
+// billed reads what Amp bills for the thread and the user's entitlement.
+// A failure here costs the thread its billed figure until it changes
+// again, never its token counts.
+func (s *Syncer) billed(ctx context.Context, id string) {
+	ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
+	if err != nil {
+		s.log.Debug("no billed cost for a thread", "err", err)
+		return
+	}
+	usd := map[string]float64{}
+	if b := ci.CostBreakdown; b != nil && (b.FreeUSD != nil || b.PaidUSD != nil || b.SubscriptionUSD != nil) {
+		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
+			if v != nil {
+				usd[kind] = *v
+			}
+		}
+	} else if ci.TotalCostUSD != nil {
+		usd["total"] = *ci.TotalCostUSD
+	}
+	s.store.ApplyBilled(id, usd)
+	if e := ci.Entitlement; e != nil && s.source != nil {
+		ent := collector.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
+		if e.PercentUsed != nil {
+			r := *e.PercentUsed / 100
+			ent.UsedRatio = &r
+		}
+		if e.WindowResetsInSeconds != nil && *e.WindowResetsInSeconds >= 0 && *e.WindowResetsInSeconds < 1e9 {
+			ent.ResetsAt = s.clock.Now().Add(time.Duration(*e.WindowResetsInSeconds * float64(time.Second)))
+		}
+		s.source.SetEntitlement(ent)
+	}
+}
+
+// Run syncs every Interval until ctx ends. The first sync waits for start
+// (closed when the local thread directories were first scanned, so a
+// thread present as a local file is claimed by the file).
+func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
+	if start != nil {
+		select {
+		case <-start:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	refused := false // the key was refused, and that was logged
+	for {
+		wait := s.cfg.Interval
+		st, err := s.Sync(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if refused && !errors.Is(err, ErrAuth) {
+			refused = false
+			s.log.Info("the Amp server accepts the API key again")
+		}
+		switch {
+		case errors.Is(err, ErrAuth):
+			wait = max(s.cfg.AuthRetry, s.cfg.Interval)
+			level := slog.LevelError // one line, not one per retry
+			if refused {
+				level = slog.LevelDebug
+			}
+			refused = true
+			s.log.Log(ctx, level, "the Amp server refused the API key; retrying slowly (log in again, or set amp_server.enabled: false to stop)",
+				"err", err, "retry_in", wait)
+			s.up(false)
+		case err != nil:
+			s.log.Warn("sync with the Amp server incomplete; what was fetched is counted, the rest is retried",
+				"err", err, "fetched", st.Fetched, "failed", st.Failed)
+			s.up(false)
+		default:
+			s.up(true)
+			if s.source != nil {
+				s.source.Synced(s.clock.Now())
+			}
+			s.log.Debug("synced with the Amp server", "full", st.Full, "pages", st.Pages, "listed", st.Listed,
+				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped)
+		}
+		t := s.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+func (s *Syncer) up(ok bool) {
+	if s.source != nil {
+		s.source.Up(ok)
+	}
+}

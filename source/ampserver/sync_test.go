@@ -1,0 +1,459 @@
+package ampserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+var t0 = time.Date(2026, 4, 10, 12, 0, 0, 0, time.UTC)
+
+type harness struct {
+	t      *testing.T
+	srv    *ampstandin.Server
+	store  *collector.ThreadStore
+	owners *collector.Owners
+	clk    *clock.Fake
+	rec    *recorder
+	sync   *Syncer
+	cfg    SyncConfig
+	log    *bytes.Buffer
+}
+
+// newHarness serves n generated threads (listed newest first: thread n-1
+// first).
+func newHarness(t *testing.T, n int, cfg SyncConfig) *harness {
+	t.Helper()
+	srv := ampstandin.New(testKey, "alice@example.com")
+	t.Cleanup(srv.Close)
+	g := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 20_000, Seed: 11})
+	if err := srv.PutGenerated(g, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, srv: srv, owners: collector.NewOwners(), clk: clock.NewFake(t0), rec: &recorder{}, cfg: cfg, log: &bytes.Buffer{}}
+	h.store = newServerStore(h.owners, h.clk)
+	h.sync = h.newSyncer(h.store)
+	return h
+}
+
+func newServerStore(o *collector.Owners, clk clock.Clock) *collector.ThreadStore {
+	s := collector.NewThreadStore(collector.StoreOptions{Now: clk.Now})
+	s.SetClaim(o, collector.SourceServer)
+	return s
+}
+
+func (h *harness) newSyncer(store *collector.ThreadStore) *Syncer {
+	c := newTestClient(h.t, h.srv.URL, h.rec, nil)
+	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return NewSyncer(c, h.cfg, store, SyncOptions{Owners: h.owners, Logger: logger, Clock: h.clk})
+}
+
+func (h *harness) syncOK() Stats {
+	h.t.Helper()
+	st, err := h.sync.Sync(context.Background())
+	if err != nil {
+		h.t.Fatalf("sync: %v", err)
+	}
+	if !st.Complete {
+		h.t.Fatalf("sync incomplete: %+v", st)
+	}
+	return st
+}
+
+// want is what a store counts from the server's documents as they are
+// now, read as local files would be.
+func (h *harness) want(ids []string) map[string]collector.ThreadState {
+	h.t.Helper()
+	local := collector.NewThreadStore(collector.StoreOptions{})
+	p := thread.NewParser()
+	for _, id := range ids {
+		th, err := p.ParseBytes(h.srv.Document(id))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		local.Apply(collector.ServerPath(id), collector.FileVersion{}, thread.Summarize(th))
+	}
+	return local.Export().Threads
+}
+
+func countedThreads(s *collector.ThreadStore) map[string]collector.ThreadState {
+	st := s.Export().Threads
+	for k, v := range st {
+		v.Series = slices.DeleteFunc(v.Series, func(sv collector.SeriesValue) bool { return sv.Family == "billed_usd" })
+		st[k] = v
+	}
+	return st
+}
+
+// lastMessage returns a copy of a thread's last message, to append.
+func (h *harness) lastMessage(id string) []byte {
+	var doc struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(h.srv.Document(id), &doc); err != nil || len(doc.Messages) == 0 {
+		h.t.Fatalf("thread %s: %v", id, err)
+	}
+	return doc.Messages[len(doc.Messages)-1]
+}
+
+func TestSyncFirstAndIncremental(t *testing.T) {
+	h := newHarness(t, 12, SyncConfig{ListLimit: 5, MaxConcurrency: 3})
+	ids := h.srv.IDs()
+
+	st := h.syncOK()
+	if !st.Full || st.Listed != 12 || st.Fetched != 12 || st.Pages != 3 {
+		t.Fatalf("first sync %+v", st)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatalf("first sync counts differ from the same documents read as files")
+	}
+
+	// Nothing changed: one page listed, nothing fetched.
+	h.srv.Reset()
+	h.clk.Advance(time.Minute)
+	st = h.syncOK()
+	if st.Full || st.Pages != 1 || st.Fetched != 0 {
+		t.Fatalf("idle sync %+v", st)
+	}
+	if r := h.srv.Requests(); r[MethodGetThreadTail] != 0 || r[MethodGetThreadMessagesPage] != 0 || r[MethodListThreads] != 1 {
+		t.Fatalf("idle sync requests %v", r)
+	}
+
+	// Two threads change: they move to the front, only they are fetched.
+	h.srv.Reset()
+	now := t0.Add(2 * time.Minute).UnixMilli()
+	h.srv.AppendMessage(ids[7], h.lastMessage(ids[7]), now)
+	h.srv.AppendMessage(ids[9], h.lastMessage(ids[9]), now+1)
+	h.clk.Advance(time.Minute)
+	st = h.syncOK()
+	// The first page holds the changed threads, the second is all old:
+	// listing stops there.
+	if st.Fetched != 2 || st.Pages != 2 {
+		t.Fatalf("incremental sync %+v", st)
+	}
+	fetched := h.srv.Fetched()
+	if len(fetched) != 2 || fetched[ids[7]] != 1 || fetched[ids[9]] != 1 {
+		t.Fatalf("fetched %v, want only the two changed threads", fetched)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatalf("incremental counts differ from the documents")
+	}
+	r := h.srv.Requests()
+	if r[MethodThreadDisplayCostInfo] != 0 {
+		t.Errorf("billing asked without Billed: %v", r)
+	}
+}
+
+func TestSyncRestartWithStateFetchesNothing(t *testing.T) {
+	h := newHarness(t, 8, SyncConfig{ListLimit: 500})
+	h.syncOK()
+	state, err := json.Marshal(h.store.Export())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st collector.State
+	if err := json.Unmarshal(state, &st); err != nil {
+		t.Fatal(err)
+	}
+	// A new process: new store from the saved state, new syncer.
+	h.owners = collector.NewOwners()
+	restored := newServerStore(h.owners, h.clk)
+	if err := restored.Import(&st); err != nil {
+		t.Fatal(err)
+	}
+	h.owners.Seed(collector.SourceServer, restored.ThreadKeys())
+	h.sync = h.newSyncer(restored)
+	h.srv.Reset()
+	stats := h.syncOK()
+	if stats.Fetched != 0 || h.srv.Requests()[MethodGetThreadTail] != 0 {
+		t.Fatalf("restart fetched %d threads (%v)", stats.Fetched, h.srv.Requests())
+	}
+	if !reflect.DeepEqual(restored.Export(), h.store.Export()) {
+		t.Fatal("restored store differs")
+	}
+}
+
+func TestSyncDeletedAndArchived(t *testing.T) {
+	h := newHarness(t, 6, SyncConfig{FullInterval: time.Hour})
+	ids := h.srv.IDs()
+	h.syncOK()
+	before := h.store.Snapshot()
+	h.srv.Delete(ids[2])
+	h.srv.SetArchived(ids[3], true)
+	// A routine sync does not notice; the full one an hour later does.
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Gone != 0 || st.Full {
+		t.Fatalf("routine sync %+v", st)
+	}
+	h.clk.Advance(time.Hour)
+	st := h.syncOK()
+	if !st.Full || st.Gone != 2 {
+		t.Fatalf("full sync %+v", st)
+	}
+	if got := len(h.store.ServerPaths()); got != 4 {
+		t.Fatalf("%d present, want 4", got)
+	}
+	after := h.store.Snapshot()
+	total := func(m map[string]int) (n int) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	if total(before.Threads) != 6 || total(after.Threads) != 4 {
+		t.Fatalf("amp_threads %v → %v", before.Threads, after.Threads)
+	}
+	// Counters keep the deleted threads.
+	if !reflect.DeepEqual(countedThreads(h.store), h.want(ids[:2])) && len(countedThreads(h.store)) != 6 {
+		t.Fatal("counts of deleted threads were dropped")
+	}
+	if len(h.store.Export().Threads) != 6 {
+		t.Fatal("counts of deleted threads were dropped")
+	}
+}
+
+func TestSyncIncludeArchivedAndInstallation(t *testing.T) {
+	h := newHarness(t, 2, SyncConfig{IncludeArchived: true, InstallationID: "inst-1"})
+	h.syncOK()
+	calls := h.srv.ListCalls()
+	if len(calls) != 1 || !calls[0].IncludeArchived || calls[0].InstallationID != "inst-1" || calls[0].Limit != 500 {
+		t.Fatalf("list calls %+v", calls)
+	}
+}
+
+func TestSyncHalfFailedResumes(t *testing.T) {
+	h := newHarness(t, 6, SyncConfig{MaxConcurrency: 1})
+	ids := h.srv.IDs()
+	// One thread's tail fails more often than the client retries.
+	for range 4 {
+		h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 500})
+	}
+	st, err := h.sync.Sync(context.Background())
+	if err == nil || st.Complete || st.Fetched != 5 || st.Failed != 1 {
+		t.Fatalf("half-failed sync: %+v, %v", st, err)
+	}
+	h.clk.Advance(time.Minute)
+	h.srv.Reset()
+	st = h.syncOK()
+	if st.Fetched != 1 {
+		t.Fatalf("resumed sync %+v", st)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts after resuming differ from the documents")
+	}
+}
+
+func TestSyncServerTrouble(t *testing.T) {
+	h := newHarness(t, 4, SyncConfig{})
+	ids := h.srv.IDs()
+	h.srv.Fail(MethodListThreads, ampstandin.Fault{Status: 429, RetryAfter: "2"})
+	h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 503})
+	h.srv.Vanish(ids[1])
+	st := h.syncOK()
+	if st.Fetched != 3 || st.Gone != 1 {
+		t.Fatalf("sync %+v", st)
+	}
+	if !slices.Contains(h.rec.sleeps, 2*time.Second) {
+		t.Errorf("Retry-After not honoured: %v", h.rec.sleeps)
+	}
+}
+
+func TestSyncVersionChangesWhilePaging(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{})
+	ids := h.srv.IDs()
+	// Make thread 0 long enough to need pages.
+	msg := h.lastMessage(ids[0])
+	for range 450 {
+		h.srv.AppendMessage(ids[0], msg, 0)
+	}
+	h.srv.BumpWhilePaging(ids[0])
+	h.syncOK()
+	if r := h.srv.Requests(); r[MethodGetThreadMessagesPage] < 3 {
+		t.Fatalf("expected paging, got %v", r)
+	}
+	// The next sync sees the newer `v` and counts the rest.
+	h.clk.Advance(time.Minute)
+	h.srv.Reset()
+	st := h.syncOK()
+	if st.Fetched != 1 || h.srv.Fetched()[ids[0]] != 1 {
+		t.Fatalf("second sync %+v %v", st, h.srv.Fetched())
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts differ from the final documents")
+	}
+}
+
+func TestSyncWrongKey(t *testing.T) {
+	h := newHarness(t, 2, SyncConfig{})
+	h.srv.SetKey("another")
+	_, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrAuth) {
+		t.Fatalf("err %v", err)
+	}
+	if r := h.srv.Requests(); r[MethodListThreads] != 1 {
+		t.Fatalf("auth failure retried: %v", r)
+	}
+}
+
+func TestSyncOversizedThreadIsAParseError(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
+	ids := h.srv.IDs()
+	msg := h.lastMessage(ids[0])
+	for range 300 {
+		h.srv.AppendMessage(ids[0], msg, 0)
+	}
+	m := &parseMetrics{}
+	h.sync.metrics = m
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrTooLarge) || st.Fetched != 2 {
+		t.Fatalf("sync %+v %v", st, err)
+	}
+	if m.failed[thread.ReasonTooLarge] != 1 {
+		t.Fatalf("parse errors %v", m.failed)
+	}
+}
+
+type parseMetrics struct{ failed map[string]int }
+
+func (m *parseMetrics) ParseFailed(source, reason string) {
+	if m.failed == nil {
+		m.failed = map[string]int{}
+	}
+	if source == collector.SourceServer {
+		m.failed[reason]++
+	}
+}
+func (m *parseMetrics) Parsed(string, time.Duration) {}
+
+func TestLocalFileAndServerCountOnce(t *testing.T) {
+	for _, order := range []string{"file first", "server first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newHarness(t, 4, SyncConfig{})
+			ids := h.srv.IDs()
+			local := collector.NewThreadStore(collector.StoreOptions{})
+			local.SetClaim(h.owners, collector.SourceThreads)
+			p := thread.NewParser()
+			applyFile := func() bool {
+				th, err := p.ParseBytes(h.srv.Document(ids[0]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return local.Apply("/threads/"+ids[0]+".json", collector.FileVersion{Size: 1}, thread.Summarize(th))
+			}
+			if order == "file first" {
+				if !applyFile() {
+					t.Fatal("file not counted")
+				}
+				h.syncOK()
+				if h.srv.Fetched()[ids[0]] != 0 {
+					t.Fatal("server copy of a local thread was fetched")
+				}
+				if slices.Contains(h.store.ThreadKeys(), ids[0]) {
+					t.Fatal("server counted a local thread")
+				}
+			} else {
+				h.syncOK()
+				if applyFile() {
+					t.Fatal("file counted after the server had counted the thread")
+				}
+				if len(local.ThreadKeys()) != 0 {
+					t.Fatal("local store has a record")
+				}
+			}
+			// Either way: one count per thread across both stores.
+			keys := append(local.ThreadKeys(), h.store.ThreadKeys()...)
+			slices.Sort(keys)
+			if want := slices.Sorted(slices.Values(ids)); !slices.Equal(keys, want) {
+				t.Fatalf("counted %v, want each of %v once", keys, want)
+			}
+			// And it never flips: the next sync changes nothing.
+			h.clk.Advance(time.Minute)
+			before := maps.Clone(h.srv.Fetched())
+			h.srv.AppendMessage(ids[0], h.lastMessage(ids[0]), t0.Add(time.Hour).UnixMilli())
+			h.syncOK()
+			after := h.srv.Fetched()
+			if order == "file first" && after[ids[0]] != before[ids[0]] {
+				t.Fatal("server fetched a thread a local file owns")
+			}
+			if order == "server first" && after[ids[0]] != before[ids[0]]+1 {
+				t.Fatal("server stopped following its thread")
+			}
+		})
+	}
+}
+
+func streamMessages(s *collector.StreamStore) (messages, executions int64) {
+	for _, sv := range s.Export().Series {
+		switch sv.Family {
+		case "messages":
+			messages += sv.Value
+		case "executions":
+			executions += sv.Value
+		}
+	}
+	return
+}
+
+func streamRun(id string) []streamjson.Increments {
+	return []streamjson.Increments{
+		{SessionID: id, UserMessages: 1, Prompts: 1},
+		{SessionID: id, AssistantMessages: 1, Model: "claude-sonnet-4-5", StopReason: "end_turn", Tokens: &streamjson.Usage{Output: 7}},
+		{SessionID: id, Result: true, Executions: []streamjson.Execution{{Outcome: "success"}}},
+	}
+}
+
+// TestStreamRunsAndServerSync drives the rule through real syncs: a run
+// whose thread the server lists is counted from the server (whichever
+// comes first), a run the server never lists counts from the stream after
+// two syncs.
+func TestStreamRunsAndServerSync(t *testing.T) {
+	for _, order := range []string{"stream first", "server first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newHarness(t, 3, SyncConfig{})
+			streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			streams.EnableServerDedupe(h.owners)
+			h.sync.streams = streams
+			listed := h.srv.IDs()[1]
+			if order == "stream first" {
+				streams.Apply(streamRun(listed))
+				streams.Apply(streamRun("T-not-on-this-account"))
+				h.syncOK()
+			} else {
+				h.syncOK()
+				streams.Apply(streamRun(listed))
+				streams.Apply(streamRun("T-not-on-this-account"))
+			}
+			if m, ex := streamMessages(streams); m != 0 || ex != 2 {
+				t.Fatalf("after one sync: stream messages %d executions %d, want 0 and 2", m, ex)
+			}
+			h.clk.Advance(time.Minute)
+			h.syncOK()
+			h.clk.Advance(time.Minute)
+			h.syncOK()
+			// Only the run the server does not list counts its messages.
+			if m, ex := streamMessages(streams); m != 2 || ex != 2 {
+				t.Fatalf("stream messages %d executions %d, want 2 and 2", m, ex)
+			}
+			if !slices.Contains(h.store.ThreadKeys(), listed) {
+				t.Fatal("the server did not count the listed run's thread")
+			}
+			if streams.HeldRuns() != 0 {
+				t.Fatal("runs still held")
+			}
+		})
+	}
+}
