@@ -12,7 +12,7 @@ STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
 .PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
-.PHONY: cross test-arm64
+.PHONY: cross test-arm64 image image-test
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -86,6 +86,30 @@ QEMU_AARCH64 ?= $(shell command -v qemu-aarch64-static || command -v qemu-aarch6
 test-arm64:
 	@test -n "$(QEMU_AARCH64)" || { echo "test-arm64: no qemu-aarch64; apt-get install qemu-user-static"; exit 1; }
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_AARCH64) ./...
+
+# The container image without a container engine or a base-image pull
+# (deploy/image): static linux binaries for IMAGE_PLATFORMS in one OCI
+# layout and oci-archive under $(DIST), then checked back. image-test
+# also runs it under podman (deploy/image/run-test.sh).
+DIST            ?= dist
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_TAR       := $(DIST)/amp-exporter-$(VERSION).oci.tar
+
+image:
+	@set -e; rm -rf $(DIST)/image; bins=; for p in $(IMAGE_PLATFORMS); do \
+	  out=$(DIST)/image-bin/$${p%/*}-$${p#*/}/amp-exporter; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $$out ./cmd/amp-exporter; \
+	  bins="$$bins -binary $$p=$(CURDIR)/$$out"; \
+	done; \
+	$(GO) -C deploy/image run . $$bins -version $(VERSION) -revision $(REVISION) \
+	  -out $(CURDIR)/$(DIST)/image -tar $(CURDIR)/$(IMAGE_TAR); \
+	$(GO) -C deploy/image run . verify $(CURDIR)/$(DIST)/image; \
+	echo "image: $(IMAGE_TAR)"
+
+image-test: image
+	$(GO) -C deploy/image vet ./...
+	$(GO) -C deploy/image test -count=1 ./...
+	bash deploy/image/run-test.sh $(IMAGE_TAR) $(VERSION)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
