@@ -12,7 +12,7 @@ STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
 .PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
-.PHONY: cross test-arm64 image image-test
+.PHONY: cross test-arm64 image image-test services-check
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -110,6 +110,11 @@ image-test: image
 	$(GO) -C deploy/image vet ./...
 	$(GO) -C deploy/image test -count=1 ./...
 	bash deploy/image/run-test.sh $(IMAGE_TAR) $(VERSION)
+
+# The launchd agent and systemd user unit (deploy/launchd, deploy/systemd):
+# systemd-analyze verify and plist checks (deploy/services-check.sh).
+services-check: build
+	bash deploy/services-check.sh amp-exporter
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
