@@ -12,7 +12,7 @@ STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
 .PHONY: build test unit e2e rules dashboards helm-check chart-sync lint fuzz bench ci
-.PHONY: cross test-arm64 image image-test services-check
+.PHONY: cross test-arm64 image image-test services-check release chart-image-test
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -115,6 +115,31 @@ image-test: image
 # systemd-analyze verify and plist checks (deploy/services-check.sh).
 services-check: build
 	bash deploy/services-check.sh amp-exporter
+
+# Release archives for linux, darwin (amd64, arm64) and windows/amd64 with
+# sha256sums.txt, version stamped (.goreleaser.yaml), checked by
+# scripts/release-check.sh. A snapshot unless HEAD is a clean tag.
+GORELEASER_VERSION ?= v2.17.0
+GORELEASER         := $(CURDIR)/.cache/bin/goreleaser
+
+$(GORELEASER):
+	GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+release: $(GORELEASER)
+	@$(GORELEASER) --version 2>/dev/null | grep -q 'GitVersion:.*$(GORELEASER_VERSION:v%=%)' || \
+	  GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	@if git describe --exact-match --tags HEAD >/dev/null 2>&1 && [ -z "$$(git status --porcelain)" ]; then \
+	  $(GORELEASER) release --clean --skip=publish; \
+	else \
+	  $(GORELEASER) release --snapshot --clean; \
+	fi
+	bash scripts/release-check.sh dist
+
+# The Helm chart's Deployment run on that image by podman kube play
+# (needs the helm that helm-check installs into .cache/bin).
+chart-image-test: image
+	@test -x .cache/bin/helm || bash .ci/helm-check
+	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(VERSION) $(CURDIR)/.cache/bin/helm
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
