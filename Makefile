@@ -128,7 +128,8 @@ $(GORELEASER):
 release: $(GORELEASER)
 	@$(GORELEASER) --version 2>/dev/null | grep -q 'GitVersion:.*$(GORELEASER_VERSION:v%=%)' || \
 	  GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
-	@if git describe --exact-match --tags HEAD >/dev/null 2>&1 && [ -z "$$(git status --porcelain)" ]; then \
+	@export AMP_VERSION=$(VERSION) AMP_REVISION=$(REVISION) AMP_BRANCH=$$(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown); \
+	if git describe --exact-match --tags HEAD >/dev/null 2>&1 && [ -z "$$(git status --porcelain)" ]; then \
 	  $(GORELEASER) release --clean --skip=publish; \
 	else \
 	  $(GORELEASER) release --snapshot --clean; \
