@@ -93,15 +93,16 @@ test-arm64:
 # also runs it under podman (deploy/image/run-test.sh).
 DIST            ?= dist
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
-IMAGE_TAR       := $(DIST)/amp-exporter-$(VERSION).oci.tar
+IMAGE_VERSION   ?= $(patsubst v%,%,$(VERSION))
+IMAGE_TAR       := $(DIST)/amp-exporter-$(IMAGE_VERSION).oci.tar
 
 image:
 	@set -e; rm -rf $(DIST)/image; bins=; for p in $(IMAGE_PLATFORMS); do \
 	  out=$(DIST)/image-bin/$${p%/*}-$${p#*/}/amp-exporter; \
-	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $$out ./cmd/amp-exporter; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(subst Version=$(VERSION) ,Version=$(IMAGE_VERSION) ,$(LDFLAGS)) -s -w' -o $$out ./cmd/amp-exporter; \
 	  bins="$$bins -binary $$p=$(CURDIR)/$$out"; \
 	done; \
-	$(GO) -C deploy/image run . $$bins -version $(VERSION) -revision $(REVISION) \
+	$(GO) -C deploy/image run . $$bins -version $(IMAGE_VERSION) -revision $(REVISION) \
 	  -out $(CURDIR)/$(DIST)/image -tar $(CURDIR)/$(IMAGE_TAR); \
 	$(GO) -C deploy/image run . verify $(CURDIR)/$(DIST)/image; \
 	echo "image: $(IMAGE_TAR)"
@@ -109,7 +110,7 @@ image:
 image-test: image
 	$(GO) -C deploy/image vet ./...
 	$(GO) -C deploy/image test -count=1 ./...
-	bash deploy/image/run-test.sh $(IMAGE_TAR) $(VERSION)
+	bash deploy/image/run-test.sh $(IMAGE_TAR) $(IMAGE_VERSION)
 
 # The launchd agent and systemd user unit (deploy/launchd, deploy/systemd):
 # systemd-analyze verify and plist checks (deploy/services-check.sh).
@@ -140,7 +141,7 @@ release: $(GORELEASER)
 # (needs the helm that helm-check installs into .cache/bin).
 chart-image-test: image
 	@test -x .cache/bin/helm || bash .ci/helm-check
-	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(VERSION) $(CURDIR)/.cache/bin/helm
+	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(IMAGE_VERSION) $(CURDIR)/.cache/bin/helm
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
