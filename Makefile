@@ -60,6 +60,7 @@ fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipBlocks -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipEnd -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSWARBlocks -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)

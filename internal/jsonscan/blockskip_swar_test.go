@@ -81,7 +81,7 @@ func TestSkipBlocksSWARDifferential(t *testing.T) {
 	}
 }
 
-func FuzzSkipBlocksSWAR(f *testing.F) {
+func FuzzSWARBlocks(f *testing.F) {
 	f.Add([]byte(`"abc\"def\\"`), uint16(0), true, false)
 	f.Add([]byte(`{"a": [1, 2, {"b": "]]\\\"}"}], "c": "\\\\"}`), uint16(1), false, false)
 	f.Add(bytes.Repeat([]byte(`\`), 130), uint16(3), true, true)
