@@ -82,11 +82,9 @@ cross:
 # The unit tests on linux/arm64 under Debian's qemu-user: static test
 # binaries run by the emulator, so the portable JSON skip path and any
 # arm64 code run for real (no -race there: it needs cgo).
-QEMU_AARCH64 ?= $(shell command -v qemu-aarch64-static || command -v qemu-aarch64)
-
 test-arm64:
-	@test -n "$(QEMU_AARCH64)" || { echo "test-arm64: no qemu-aarch64; apt-get install qemu-user-static"; exit 1; }
-	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $(QEMU_AARCH64) ./...
+	@bash scripts/platform-deps.sh qemu-aarch64-static:qemu-user-static
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $$(command -v qemu-aarch64-static || command -v qemu-aarch64) ./...
 
 # The container image without a container engine or a base-image pull
 # (deploy/image): static linux binaries for IMAGE_PLATFORMS in one OCI
@@ -109,6 +107,7 @@ image:
 	echo "image: $(IMAGE_TAR)"
 
 image-test: image
+	@bash scripts/platform-deps.sh podman:podman runc:runc
 	$(GO) -C deploy/image vet ./...
 	$(GO) -C deploy/image test -count=1 ./...
 	bash deploy/image/run-test.sh $(IMAGE_TAR) $(IMAGE_VERSION)
@@ -116,6 +115,7 @@ image-test: image
 # The launchd agent and systemd user unit (deploy/launchd, deploy/systemd):
 # systemd-analyze verify and plist checks (deploy/services-check.sh).
 services-check: build
+	@bash scripts/platform-deps.sh systemd-analyze:systemd plistutil:libplist-utils python3:python3
 	bash deploy/services-check.sh amp-exporter
 
 # Release archives for linux, darwin (amd64, arm64) and windows/amd64 with
@@ -139,10 +139,12 @@ release: $(GORELEASER)
 	bash scripts/release-check.sh dist
 
 # The Helm chart's Deployment run on that image by podman kube play
-# (needs the helm that helm-check installs into .cache/bin).
+# (with the helm that make test's dependencies bring).
 chart-image-test: image
-	@test -x .cache/bin/helm || bash .ci/helm-check
-	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(IMAGE_VERSION) $(CURDIR)/.cache/bin/helm
+	@bash scripts/platform-deps.sh podman:podman runc:runc catatonit:catatonit
+	@helm=$$(if [ -f scripts/test-deps.sh ]; then bash scripts/test-deps.sh helm-path; \
+	  else test -x .cache/bin/helm || bash .ci/helm-check >&2; echo $(CURDIR)/.cache/bin/helm; fi); \
+	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(IMAGE_VERSION) $$helm
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads
