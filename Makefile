@@ -13,7 +13,7 @@ STATICCHECK ?= staticcheck
 FUZZTIME    ?= 10s
 
 .PHONY: build test unit e2e e2e-rw2 rules dashboards helm-check chart-sync lint fuzz bench ci
-.PHONY: cross
+.PHONY: cross test-arm64 image image-test services-check release chart-image-test
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o amp-exporter ./cmd/amp-exporter
@@ -75,6 +75,7 @@ fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz '^FuzzScanner$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipBlocks -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSkipEnd -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSWARBlocks -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
@@ -92,6 +93,73 @@ cross:
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet -tags e2e ./e2e/; \
 	done
+
+# The unit tests on linux/arm64 under Debian's qemu-user: static test
+# binaries run by the emulator, so the portable JSON skip path and any
+# arm64 code run for real (no -race there: it needs cgo).
+test-arm64:
+	@bash scripts/platform-deps.sh qemu-aarch64-static:qemu-user-static
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $$(command -v qemu-aarch64-static || command -v qemu-aarch64) ./...
+
+# The container image without a container engine or a base-image pull
+# (deploy/image): static linux binaries for IMAGE_PLATFORMS in one OCI
+# layout and oci-archive under $(DIST), then checked back. image-test
+# also runs it under podman (deploy/image/run-test.sh).
+DIST            ?= dist
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_VERSION   ?= $(patsubst v%,%,$(VERSION))
+IMAGE_TAR       := $(DIST)/amp-exporter-$(IMAGE_VERSION).oci.tar
+
+image:
+	@set -e; rm -rf $(DIST)/image; bins=; for p in $(IMAGE_PLATFORMS); do \
+	  out=$(DIST)/image-bin/$${p%/*}-$${p#*/}/amp-exporter; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(subst Version=$(VERSION) ,Version=$(IMAGE_VERSION) ,$(LDFLAGS)) -s -w' -o $$out ./cmd/amp-exporter; \
+	  bins="$$bins -binary $$p=$(CURDIR)/$$out"; \
+	done; \
+	$(GO) -C deploy/image run . $$bins -version $(IMAGE_VERSION) -revision $(REVISION) \
+	  -out $(CURDIR)/$(DIST)/image -tar $(CURDIR)/$(IMAGE_TAR); \
+	$(GO) -C deploy/image run . verify $(CURDIR)/$(DIST)/image; \
+	echo "image: $(IMAGE_TAR)"
+
+image-test: image
+	@bash scripts/platform-deps.sh podman:podman runc:runc
+	$(GO) -C deploy/image vet ./...
+	$(GO) -C deploy/image test -count=1 ./...
+	bash deploy/image/run-test.sh $(IMAGE_TAR) $(IMAGE_VERSION)
+
+# The launchd agent and systemd user unit (deploy/launchd, deploy/systemd):
+# systemd-analyze verify and plist checks (deploy/services-check.sh).
+services-check: build
+	@bash scripts/platform-deps.sh systemd-analyze:systemd plistutil:libplist-utils python3:python3
+	bash deploy/services-check.sh amp-exporter
+
+# Release archives for linux, darwin (amd64, arm64) and windows/amd64 with
+# sha256sums.txt, version stamped (.goreleaser.yaml), checked by
+# scripts/release-check.sh. A snapshot unless HEAD is a clean tag.
+GORELEASER_VERSION ?= v2.17.0
+GORELEASER         := $(CURDIR)/.cache/bin/goreleaser
+
+$(GORELEASER):
+	GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+release: $(GORELEASER)
+	@$(GORELEASER) --version 2>/dev/null | grep -q 'GitVersion:.*$(GORELEASER_VERSION:v%=%)' || \
+	  GOBIN=$(CURDIR)/.cache/bin $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	@export AMP_VERSION=$(VERSION) AMP_REVISION=$(REVISION) AMP_BRANCH=$$(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown); \
+	if git describe --exact-match --tags HEAD >/dev/null 2>&1 && [ -z "$$(git status --porcelain)" ]; then \
+	  $(GORELEASER) release --clean --skip=publish; \
+	else \
+	  $(GORELEASER) release --snapshot --clean; \
+	fi
+	bash scripts/release-check.sh dist
+
+# The Helm chart's Deployment run on that image by podman kube play
+# (with the helm that make test's dependencies bring).
+chart-image-test: image
+	@bash scripts/platform-deps.sh podman:podman runc:runc catatonit:catatonit
+	@helm=$$(if [ -f scripts/test-deps.sh ]; then bash scripts/test-deps.sh helm-path; \
+	  else test -x .cache/bin/helm || bash .ci/helm-check >&2; echo $(CURDIR)/.cache/bin/helm; fi); \
+	bash deploy/image/chart-test.sh $(IMAGE_TAR) $(IMAGE_VERSION) $$helm
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./parser/thread ./source/threads

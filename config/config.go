@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
+
+	"github.com/amp-exporter/amp-exporter/internal/amppaths"
 )
 
 // Config is the whole configuration file.
@@ -172,15 +174,17 @@ func OSEnv() Env {
 }
 
 // DefaultThreadsDir is where Amp keeps threads: $AMP_THREADS_DIR, else
-// $XDG_DATA_HOME/amp/threads, else ~/.local/share/amp/threads.
+// $XDG_DATA_HOME/amp/threads, else ~/.local/share/amp/threads (the first of
+// DefaultThreadsDirs).
 func DefaultThreadsDir(env Env) string {
-	if d := env.Getenv("AMP_THREADS_DIR"); d != "" {
-		return d
-	}
-	if d := env.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "amp", "threads")
-	}
-	return filepath.Join(env.Home, ".local", "share", "amp", "threads")
+	return DefaultThreadsDirs(env)[0]
+}
+
+// DefaultThreadsDirs are the thread directories watched when none is
+// configured; on macOS and Windows ~/.local/share/amp/threads too, where
+// the Amp CLI's platform switch puts data (internal/amppaths).
+func DefaultThreadsDirs(env Env) []string {
+	return amppaths.ThreadDirs(amppaths.Env{Getenv: env.Getenv, Home: env.Home})
 }
 
 // Load reads and validates the file at path; an empty path gives the
@@ -253,7 +257,7 @@ func decode(data []byte, cfg *Config, doc *document) error {
 func (c *Config) resolve(env Env) error {
 	var errs []string
 	if len(c.Threads.Dirs) == 0 {
-		c.Threads.Dirs = []string{DefaultThreadsDir(env)}
+		c.Threads.Dirs = DefaultThreadsDirs(env)
 	}
 	c.Threads.Dirs = resolveDirs("threads.dirs", c.Threads.Dirs, env, &errs)
 	c.Streams.Dirs = resolveDirs("streams.dirs", c.Streams.Dirs, env, &errs)
