@@ -7,8 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/amp-exporter/amp-exporter/internal/amppaths"
 )
 
 // Key is where the API key comes from. Read returns the key; it reads its
@@ -25,13 +26,10 @@ type KeyEnv struct {
 	Home   string
 }
 
-// AmpDataDir is the Amp CLI's data folder: ${XDG_DATA_HOME:-~/.local/share}/amp.
-// (A per-OS version can replace this one function.)
-func AmpDataDir(env KeyEnv) string {
-	if d := env.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "amp")
-	}
-	return filepath.Join(env.Home, ".local", "share", "amp")
+// secretsFiles are where the Amp CLI's login may be, in the order to try
+// (per OS: internal/amppaths).
+func secretsFiles(env KeyEnv) []string {
+	return amppaths.SecretsFiles(amppaths.Env{Getenv: env.Getenv, Home: env.Home})
 }
 
 // maxKeyFile bounds a key file or secrets.json read.
@@ -55,15 +53,26 @@ func FindKey(apiKeyFile, url string, env KeyEnv) (Key, error) {
 	if k := strings.TrimSpace(env.Getenv("AMP_API_KEY")); k != "" {
 		return Key{Where: "AMP_API_KEY", Read: func() (string, error) { return k, nil }}, nil
 	}
-	secrets := filepath.Join(AmpDataDir(env), "secrets.json")
-	read := func() (string, error) { return readSecrets(secrets, url) }
-	if _, err := read(); err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoKey) {
-			return Key{}, ErrNoKey
+	// The first secrets.json that holds a key for url is the login; a file
+	// that exists but cannot be read is an error worth saying.
+	var firstErr error
+	for _, secrets := range secretsFiles(env) {
+		read := func() (string, error) { return readSecrets(secrets, url) }
+		_, err := read()
+		switch {
+		case err == nil:
+			return Key{Where: secrets, Read: read}, nil
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoKey):
+		default:
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
-		return Key{}, err
 	}
-	return Key{Where: secrets, Read: read}, nil
+	if firstErr != nil {
+		return Key{}, firstErr
+	}
+	return Key{}, ErrNoKey
 }
 
 func readKeyFile(path string) (string, error) {
