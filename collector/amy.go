@@ -386,6 +386,7 @@ func (s *AmyStore) Export() *AmyState {
 	}
 	for k, t := range s.turns {
 		c := *t
+		c.SeenIDs = maps.Clone(t.SeenIDs) // encoded after the lock is released
 		st.Turns[k] = &c
 	}
 	return st

@@ -207,6 +207,10 @@ type FileRecord struct {
 }
 
 type threadRecord struct {
+	// contrib is replaced by a new slice when it changes, never changed in
+	// place once the lock that set it is released, so ExportDelta can
+	// hand out a shallow copy of the record and build its persisted form
+	// outside the lock. Fields added here must keep that promise.
 	contrib      compactContribution
 	lastActivity int64 // epoch ms
 }
@@ -284,6 +288,10 @@ type ThreadStore struct {
 	now          func() time.Time
 	prices       Prices
 	pricesGen    uint64 // bumped by SetPrices
+	// changedThreads and changedFiles are what changed since the last
+	// ExportDelta, so a save writes only that.
+	changedThreads map[string]struct{}
+	changedFiles   map[string]struct{}
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -325,6 +333,9 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		files:   map[string]*FileRecord{},
 		totals:  contribution{},
 		now:     opts.Now,
+
+		changedThreads: map[string]struct{}{},
+		changedFiles:   map[string]struct{}{},
 	}
 }
 
@@ -438,7 +449,9 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	s.files[path] = &FileRecord{Key: key, AgentMode: agentMode, Version: v}
 	if changed {
 		s.lastChange = s.now()
+		s.changedThreads[key] = struct{}{}
 	}
+	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed
 }
@@ -465,6 +478,7 @@ func (s *ThreadStore) Remove(path string) {
 		return
 	}
 	delete(s.files, path)
+	s.changedFiles[path] = struct{}{}
 	s.lastChange = s.now()
 	s.generation++
 }
@@ -683,8 +697,7 @@ func (s *ThreadStore) Export() *State {
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
-		st.Threads[key] = ts
+		st.Threads[key] = threadStateOf(s.series.keys, *rec)
 	}
 	for p, f := range s.files {
 		st.Files[p] = *f
@@ -726,10 +739,12 @@ func (s *ThreadStore) Import(st *State) error {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+		s.changedThreads[key] = struct{}{}
 	}
 	for p, f := range st.Files {
 		f := f
 		s.files[p] = &f
+		s.changedFiles[p] = struct{}{}
 	}
 	s.lastActivity = st.LastActivity
 	return nil

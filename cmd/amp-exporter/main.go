@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -160,17 +159,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var keepers []*stateKeeper
 	if f.storagePath != "" {
-		keepers = []*stateKeeper{
-			keeper(filepath.Join(f.storagePath, "threads-state.json"), store.Generation, store.Export, store.Import, metrics, logger),
-			keeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore.Generation, streamStore.Export, streamStore.Import, metrics, logger),
-			keeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore.Generation, amyStore.Export, amyStore.Import, metrics, logger),
+		k := newStateKeeper(f.storagePath, stateStores{threads: store, streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
+		if err := k.restore(); err != nil {
+			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
+			return 1
 		}
-		for _, k := range keepers {
-			if err := k.restore(); err != nil {
-				logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
-				return 1
-			}
-		}
+		keepers = append(keepers, k)
 	}
 
 	var ready atomic.Bool

@@ -1,0 +1,137 @@
+package collector
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// replay applies deltas the way the state keeper persists them (last
+// record wins) and restores a store from the result.
+type replay struct {
+	threads map[string]ThreadState
+	files   map[string]FileRecord
+}
+
+func (r *replay) add(t *testing.T, d ThreadDelta) {
+	t.Helper()
+	for k, ts := range d.Threads {
+		// Through JSON, as the keeper stores them.
+		b, err := json.Marshal(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ThreadState
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		r.threads[k] = back
+	}
+	for p, f := range d.Files {
+		if f == nil {
+			delete(r.files, p)
+		} else {
+			r.files[p] = *f
+		}
+	}
+}
+
+func (r *replay) restore(t *testing.T) *ThreadStore {
+	t.Helper()
+	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }})
+	for k, ts := range r.threads {
+		if dropped, err := s.ImportThread(k, ts); err != nil || dropped != 0 {
+			t.Fatalf("ImportThread(%q) = %d, %v", k, dropped, err)
+		}
+	}
+	for p, f := range r.files {
+		if err := s.ImportFile(p, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestExportDeltaHoldsOnlyWhatChanged(t *testing.T) {
+	s := fixtureStore(t, StoreOptions{})
+	r := &replay{threads: map[string]ThreadState{}, files: map[string]FileRecord{}}
+	first := s.ExportDelta()
+	if len(first.Threads) < 5 || len(first.Files) < 5 {
+		t.Fatalf("first delta: %d threads, %d files", len(first.Threads), len(first.Files))
+	}
+	r.add(t, first)
+	if d := s.ExportDelta(); !d.Empty() {
+		t.Fatalf("nothing changed, delta %+v", d)
+	}
+	// One thread grows: one thread and one file in the delta.
+	s.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, withTail("")))
+	d := s.ExportDelta()
+	if len(d.Threads) != 1 || len(d.Files) != 1 || d.Files["/d/T-1.json"] == nil {
+		t.Fatalf("after one Apply: %+v", d)
+	}
+	r.add(t, d)
+	// A file removed: its record goes, the thread's contribution stays.
+	s.Remove("/d/T-1.json")
+	d = s.ExportDelta()
+	if len(d.Threads) != 0 || len(d.Files) != 1 || d.Files["/d/T-1.json"] != nil {
+		t.Fatalf("after Remove: %+v", d)
+	}
+	r.add(t, d)
+
+	restored := r.restore(t)
+	a, b := s.Snapshot(), restored.Snapshot()
+	if len(a.totals) == 0 || len(a.totals) != len(b.totals) {
+		t.Fatalf("series %d vs %d", len(a.totals), len(b.totals))
+	}
+	for k, v := range a.totals {
+		if b.totals[k] != v {
+			t.Errorf("%v: %v restored from deltas, want %v", k, b.totals[k], v)
+		}
+	}
+	if len(a.Threads) != len(b.Threads) || a.LastActivity != b.LastActivity {
+		t.Errorf("threads %v vs %v, last activity %v vs %v", a.Threads, b.Threads, a.LastActivity, b.LastActivity)
+	}
+	if _, ok := restored.File("/d/T-1.json"); ok {
+		t.Error("a removed file came back")
+	}
+}
+
+// A delta taken while Apply runs elsewhere is consistent: built outside
+// the lock from records that are never changed in place.
+func TestExportDeltaConcurrentWithApply(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			s.Apply("/d/T-1.json", FileVersion{Size: int64(i)}, summaryOf(t, withTail("")))
+		}
+	}()
+	for range 50 {
+		_ = s.ExportDelta()
+	}
+	<-done
+}
+
+func TestImportThreadReadsAsFarAsKnown(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	dropped, err := s.ImportThread("T-1", ThreadState{Series: []SeriesValue{
+		{Family: "tokens", L1: "m", L2: "output", Value: 5},
+		{Family: "added_by_a_newer_version", Value: 7},
+	}})
+	if err != nil || dropped != 1 {
+		t.Fatalf("dropped %d, err %v", dropped, err)
+	}
+	if got := s.Snapshot().totals[seriesKey{famTokens, "m", "output"}]; got != 5 {
+		t.Fatalf("known series = %d, want 5", got)
+	}
+	if _, err := s.ImportThread("T-2", ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}}); err == nil {
+		t.Fatal("negative value accepted")
+	}
+	if _, err := s.ImportThread("T-1", ThreadState{}); err == nil {
+		t.Fatal("a thread restored twice was accepted")
+	}
+	if err := s.ImportFile("/x", FileRecord{Key: "T-nowhere"}); err == nil {
+		t.Fatal("a file of an unknown thread was accepted")
+	}
+}
