@@ -1,0 +1,288 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/statefile"
+	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+type testState struct {
+	stores  stateStores
+	metrics *collector.ExporterMetrics
+	reg     *prometheus.Registry
+	keeper  *stateKeeper
+}
+
+func newTestState(dir string) *testState {
+	reg := prometheus.NewRegistry()
+	m := collector.NewExporterMetrics(reg)
+	labels := collector.NewLabelCap(100, nil)
+	st := &testState{
+		stores: stateStores{
+			threads: collector.NewThreadStore(collector.StoreOptions{Labels: labels}),
+			streams: collector.NewStreamStore(labels, nil),
+			amy:     collector.NewAmyStore(labels, nil),
+			labels:  labels,
+		},
+		metrics: m, reg: reg,
+	}
+	st.keeper = newStateKeeper(dir, st.stores, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return st
+}
+
+// applyThreads parses n generated threads into the store.
+func (s *testState) applyThreads(t *testing.T, gen *threadgen.Generator, from, to int) {
+	t.Helper()
+	p := thread.NewParser()
+	for i := from; i < to; i++ {
+		name, data := gen.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.stores.threads.Apply("/threads/"+name, collector.FileVersion{Size: int64(len(data)), ModNanos: int64(i)}, thread.Summarize(th))
+	}
+}
+
+// fingerprint is the whole state, deterministically encoded.
+func (s *testState) fingerprint(t *testing.T) string {
+	t.Helper()
+	th, _ := json.Marshal(s.stores.threads.Export())
+	st, _ := json.Marshal(s.stores.streams.Export())
+	amy, _ := json.Marshal(s.stores.amy.Export())
+	return string(th) + "\n" + string(st) + "\n" + string(amy)
+}
+
+func (s *testState) loadErrors(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := s.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "amp_exporter_state_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "operation" && l.GetValue() == "load" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func mustRestore(t *testing.T, s *testState) {
+	t.Helper()
+	if err := s.keeper.restore(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.keeper.db.Close() })
+}
+
+func TestStateSurvivesRestartsIncrementally(t *testing.T) {
+	dir := t.TempDir()
+	gen := threadgen.New(threadgen.Options{Threads: 60, TotalBytes: 60 * 20_000, Seed: 3})
+	a := newTestState(dir)
+	mustRestore(t, a)
+	a.applyThreads(t, gen, 0, 50)
+	if err := a.keeper.save(); err != nil {
+		t.Fatal(err)
+	}
+	full := a.keeper.written
+	// One thread more: the save costs about one thread, not the state.
+	a.applyThreads(t, gen, 50, 51)
+	a.stores.threads.Remove("/threads/" + func() string { n, _ := gen.Thread(3); return n }())
+	if err := a.keeper.save(); err != nil {
+		t.Fatal(err)
+	}
+	if one := a.keeper.written - full; one <= 0 || one*10 > full {
+		t.Errorf("the first save wrote %d bytes, one more thread %d", full, one)
+	}
+	// Nothing changed: nothing written.
+	before := a.keeper.written
+	if err := a.keeper.save(); err != nil || a.keeper.written != before {
+		t.Fatalf("an idle save wrote %d bytes (%v)", a.keeper.written-before, err)
+	}
+	a.keeper.db.Close()
+
+	b := newTestState(dir)
+	mustRestore(t, b)
+	if a.fingerprint(t) != b.fingerprint(t) {
+		t.Fatal("the restored state differs from the saved one")
+	}
+	if d := b.stores.threads.ExportDelta(); !d.Empty() {
+		t.Errorf("a restore left %d threads and %d files to save again", len(d.Threads), len(d.Files))
+	}
+}
+
+func writeLegacy(t *testing.T, dir string, s *testState) {
+	t.Helper()
+	for name, v := range map[string]any{
+		"threads-state.json": s.stores.threads.Export(),
+		"stream-state.json":  s.stores.streams.Export(),
+		"amy-state.json":     s.stores.amy.Export(),
+	} {
+		if err := statefile.Save(filepath.Join(dir, name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLegacyStateFilesAreMigrated(t *testing.T) {
+	dir := t.TempDir()
+	gen := threadgen.New(threadgen.Options{Threads: 20, TotalBytes: 20 * 20_000, Seed: 4})
+	old := newTestState(t.TempDir())
+	old.applyThreads(t, gen, 0, 20)
+	writeLegacy(t, dir, old)
+	// A crash of the old version mid-save left a temporary file.
+	if err := os.WriteFile(filepath.Join(dir, "threads-state.json.tmp-123"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	a := newTestState(dir)
+	mustRestore(t, a)
+	if a.fingerprint(t) != old.fingerprint(t) {
+		t.Fatal("migrated state differs from the legacy files")
+	}
+	for _, name := range legacyStateFiles {
+		if _, err := os.Stat(filepath.Join(dir, name+".migrated")); err != nil {
+			t.Errorf("%s not renamed after migration: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "threads-state.json.tmp-123")); !os.IsNotExist(err) {
+		t.Errorf("temporary file of a crashed save left: %v", err)
+	}
+	a.keeper.db.Close()
+	b := newTestState(dir)
+	mustRestore(t, b)
+	if b.fingerprint(t) != old.fingerprint(t) {
+		t.Fatal("state after the migration and a restart differs")
+	}
+}
+
+// A migration cut short (the log has no meta record yet, the legacy files
+// are still there) is done again from the legacy files.
+func TestUnfinishedMigrationStartsOver(t *testing.T) {
+	dir := t.TempDir()
+	gen := threadgen.New(threadgen.Options{Threads: 10, TotalBytes: 10 * 20_000, Seed: 5})
+	old := newTestState(t.TempDir())
+	old.applyThreads(t, gen, 0, 10)
+	writeLegacy(t, dir, old)
+	l, _, err := statelog.Open(filepath.Join(dir, stateLogName), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Commit([]statelog.Record{{Key: keyThreadPrefix + "T-partial", Value: []byte(`{"series":[{"f":"tokens","a":"m","b":"output","v":999}]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	a := newTestState(dir)
+	mustRestore(t, a)
+	if a.fingerprint(t) != old.fingerprint(t) {
+		t.Fatal("an unfinished migration's partial log was used")
+	}
+}
+
+func TestNewerStateIsRefusedClearly(t *testing.T) {
+	t.Run("legacy file of a higher version", func(t *testing.T) {
+		dir := t.TempDir()
+		data := `{"version": 2, "threads": {}, "files": {}, "something_new": true}`
+		path := filepath.Join(dir, "threads-state.json")
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := newTestState(dir)
+		err := s.keeper.restore()
+		if !errors.Is(err, errStateNewer) || !strings.Contains(err.Error(), "upgrade") {
+			t.Fatalf("err = %v, want a clear refusal", err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != data {
+			t.Error("a newer version's file was changed")
+		}
+		if n := s.loadErrors(t); n != 0 {
+			t.Errorf("refusal counted as damage (%g)", n)
+		}
+	})
+	t.Run("log with a higher state version", func(t *testing.T) {
+		dir := t.TempDir()
+		l, _, err := statelog.Open(filepath.Join(dir, stateLogName), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Commit([]statelog.Record{{Key: keyMeta, Value: []byte(`{"version": 9}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		err = newTestState(dir).keeper.restore()
+		if !errors.Is(err, errStateNewer) {
+			t.Fatalf("err = %v, want errStateNewer", err)
+		}
+	})
+	t.Run("unknown fields, records and families are read as far as known", func(t *testing.T) {
+		dir := t.TempDir()
+		l, _, err := statelog.Open(filepath.Join(dir, stateLogName), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := []statelog.Record{
+			{Key: keyThreadPrefix + "T-1", Value: []byte(`{"series":[{"f":"tokens","a":"m","b":"output","v":7},{"f":"new_family","v":1}],"pinned":{"x":1}}`)},
+			{Key: keyFilePrefix + "/threads/T-1.json", Value: []byte(`{"key":"T-1","agent_mode":"smart","version":{"size":1},"v":3}`)},
+			{Key: "server:x", Value: []byte(`{}`)},
+			{Key: keyMeta, Value: []byte(`{"version": 1, "writer": "later"}`)},
+		}
+		if _, err := l.Commit(recs); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		s := newTestState(dir)
+		mustRestore(t, s)
+		if _, ok := s.stores.threads.File("/threads/T-1.json"); !ok {
+			t.Error("file record not restored")
+		}
+		if !strings.Contains(s.fingerprint(t), `"v":7`) {
+			t.Error("known series not restored")
+		}
+		if n := s.loadErrors(t); n != 0 {
+			t.Errorf("newer data counted as damage (%g)", n)
+		}
+		if !s.keeper.db.Has("server:x") {
+			t.Error("a newer version's record was dropped")
+		}
+	})
+}
+
+func TestDamagedLegacyFileIsSetAsideAndCounted(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "stream-state.json")
+	if err := os.WriteFile(path, []byte(`{"version":1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestState(dir)
+	mustRestore(t, s)
+	if n := s.loadErrors(t); n != 1 {
+		t.Errorf("state load errors = %g, want 1", n)
+	}
+	aside, _ := filepath.Glob(path + ".damaged-*")
+	if len(aside) != 1 {
+		t.Errorf("set-aside copies: %v", aside)
+	}
+}
+
+var testNow = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
