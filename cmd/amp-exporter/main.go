@@ -61,6 +61,7 @@ type flags struct {
 	configCheck   bool
 	telemetryPath string
 	storagePath   string
+	saveInterval  time.Duration // hidden: how often the state is saved (tests)
 	web           *web.FlagConfig
 	log           *promslog.Config
 }
@@ -76,6 +77,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
 	app.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
 		Default("").StringVar(&f.storagePath)
+	app.Flag("storage.save-interval", "How often changed counting state is saved.").Hidden().
+		Default(stateSaveInterval.String()).DurationVar(&f.saveInterval)
 	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
 	flag.AddFlags(app, f.log)
 	app.Command("serve", "Run the exporter (the default command).").Default()
@@ -160,6 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var keepers []*stateKeeper
 	if f.storagePath != "" {
 		k := newStateKeeper(f.storagePath, stateStores{threads: store, streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
+		k.interval = f.saveInterval
 		if err := k.restore(); err != nil {
 			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
 			return 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,6 +66,8 @@ type stateKeeper struct {
 	metrics *collector.ExporterMetrics
 	log     *slog.Logger
 	now     func() time.Time
+	// interval is how often changed state is saved.
+	interval time.Duration
 
 	db *statelog.Log
 	// pending holds records that a failed save could not write; the next
@@ -80,7 +83,7 @@ type stateKeeper struct {
 }
 
 func newStateKeeper(dir string, stores stateStores, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return &stateKeeper{dir: dir, stores: stores, metrics: m, log: log, now: time.Now,
+	return &stateKeeper{dir: dir, stores: stores, metrics: m, log: log, now: time.Now, interval: stateSaveInterval,
 		pending: map[string][]byte{}, last: map[string][]byte{}}
 }
 
@@ -495,7 +498,7 @@ func (k *stateKeeper) finishMigration() {
 }
 
 func (k *stateKeeper) run(ctx context.Context) error {
-	t := time.NewTicker(stateSaveInterval)
+	t := time.NewTicker(cmp.Or(k.interval, stateSaveInterval))
 	defer t.Stop()
 	for {
 		select {
