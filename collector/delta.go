@@ -10,45 +10,63 @@ import (
 // one record per thread and per file, rather than the whole state.
 
 // ThreadDelta is what changed in a ThreadStore since the previous
-// ExportDelta: the new persisted form of each changed thread, and each
-// changed file's record (nil for a file that is gone).
+// ExportDelta: the changed threads (their persisted form is built one at a
+// time by EachThread, after the store's lock is released) and each changed
+// file's record (nil for a file that is gone).
 //
 // A file's record is only ever in a delta together with, or after, the
 // thread contribution it was counted into, so a state that has the file's
 // version also has what that version added.
 type ThreadDelta struct {
-	Threads map[string]ThreadState
+	keys    []seriesKey // the store's numbered series when the delta was taken
+	threads []deltaThread
 	Files   map[string]*FileRecord
 }
 
+type deltaThread struct {
+	key string
+	rec threadRecord
+}
+
 // Empty reports whether nothing changed.
-func (d ThreadDelta) Empty() bool { return len(d.Threads) == 0 && len(d.Files) == 0 }
+func (d *ThreadDelta) Empty() bool { return len(d.threads) == 0 && len(d.Files) == 0 }
+
+// ThreadCount is the number of changed threads.
+func (d *ThreadDelta) ThreadCount() int { return len(d.threads) }
+
+// EachThread calls fn with the persisted form of every changed thread,
+// built on the fly, and stops at the first error.
+func (d *ThreadDelta) EachThread(fn func(key string, ts ThreadState) error) error {
+	for _, t := range d.threads {
+		if err := fn(t.key, threadStateOf(d.keys, t.rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ExportDelta returns what changed since the previous call and starts
 // tracking afresh. The lock is held only to copy the changed records'
-// headers; their persisted form is built after it is released. A caller
-// that fails to save a delta must keep it and save it before (or merged
-// under) the next one.
-func (s *ThreadStore) ExportDelta() ThreadDelta {
-	type pending struct {
-		key string
-		rec threadRecord
-	}
+// headers. A caller that fails to save a delta gives it back with Requeue.
+func (s *ThreadStore) ExportDelta() *ThreadDelta {
 	s.mu.Lock()
-	keys := s.series.keys // append-only: the first len(keys) never change
-	recs := make([]pending, 0, len(s.changedThreads))
+	defer s.mu.Unlock()
+	d := &ThreadDelta{
+		keys:    s.series.keys, // append-only: the first len(keys) never change
+		threads: make([]deltaThread, 0, len(s.changedThreads)),
+		Files:   make(map[string]*FileRecord, len(s.changedFiles)),
+	}
 	for k := range s.changedThreads {
 		if r := s.threads[k]; r != nil {
-			recs = append(recs, pending{k, *r})
+			d.threads = append(d.threads, deltaThread{k, *r})
 		}
 	}
-	files := make(map[string]*FileRecord, len(s.changedFiles))
 	for p := range s.changedFiles {
 		if f := s.files[p]; f != nil {
 			c := *f
-			files[p] = &c
+			d.Files[p] = &c
 		} else {
-			files[p] = nil
+			d.Files[p] = nil
 		}
 	}
 	if len(s.changedThreads) > 0 {
@@ -57,13 +75,20 @@ func (s *ThreadStore) ExportDelta() ThreadDelta {
 	if len(s.changedFiles) > 0 {
 		s.changedFiles = map[string]struct{}{}
 	}
-	s.mu.Unlock()
-
-	d := ThreadDelta{Threads: make(map[string]ThreadState, len(recs)), Files: files}
-	for _, p := range recs {
-		d.Threads[p.key] = threadStateOf(keys, p.rec)
-	}
 	return d
+}
+
+// Requeue marks what a delta held as changed again, for a save that
+// failed: the next delta holds it (as it is then).
+func (s *ThreadStore) Requeue(d *ThreadDelta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range d.threads {
+		s.changedThreads[t.key] = struct{}{}
+	}
+	for p := range d.Files {
+		s.changedFiles[p] = struct{}{}
+	}
 }
 
 // threadStateOf is a thread record's persisted form; keys are the store's
@@ -92,16 +117,29 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 			return dropped, fmt.Errorf("thread %q: invalid value %v in %q", key, sv.Value, sv.Family)
 		}
 	}
-	c := contributionOf(kept)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.threads[key]; ok {
 		return dropped, fmt.Errorf("thread %q restored twice", key)
 	}
-	for k, v := range c {
-		s.totals[k] = satAdd(s.totals[k], v)
+	c := make(compactContribution, 0, len(kept))
+	for _, sv := range kept {
+		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+		s.totals[k] = satAdd(s.totals[k], sv.Value)
+		c = append(c, seriesValue{s.series.id(k), sv.Value})
 	}
-	s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+	slices.SortFunc(c, func(a, b seriesValue) int { return cmp.Compare(a.id, b.id) })
+	// A series listed twice (never written so, but cheap to be sure of)
+	// is one series holding the sum.
+	out := c[:0]
+	for _, e := range c {
+		if n := len(out); n > 0 && out[n-1].id == e.id {
+			out[n-1].v = satAdd(out[n-1].v, e.v)
+			continue
+		}
+		out = append(out, e)
+	}
+	s.threads[key] = &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity}
 	s.lastActivity = max(s.lastActivity, ts.LastActivity)
 	return dropped, nil
 }

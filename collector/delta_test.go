@@ -13,19 +13,23 @@ type replay struct {
 	files   map[string]FileRecord
 }
 
-func (r *replay) add(t *testing.T, d ThreadDelta) {
+func (r *replay) add(t *testing.T, d *ThreadDelta) {
 	t.Helper()
-	for k, ts := range d.Threads {
+	err := d.EachThread(func(k string, ts ThreadState) error {
 		// Through JSON, as the keeper stores them.
 		b, err := json.Marshal(ts)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		var back ThreadState
 		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		r.threads[k] = back
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for p, f := range d.Files {
 		if f == nil {
@@ -56,8 +60,8 @@ func TestExportDeltaHoldsOnlyWhatChanged(t *testing.T) {
 	s := fixtureStore(t, StoreOptions{})
 	r := &replay{threads: map[string]ThreadState{}, files: map[string]FileRecord{}}
 	first := s.ExportDelta()
-	if len(first.Threads) < 5 || len(first.Files) < 5 {
-		t.Fatalf("first delta: %d threads, %d files", len(first.Threads), len(first.Files))
+	if first.ThreadCount() < 5 || len(first.Files) < 5 {
+		t.Fatalf("first delta: %d threads, %d files", first.ThreadCount(), len(first.Files))
 	}
 	r.add(t, first)
 	if d := s.ExportDelta(); !d.Empty() {
@@ -66,14 +70,19 @@ func TestExportDeltaHoldsOnlyWhatChanged(t *testing.T) {
 	// One thread grows: one thread and one file in the delta.
 	s.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, withTail("")))
 	d := s.ExportDelta()
-	if len(d.Threads) != 1 || len(d.Files) != 1 || d.Files["/d/T-1.json"] == nil {
+	if d.ThreadCount() != 1 || len(d.Files) != 1 || d.Files["/d/T-1.json"] == nil {
 		t.Fatalf("after one Apply: %+v", d)
+	}
+	// A save that failed gives its delta back; the next one holds it.
+	s.Requeue(d)
+	if d2 := s.ExportDelta(); d2.ThreadCount() != 1 || len(d2.Files) != 1 {
+		t.Fatalf("requeued delta: %d threads, %d files", d2.ThreadCount(), len(d2.Files))
 	}
 	r.add(t, d)
 	// A file removed: its record goes, the thread's contribution stays.
 	s.Remove("/d/T-1.json")
 	d = s.ExportDelta()
-	if len(d.Threads) != 0 || len(d.Files) != 1 || d.Files["/d/T-1.json"] != nil {
+	if d.ThreadCount() != 0 || len(d.Files) != 1 || d.Files["/d/T-1.json"] != nil {
 		t.Fatalf("after Remove: %+v", d)
 	}
 	r.add(t, d)

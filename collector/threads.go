@@ -257,15 +257,6 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 	return out
 }
 
-// expand turns a compact contribution back into a map.
-func (x *seriesIndex) expand(c compactContribution) contribution {
-	out := make(contribution, len(c))
-	for _, e := range c {
-		out[x.keys[e.id]] = e.v
-	}
-	return out
-}
-
 // ThreadStore holds the threads source's counters: every thread's
 // contribution, the totals, and the files present now.
 //

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
@@ -70,9 +72,6 @@ type stateKeeper struct {
 	interval time.Duration
 
 	db *statelog.Log
-	// pending holds records that a failed save could not write; the next
-	// save writes them (newer values of the same keys replace them).
-	pending map[string][]byte
 	// last holds the last written value of the whole-store records, so an
 	// unchanged one is not written again.
 	last                 map[string][]byte
@@ -84,7 +83,7 @@ type stateKeeper struct {
 
 func newStateKeeper(dir string, stores stateStores, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
 	return &stateKeeper{dir: dir, stores: stores, metrics: m, log: log, now: time.Now, interval: stateSaveInterval,
-		pending: map[string][]byte{}, last: map[string][]byte{}}
+		last: map[string][]byte{}}
 }
 
 // errStateNewer is a state written by a newer version in a form this one
@@ -178,6 +177,8 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		rec  collector.FileRecord
 	}
 	var files []file
+	// st is shared with the decoding workers: changed under mu (below).
+	var mu sync.Mutex
 	fail := func(key string, err error) {
 		st.bad++
 		if st.firstErr == nil {
@@ -185,7 +186,43 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		}
 	}
 	var newer error
+	// Thread records, nearly all of the state, are decoded on every core.
+	type threadRec struct {
+		key string
+		v   []byte
+	}
+	threads := make(chan threadRec, 256)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for r := range threads {
+				var ts collector.ThreadState
+				err := json.Unmarshal(r.v, &ts)
+				var dropped int
+				if err == nil {
+					dropped, err = k.stores.threads.ImportThread(strings.TrimPrefix(r.key, keyThreadPrefix), ts)
+				}
+				mu.Lock()
+				if err != nil {
+					fail(r.key, err)
+				} else {
+					st.threads++
+					st.droppedSeries += dropped
+					if dropped > 0 {
+						st.unknown++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
 	err := k.db.Each(func(key string, v []byte) error {
+		if strings.HasPrefix(key, keyThreadPrefix) {
+			threads <- threadRec{key, bytes.Clone(v)}
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case key == keyMeta:
 			if err := json.Unmarshal(v, &meta); err != nil {
@@ -199,22 +236,6 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			}
 			k.stores.labels.ImportAdmitted(admitted)
 			k.last[key] = bytes.Clone(v)
-		case strings.HasPrefix(key, keyThreadPrefix):
-			var ts collector.ThreadState
-			if err := json.Unmarshal(v, &ts); err != nil {
-				fail(key, err)
-				return nil
-			}
-			dropped, err := k.stores.threads.ImportThread(strings.TrimPrefix(key, keyThreadPrefix), ts)
-			if err != nil {
-				fail(key, err)
-				return nil
-			}
-			st.threads++
-			st.droppedSeries += dropped
-			if dropped > 0 {
-				st.unknown++
-			}
 		case strings.HasPrefix(key, keyFilePrefix):
 			var f collector.FileRecord
 			if err := json.Unmarshal(v, &f); err != nil {
@@ -265,6 +286,8 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		}
 		return nil
 	})
+	close(threads)
+	wg.Wait()
 	if err != nil {
 		return st, err
 	}
@@ -362,72 +385,108 @@ func loadLegacy[S any](path string, importState func(*S) error) (bool, error) {
 	return true, nil
 }
 
-// save appends what changed since the last save.
+// save appends what changed since the last save, as one commit. The
+// records go in the order a crash in the middle of the commit must find
+// them: the admitted labels (exported after the thread delta, so they hold
+// every value it uses), then threads, then files (a file's version never
+// reaches the disk before what it added), then the stream and Amy records,
+// and the meta record last in the first commit (its presence says the
+// first commit is whole). Thread records are encoded one at a time as the
+// commit is written, so a save holds about one batch in memory.
 func (k *stateKeeper) save() error {
-	// The delta is taken once: every record of it goes to pending before
-	// anything can fail, so nothing of it is lost to a failed save.
 	d := k.stores.threads.ExportDelta()
-	var encErr error
-	for key, ts := range d.Threads {
-		b, err := json.Marshal(ts)
-		if err != nil {
-			encErr = errors.Join(encErr, fmt.Errorf("encode thread state: %w", err))
-			continue
-		}
-		k.pending[keyThreadPrefix+key] = b
+	labels, err := json.Marshal(k.stores.labels.ExportAdmitted())
+	if err != nil {
+		k.stores.threads.Requeue(d)
+		return fmt.Errorf("encode labels: %w", err)
 	}
-	for p, f := range d.Files {
-		if f == nil {
-			k.pending[keyFilePrefix+p] = nil
-			continue
-		}
-		b, err := json.Marshal(f)
-		if err != nil {
-			encErr = errors.Join(encErr, fmt.Errorf("encode file state: %w", err))
-			continue
-		}
-		k.pending[keyFilePrefix+p] = b
+	type whole struct {
+		key string
+		v   []byte
+		gen uint64
 	}
-	if encErr != nil {
-		k.metrics.StateFailed("save")
-		return encErr
+	var wholes []whole
+	if !bytes.Equal(labels, k.last[keyLabels]) {
+		wholes = append(wholes, whole{keyLabels, labels, 0})
 	}
+	var tail []whole
 	if g := k.stores.streams.Generation(); g != k.streamGen {
-		if err := k.whole(keyStream, k.stores.streams.Export()); err != nil {
-			return err
+		b, err := json.Marshal(k.stores.streams.Export())
+		if err != nil {
+			k.stores.threads.Requeue(d)
+			return fmt.Errorf("encode stream state: %w", err)
 		}
-		k.streamGen = g
+		tail = append(tail, whole{keyStream, b, g})
 	}
 	if g := k.stores.amy.Generation(); g != k.amyGen {
-		if err := k.whole(keyAmy, k.stores.amy.Export()); err != nil {
-			return err
+		b, err := json.Marshal(k.stores.amy.Export())
+		if err != nil {
+			k.stores.threads.Requeue(d)
+			return fmt.Errorf("encode Amy state: %w", err)
 		}
-		k.amyGen = g
-	}
-	// After the deltas, so every label value they use is in it.
-	if err := k.whole(keyLabels, k.stores.labels.ExportAdmitted()); err != nil {
-		return err
+		tail = append(tail, whole{keyAmy, b, g})
 	}
 	if !k.haveMeta {
 		b, _ := json.Marshal(stateMeta{Version: collector.StateVersion})
-		k.pending[keyMeta] = b
+		tail = append(tail, whole{keyMeta, b, 0})
 	}
-	if len(k.pending) == 0 {
+	if d.Empty() && len(wholes) == 0 && len(tail) == 0 {
 		return nil
 	}
-	n, err := k.db.Commit(orderRecords(k.pending))
+	tx := k.db.Begin()
+	err = func() error {
+		for _, w := range wholes {
+			if err := tx.Put(w.key, w.v); err != nil {
+				return err
+			}
+		}
+		err := d.EachThread(func(key string, ts collector.ThreadState) error {
+			b, err := json.Marshal(ts)
+			if err != nil {
+				return fmt.Errorf("encode thread state: %w", err)
+			}
+			return tx.Put(keyThreadPrefix+key, b)
+		})
+		if err != nil {
+			return err
+		}
+		for p, f := range d.Files {
+			var b []byte // nil: the file is gone
+			if f != nil {
+				if b, err = json.Marshal(f); err != nil {
+					return fmt.Errorf("encode file state: %w", err)
+				}
+			}
+			if err := tx.Put(keyFilePrefix+p, b); err != nil {
+				return err
+			}
+		}
+		for _, w := range tail {
+			if err := tx.Put(w.key, w.v); err != nil {
+				return err
+			}
+		}
+		n, err := tx.Commit()
+		k.written += n
+		return err
+	}()
 	if err != nil {
+		tx.Abort()
+		k.stores.threads.Requeue(d)
 		k.metrics.StateFailed("save")
 		return err
 	}
-	k.written += n
-	for key, v := range k.pending {
-		if key == keyLabels || key == keyStream || key == keyAmy {
-			k.last[key] = v
+	for _, w := range append(wholes, tail...) {
+		switch w.key {
+		case keyStream:
+			k.streamGen = w.gen
+		case keyAmy:
+			k.amyGen = w.gen
+		case keyMeta:
+			k.haveMeta = true
 		}
+		k.last[w.key] = w.v
 	}
-	clear(k.pending)
-	k.haveMeta = true
 	k.finishMigration()
 	if k.db.NeedsCompaction() {
 		n, err := k.db.Compact()
@@ -440,49 +499,6 @@ func (k *stateKeeper) save() error {
 		}
 	}
 	return nil
-}
-
-// whole queues a whole-store record unless it is what was last written.
-func (k *stateKeeper) whole(key string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s state: %w", key, err)
-	}
-	if _, queued := k.pending[key]; !queued && bytes.Equal(b, k.last[key]) {
-		return nil
-	}
-	k.pending[key] = b
-	return nil
-}
-
-// orderRecords puts records in the order a crash between two batches of
-// one commit must see them: labels first, then threads, then files (a
-// file's version is never on disk before what it added), then the stream
-// and Amy records, and the meta record last (its presence says the first
-// commit is whole).
-func orderRecords(pending map[string][]byte) []statelog.Record {
-	rank := func(key string) int {
-		switch {
-		case key == keyLabels:
-			return 0
-		case strings.HasPrefix(key, keyThreadPrefix):
-			return 1
-		case strings.HasPrefix(key, keyFilePrefix):
-			return 2
-		case key == keyMeta:
-			return 4
-		}
-		return 3
-	}
-	out := make([]statelog.Record, 0, len(pending))
-	for r := 0; r <= 4; r++ {
-		for key, v := range pending {
-			if rank(key) == r {
-				out = append(out, statelog.Record{Key: key, Value: v})
-			}
-		}
-	}
-	return out
 }
 
 // finishMigration renames the legacy files once their content is in the

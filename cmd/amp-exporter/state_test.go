@@ -128,7 +128,7 @@ func TestStateSurvivesRestartsIncrementally(t *testing.T) {
 		t.Fatal("the restored state differs from the saved one")
 	}
 	if d := b.stores.threads.ExportDelta(); !d.Empty() {
-		t.Errorf("a restore left %d threads and %d files to save again", len(d.Threads), len(d.Files))
+		t.Errorf("a restore left %d threads and %d files to save again", d.ThreadCount(), len(d.Files))
 	}
 }
 

@@ -300,67 +300,116 @@ func (l *Log) Each(fn func(key string, value []byte) error) error {
 	return nil
 }
 
-// Commit appends the records as one or more batches and syncs the file.
-// Records of one batch are applied together or not at all; a commit
-// larger than a batch is split between records, in order, so callers put
-// records that must stay together next to each other and keep such groups
-// small. It returns the bytes written. On error nothing of the commit is
-// kept in the file, and the commit can be retried.
+// Commit appends the records as one or more batches and syncs the file;
+// see Tx.
 func (l *Log) Commit(recs []Record) (int64, error) {
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	start := l.size
-	type placed struct {
-		key     string
-		present bool
-		e       entry
-	}
-	var done []placed
-	var batch []byte
-	off := l.size
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	tx := l.Begin()
+	for _, r := range recs {
+		if err := tx.Put(r.Key, r.Value); err != nil {
+			return 0, err
 		}
-		out := make([]byte, batchHead, batchHead+len(batch))
-		binary.LittleEndian.PutUint32(out[:4], uint32(len(batch)))
-		binary.LittleEndian.PutUint32(out[4:], crc32.Checksum(batch, crcTable))
-		out = append(out, batch...)
-		if _, err := l.f.WriteAt(out, off); err != nil {
-			return fmt.Errorf("append to state log: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Tx is a commit being written. Records are written in batches as they
+// fill (so a large commit is never held in memory), and the file is synced
+// once, by Commit. A batch is applied on reading whole or not at all; a
+// commit larger than a batch is split between records, in order, so a
+// crash may keep a prefix of it: callers put records that must reach the
+// disk together next to each other, and those that say another is there
+// after it.
+type Tx struct {
+	l      *Log
+	start  int64
+	off    int64
+	batch  []byte
+	placed []placed
+	err    error
+}
+
+type placed struct {
+	key     string
+	present bool
+	e       entry
+}
+
+// Begin starts a commit. Only one can be under way.
+func (l *Log) Begin() *Tx {
+	return &Tx{l: l, start: l.size, off: l.size}
+}
+
+// Put adds a record; a nil value deletes the key. After an error the
+// commit is abandoned (nothing of it is kept).
+func (t *Tx) Put(key string, value []byte) error {
+	if t.err != nil {
+		return t.err
+	}
+	enc := encodeRecord(nil, Record{Key: key, Value: value})
+	if len(t.batch) > 0 && len(t.batch)+len(enc) > maxBatch {
+		if err := t.flush(); err != nil {
+			return err
 		}
-		off += int64(len(out))
-		batch = batch[:0]
+	}
+	if t.batch == nil {
+		t.batch = make([]byte, batchHead, batchHead+maxBatch)
+	}
+	t.placed = append(t.placed, placed{key, value != nil, entry{off: t.off + int64(len(t.batch)), n: int64(len(enc))}})
+	t.batch = append(t.batch, enc...)
+	return nil
+}
+
+func (t *Tx) flush() error {
+	if len(t.batch) <= batchHead {
 		return nil
 	}
-	for _, r := range recs {
-		enc := encodeRecord(nil, r)
-		if len(batch) > 0 && len(batch)+len(enc) > maxBatch {
-			if err := flush(); err != nil {
-				l.undo(start)
-				return 0, err
-			}
-		}
-		if len(batch) == 0 {
-			batch = make([]byte, 0, min(maxBatch, max(len(enc), 4096)))
-		}
-		done = append(done, placed{r.Key, r.Value != nil, entry{off: off + batchHead + int64(len(batch)), n: int64(len(enc))}})
-		batch = append(batch, enc...)
+	payload := t.batch[batchHead:]
+	binary.LittleEndian.PutUint32(t.batch[:4], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(t.batch[4:batchHead], crc32.Checksum(payload, crcTable))
+	if _, err := t.l.f.WriteAt(t.batch, t.off); err != nil {
+		t.fail(fmt.Errorf("append to state log: %w", err))
+		return t.err
 	}
-	if err := flush(); err != nil {
-		l.undo(start)
+	t.off += int64(len(t.batch))
+	t.batch = t.batch[:batchHead]
+	return nil
+}
+
+func (t *Tx) fail(err error) {
+	t.err = err
+	t.l.undo(t.start)
+}
+
+// Commit writes what is left, syncs the file, and returns the bytes the
+// commit wrote. On error nothing of the commit is kept, and it can be
+// retried.
+func (t *Tx) Commit() (int64, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	if err := t.flush(); err != nil {
 		return 0, err
 	}
-	if err := l.f.Sync(); err != nil {
-		l.undo(start)
-		return 0, fmt.Errorf("sync state log: %w", err)
+	if t.off == t.start {
+		return 0, nil
 	}
-	for _, p := range done {
-		l.put(p.key, p.present, p.e)
+	if err := t.l.f.Sync(); err != nil {
+		t.fail(fmt.Errorf("sync state log: %w", err))
+		return 0, t.err
 	}
-	l.size = off
-	return off - start, nil
+	for _, p := range t.placed {
+		t.l.put(p.key, p.present, p.e)
+	}
+	t.l.size = t.off
+	return t.off - t.start, nil
+}
+
+// Abort abandons the commit: what it wrote is cut off.
+func (t *Tx) Abort() {
+	if t.err == nil && t.off > t.start {
+		t.fail(errors.New("commit abandoned"))
+	}
+	t.err = errors.New("commit abandoned")
 }
 
 // undo cuts off a commit that failed half way.
@@ -435,9 +484,7 @@ func (l *Log) Compact() (int64, error) {
 		index[k] = entry{off: off + batchHead + int64(len(batch)), n: e.n}
 		batch = append(batch, rec...)
 	}
-	if err := flush(); err == nil {
-		err = w.Flush()
-	} else {
+	if err := errors.Join(flush(), w.Flush()); err != nil {
 		tmp.Close()
 		return 0, fmt.Errorf("write compacted state log: %w", err)
 	}
