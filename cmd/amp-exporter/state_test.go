@@ -88,7 +88,7 @@ func (s *testState) loadErrors(t *testing.T) float64 {
 	return 0
 }
 
-func mustRestore(t *testing.T, s *testState) {
+func mustRestore(t testing.TB, s *testState) {
 	t.Helper()
 	if err := s.keeper.restore(); err != nil {
 		t.Fatal(err)

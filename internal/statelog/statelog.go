@@ -352,7 +352,7 @@ func (t *Tx) Put(key string, value []byte) error {
 		}
 	}
 	if t.batch == nil {
-		t.batch = make([]byte, batchHead, batchHead+maxBatch)
+		t.batch = make([]byte, batchHead, batchHead+len(enc)+4096) // grows up to about maxBatch
 	}
 	t.placed = append(t.placed, placed{key, value != nil, entry{off: t.off + int64(len(t.batch)), n: int64(len(enc))}})
 	t.batch = append(t.batch, enc...)
