@@ -94,7 +94,7 @@ func (s *ThreadStore) Requeue(d *ThreadDelta) {
 // threadStateOf is a thread record's persisted form; keys are the store's
 // numbered series (at least those the record uses).
 func threadStateOf(keys []seriesKey, rec threadRecord) ThreadState {
-	series := make([]SeriesValue, 0, len(rec.contrib))
+	series := make(SeriesList, 0, len(rec.contrib))
 	for _, e := range rec.contrib {
 		k := keys[e.id]
 		series = append(series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: e.v})

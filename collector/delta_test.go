@@ -2,6 +2,8 @@ package collector
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,3 +146,64 @@ func TestImportThreadReadsAsFarAsKnown(t *testing.T) {
 		t.Fatal("a file of an unknown thread was accepted")
 	}
 }
+
+func TestSeriesListReadsBothForms(t *testing.T) {
+	want := SeriesList{
+		{Family: "tokens", L1: "claude-opus-4-6", L2: "output", Value: 1234},
+		{Family: "prompts", Value: 7},
+		{Family: "tool_calls", L1: "mcp__gh \"quoted\" \\ é\u2028", L2: "done", Value: 9223372036854775807},
+	}
+	b, err := json.Marshal(ThreadState{Series: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `["tokens","claude-opus-4-6","output",1234]`) {
+		t.Errorf("not the compact form: %s", b)
+	}
+	legacy := `{"series":[{"f":"tokens","a":"claude-opus-4-6","b":"output","v":1234},{"f":"prompts","v":7},` +
+		`{"f":"tool_calls","a":"mcp__gh \"quoted\" \\ \u00e9\u2028","b":"done","v":9223372036854775807}]}`
+	for name, doc := range map[string]string{"compact": string(b), "object": legacy, "spaced": strings.ReplaceAll(string(b), ",", " ,\n ")} {
+		var got ThreadState
+		if err := json.Unmarshal([]byte(doc), &got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(got.Series, want) {
+			t.Errorf("%s: got %+v", name, got.Series)
+		}
+	}
+	for _, bad := range []string{`[`, `[[]]`, `[["a","b","c"]]`, `[["a","b","c",1.5]]`, `[["a","b","c",1],]`, `[["a","b","c",1]] x`, `[["a","b`, "[[\"a\x01\",\"\",\"\",1]]", `{}`} {
+		var l SeriesList
+		if err := json.Unmarshal([]byte(bad), &l); err == nil {
+			t.Errorf("%q accepted as %+v", bad, l)
+		}
+	}
+	var empty ThreadState
+	if err := json.Unmarshal([]byte(`{"series":[]}`), &empty); err != nil || len(empty.Series) != 0 {
+		t.Errorf("empty list: %+v %v", empty, err)
+	}
+}
+
+func FuzzSeriesList(f *testing.F) {
+	f.Add("tokens", "m", "output", int64(5))
+	f.Add("", "\"\\", "\u2028é", int64(0))
+	f.Fuzz(func(t *testing.T, fam, l1, l2 string, v int64) {
+		in := SeriesList{{Family: fam, L1: l1, L2: l2, Value: v}}
+		b, err := json.Marshal(in)
+		if err != nil {
+			return
+		}
+		var out SeriesList
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		// encoding/json replaces invalid UTF-8, so compare with its own
+		// round trip of the strings.
+		var want []string
+		_ = json.Unmarshal([]byte(`[`+string(mustJSON(fam))+`,`+string(mustJSON(l1))+`,`+string(mustJSON(l2))+`]`), &want)
+		if out[0].Family != want[0] || out[0].L1 != want[1] || out[0].L2 != want[2] || out[0].Value != v {
+			t.Fatalf("%+v -> %s -> %+v", in, b, out)
+		}
+	})
+}
+
+func mustJSON(s string) []byte { b, _ := json.Marshal(s); return b }

@@ -664,8 +664,8 @@ func checkSeries(series []SeriesValue, known map[family]bool) error {
 
 // ThreadState is one thread's persisted contribution.
 type ThreadState struct {
-	LastActivity int64         `json:"last_activity_ms,omitempty"`
-	Series       []SeriesValue `json:"series"`
+	LastActivity int64      `json:"last_activity_ms,omitempty"`
+	Series       SeriesList `json:"series"`
 }
 
 // SeriesValue is one persisted series of a contribution.

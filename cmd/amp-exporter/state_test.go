@@ -256,7 +256,7 @@ func TestNewerStateIsRefusedClearly(t *testing.T) {
 		if _, ok := s.stores.threads.File("/threads/T-1.json"); !ok {
 			t.Error("file record not restored")
 		}
-		if !strings.Contains(s.fingerprint(t), `"v":7`) {
+		if !strings.Contains(s.fingerprint(t), `["tokens","m","output",7]`) {
 			t.Error("known series not restored")
 		}
 		if n := s.loadErrors(t); n != 0 {
