@@ -45,36 +45,86 @@ func (d *ThreadDelta) EachThread(fn func(key string, ts ThreadState) error) erro
 	return nil
 }
 
+// exportChunk bounds how many records ExportDelta copies per hold of
+// the lock, so that a save after a scan of tens of thousands of threads
+// never makes a scrape or a parsing worker wait for long.
+const exportChunk = 1000
+
 // ExportDelta returns what changed since the previous call and starts
-// tracking afresh. The lock is held only to copy the changed records'
-// headers. A caller that fails to save a delta gives it back with Requeue.
+// tracking afresh. The lock is held only to copy record headers, a chunk
+// at a time. A file's record is copied in the same hold as its thread's,
+// so the delta never holds a file version newer than the contribution it
+// holds for it; whatever changes meanwhile is tracked for the next delta
+// (a thread may then be in this one twice: the later copy is the newer).
+// A caller that fails to save a delta gives it back with Requeue.
 func (s *ThreadStore) ExportDelta() *ThreadDelta {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := &ThreadDelta{
-		keys:    s.series.keys, // append-only: the first len(keys) never change
-		threads: make([]deltaThread, 0, len(s.changedThreads)),
-		Files:   make(map[string]*FileRecord, len(s.changedFiles)),
-	}
-	for k := range s.changedThreads {
-		if r := s.threads[k]; r != nil {
-			d.threads = append(d.threads, deltaThread{k, *r})
-		}
-	}
-	for p := range s.changedFiles {
-		if f := s.files[p]; f != nil {
-			c := *f
-			d.Files[p] = &c
-		} else {
-			d.Files[p] = nil
-		}
-	}
-	if len(s.changedThreads) > 0 {
+	threads, files := s.changedThreads, s.changedFiles
+	if len(threads) > 0 {
 		s.changedThreads = map[string]struct{}{}
+	} else {
+		threads = nil // the store's own (empty) set stays the store's
 	}
-	if len(s.changedFiles) > 0 {
+	if len(files) > 0 {
 		s.changedFiles = map[string]struct{}{}
+	} else {
+		files = nil
 	}
+	keys := s.series.keys
+	s.mu.Unlock()
+
+	type fileRef struct {
+		path string
+		rec  *FileRecord
+	}
+	d := &ThreadDelta{threads: make([]deltaThread, 0, len(threads)), Files: make(map[string]*FileRecord, len(files))}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	refs := make([]fileRef, 0, len(paths))
+	for len(paths) > 0 {
+		n := min(len(paths), exportChunk)
+		s.mu.Lock()
+		for _, p := range paths[:n] {
+			// A file's record is replaced, never changed in place, so
+			// the delta can share it.
+			f := s.files[p]
+			refs = append(refs, fileRef{p, f})
+			if f == nil {
+				continue
+			}
+			if r := s.threads[f.Key]; r != nil {
+				d.threads = append(d.threads, deltaThread{f.Key, *r})
+			}
+		}
+		keys = s.series.keys // append-only: the first len(keys) never change
+		s.mu.Unlock()
+		paths = paths[n:]
+	}
+	for _, r := range refs {
+		d.Files[r.path] = r.rec
+		if r.rec != nil {
+			delete(threads, r.rec.Key)
+		}
+	}
+	rest := make([]string, 0, len(threads))
+	for k := range threads {
+		rest = append(rest, k)
+	}
+	for len(rest) > 0 {
+		n := min(len(rest), exportChunk)
+		s.mu.Lock()
+		for _, k := range rest[:n] {
+			if r := s.threads[k]; r != nil {
+				d.threads = append(d.threads, deltaThread{k, *r})
+			}
+		}
+		keys = s.series.keys
+		s.mu.Unlock()
+		rest = rest[n:]
+	}
+	d.keys = keys
 	return d
 }
 

@@ -271,7 +271,7 @@ type ThreadStore struct {
 	labels       *LabelCap
 	threads      map[string]*threadRecord
 	series       seriesIndex
-	files        map[string]*FileRecord
+	files        map[string]*FileRecord // replaced on change, never changed in place
 	totals       contribution
 	lastActivity int64
 	lastChange   time.Time

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Measures the counting state at scale against the built binary, for this
 # tree and for a baseline git ref, side by side in one run (issue 9):
-#   1. fresh scan of N small threads with --storage.path: time to /-/ready,
-#      peak RSS;
-#   2. restart on that state: time to /-/ready, peak RSS;
+#   1. fresh scan of N small threads with --storage.path: time to /-/ready
+#      and CPU time used by then (median of RUNS, default 3), peak RSS;
+#   2. restart on that state: the same;
 #   3. 25/30 of the files deleted, then one thread rewritten (grown by one
 #      assistant message) every 0.25 s for 20 s, /metrics scraped every
 #      0.1 s: bytes written by the process (/proc/PID/io write_bytes) over
@@ -30,9 +30,9 @@ fi
 go run ./cmd/amp-threadgen -dir "$work/corpus" -threads "$n" -total-bytes "$bytes" -seed 9 >/dev/null
 echo "corpus: $n threads, $(du -sb "$work/corpus" | cut -f1) bytes; $(nproc) cores"
 
-python3 - "$work" "$n" "${bins[@]}" <<'PY'
-import http.client, json, os, shutil, signal, socket, subprocess, sys, time
-work, n, bins = sys.argv[1], int(sys.argv[2]), [b.split("=", 1) for b in sys.argv[3:]]
+python3 - "$work" "$n" "${RUNS:-3}" "${bins[@]}" <<'PY'
+import http.client, json, os, shutil, signal, socket, statistics, subprocess, sys, time
+work, n, runs, bins = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [b.split("=", 1) for b in sys.argv[4:]]
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
@@ -76,6 +76,8 @@ class Exporter:
                 break
             time.sleep(0.005)
         self.ready = time.perf_counter() - t0
+        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
+        self.cpu = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
     def hwm_mb(self): return status_kb(self.p.pid, "VmHWM") / 1024
     def written(self): return write_bytes(self.p.pid)
     def stop(self):
@@ -95,12 +97,22 @@ for name, exe in bins:
     threads, storage = os.path.join(work, "t-" + exe.split("/")[-1]), os.path.join(work, "s-" + exe.split("/")[-1])
     shutil.copytree(os.path.join(work, "corpus"), threads, copy_function=os.link)
     r = {"name": name}
-    e = Exporter(exe, threads, storage)
-    r["fresh_s"], r["fresh_rss"] = e.ready, e.hwm_mb()
-    time.sleep(12)  # the first save (the baseline saves every 10 s)
-    r["fresh_rss"] = max(r["fresh_rss"], e.hwm_mb()); e.stop()
-    e = Exporter(exe, threads, storage)
-    r["restart_s"], r["restart_rss"] = e.ready, e.hwm_mb()
+    ready, cpu, rss = [], [], 0
+    for i in range(runs):
+        shutil.rmtree(storage, ignore_errors=True)
+        e = Exporter(exe, threads, storage)
+        ready.append(e.ready); cpu.append(e.cpu)
+        if i == runs - 1:
+            time.sleep(12)  # the first save (the baseline saves every 10 s)
+        rss = max(rss, e.hwm_mb()); e.stop()
+    r["fresh_s"], r["fresh_cpu"], r["fresh_rss"] = statistics.median(ready), statistics.median(cpu), rss
+    ready, cpu, rss = [], [], 0
+    for i in range(runs):
+        e = Exporter(exe, threads, storage)
+        ready.append(e.ready); cpu.append(e.cpu); rss = max(rss, e.hwm_mb())
+        if i < runs - 1:
+            e.stop()
+    r["restart_s"], r["restart_cpu"], r["restart_rss"] = statistics.median(ready), statistics.median(cpu), rss
     files = sorted(os.listdir(threads))
     for f in files[: n * 25 // 30]:
         os.remove(os.path.join(threads, f))
@@ -122,9 +134,9 @@ for name, exe in bins:
     rows.append(r)
     shutil.rmtree(threads)
 
-print(f"| binary | fresh scan → ready | its peak RSS | restart → ready | its peak RSS | 20 s of rewrites: written | worst scrape | peak RSS | state on disk |")
+print(f"| binary | fresh scan → ready (CPU) | its peak RSS | restart → ready (CPU) | its peak RSS | 20 s of rewrites: written | worst scrape | peak RSS | state on disk |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
-    print(f"| {r['name']} | {r['fresh_s']:.2f} s | {r['fresh_rss']:.0f} MB | {r['restart_s']:.2f} s | {r['restart_rss']:.0f} MB | "
+    print(f"| {r['name']} | {r['fresh_s']:.2f} s ({r['fresh_cpu']:.2f} s) | {r['fresh_rss']:.0f} MB | {r['restart_s']:.2f} s ({r['restart_cpu']:.2f} s) | {r['restart_rss']:.0f} MB | "
           f"{r['written_mb']:.2f} MB | {r['worst_scrape_ms']:.0f} ms | {r['peak_rss']:.0f} MB | {r['state_mb']:.1f} MB |")
 PY

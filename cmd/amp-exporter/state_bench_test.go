@@ -154,3 +154,23 @@ func BenchmarkStateRestore(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkExportDeltaAllChanged is the longest the thread store's lock is
+// held for a save: every thread changed since the last one (the first save
+// after a fresh scan). The persisted form is built after the lock is
+// released, so this is only copying record headers.
+func BenchmarkExportDeltaAllChanged(b *testing.B) {
+	n := benchThreads(b)
+	s, _, _ := benchStore(b, n)
+	d := s.stores.threads.ExportDelta()
+	if d.ThreadCount() != n {
+		b.Fatalf("%d changed threads, want %d", d.ThreadCount(), n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		s.stores.threads.Requeue(d)
+		b.StartTimer()
+		d = s.stores.threads.ExportDelta()
+	}
+}
