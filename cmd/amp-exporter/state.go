@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -514,7 +513,11 @@ func (k *stateKeeper) finishMigration() {
 }
 
 func (k *stateKeeper) run(ctx context.Context) error {
-	t := time.NewTicker(cmp.Or(k.interval, stateSaveInterval))
+	interval := k.interval
+	if interval <= 0 {
+		interval = stateSaveInterval
+	}
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
