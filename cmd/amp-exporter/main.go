@@ -195,7 +195,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		amyStore: amyStore, amyClient: amyClient,
 		metrics: metrics, log: logger, requests: reloads,
 	}
-	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
+	var ingest http.Handler = streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
+	for _, k := range keepers {
+		ingest = durableIngest(ingest, k) // an ingest is answered once saved
+	}
 
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{

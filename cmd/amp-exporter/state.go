@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,6 +70,9 @@ type stateKeeper struct {
 	now     func() time.Time
 	// interval is how often changed state is saved.
 	interval time.Duration
+	// flushes asks run for a save now; stopped is closed when run ends.
+	flushes chan chan error
+	stopped chan struct{}
 
 	db *statelog.Log
 	// last holds the last written value of the whole-store records, so an
@@ -82,7 +86,7 @@ type stateKeeper struct {
 
 func newStateKeeper(dir string, stores stateStores, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
 	return &stateKeeper{dir: dir, stores: stores, metrics: m, log: log, now: time.Now, interval: stateSaveInterval,
-		last: map[string][]byte{}}
+		last: map[string][]byte{}, flushes: make(chan chan error), stopped: make(chan struct{})}
 }
 
 // errStateNewer is a state written by a newer version in a form this one
@@ -519,8 +523,15 @@ func (k *stateKeeper) run(ctx context.Context) error {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	defer close(k.stopped)
 	for {
 		select {
+		case done := <-k.flushes:
+			err := k.save()
+			if err != nil {
+				k.log.Error("cannot save state", "dir", k.dir, "err", err)
+			}
+			done <- err
 		case <-ctx.Done():
 			if err := k.save(); err != nil {
 				k.log.Error("cannot save state at shutdown", "dir", k.dir, "err", err)
@@ -535,4 +546,73 @@ func (k *stateKeeper) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// Flush saves now what changed, and returns when it is on disk. It is
+// what lets an acknowledgement mean "saved": see durableIngest.
+func (k *stateKeeper) Flush(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case k.flushes <- done:
+	case <-k.stopped:
+		return errKeeperStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errKeeperStopped = errors.New("the state keeper has stopped")
+
+// durableIngest answers an ingest request only once what it counted is
+// saved, so that a client that got a success never has to send the lines
+// again (which would count them twice) and a crash after the answer loses
+// nothing. The answer is held back (it is small) until the save is done;
+// if the save fails the counts stay in memory, are saved with the next
+// save, and the failure is logged and counted like any other.
+func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &heldResponse{header: http.Header{}}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		if rec.status < 300 {
+			if err := k.Flush(r.Context()); err != nil {
+				k.log.Error("ingested lines are counted but not yet saved", "err", err)
+			}
+		}
+		for name, v := range rec.header {
+			w.Header()[name] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body.Bytes())
+	})
+}
+
+// heldResponse keeps a handler's answer until it may be sent.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return h.body.Write(b)
 }

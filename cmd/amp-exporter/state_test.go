@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/statelog"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -286,3 +290,48 @@ func TestDamagedLegacyFileIsSetAsideAndCounted(t *testing.T) {
 }
 
 var testNow = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+
+// An ingest request is answered only once what it counted is on disk: a
+// keeper that would not save for an hour saves for it.
+func TestIngestIsAnsweredOnceSaved(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestState(dir)
+	mustRestore(t, s)
+	s.keeper.interval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- s.keeper.run(ctx) }()
+
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.stores.streams.Apply([]streamjson.Increments{{UserMessages: 1, Prompts: 1}})
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, "counted")
+	})
+	srv := httptest.NewServer(durableIngest(inner, s.keeper))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/x-ndjson", strings.NewReader("{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || string(body) != "counted" || resp.Header.Get("Content-Type") != "text/plain" {
+		t.Fatalf("answer changed on the way: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	// What a process started now (after a kill) would read.
+	b := newTestState(dir)
+	mustRestore(t, b)
+	got, _ := json.Marshal(b.stores.streams.Export().Series)
+	want, _ := json.Marshal(s.stores.streams.Export().Series)
+	if string(got) != string(want) || !strings.Contains(string(got), "prompts") {
+		t.Fatalf("saved stream series %s, want %s", got, want)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.keeper.Flush(context.Background()); !errors.Is(err, errKeeperStopped) {
+		t.Errorf("Flush after the keeper stopped: %v", err)
+	}
+}
