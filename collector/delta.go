@@ -100,6 +100,7 @@ func (s *ThreadStore) ExportDelta() *ThreadDelta {
 		}
 		keys = s.series.keys // append-only: the first len(keys) never change
 		s.mu.Unlock()
+		s.betweenHolds()
 		paths = paths[n:]
 	}
 	for _, r := range refs {
@@ -122,10 +123,19 @@ func (s *ThreadStore) ExportDelta() *ThreadDelta {
 		}
 		keys = s.series.keys
 		s.mu.Unlock()
+		s.betweenHolds()
 		rest = rest[n:]
 	}
 	d.keys = keys
 	return d
+}
+
+// betweenHolds runs the test hook called each time ExportDelta releases
+// the lock between two chunks.
+func (s *ThreadStore) betweenHolds() {
+	if s.exportHook != nil {
+		s.exportHook()
+	}
 }
 
 // Requeue marks what a delta held as changed again, for a save that

@@ -2,10 +2,13 @@ package collector
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // replay applies deltas the way the state keeper persists them (last
@@ -207,3 +210,52 @@ func FuzzSeriesList(f *testing.F) {
 }
 
 func mustJSON(s string) []byte { b, _ := json.Marshal(s); return b }
+
+// A delta never holds a file version newer than the contribution it holds
+// for the file's thread, even when threads grow between the holds of the
+// lock it is copied in (more files than one chunk; every thread grows
+// after the first chunk).
+func TestExportDeltaNeverPutsAFileAheadOfItsThread(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	const files = 2*exportChunk + 500
+	apply := func(i, round int) {
+		sum := &thread.Summary{ID: fmt.Sprintf("T-%d", i), Tokens: map[string]thread.Tokens{"m": {Output: int64(round) * 100}}}
+		s.Apply(fmt.Sprintf("/d/%d.json", i), FileVersion{Size: int64(round)}, sum)
+	}
+	for i := range files {
+		apply(i, 1)
+	}
+	holds := 0
+	s.exportHook = func() {
+		if holds++; holds == 1 {
+			for i := range files {
+				apply(i, 2)
+			}
+		}
+	}
+	r := &replay{threads: map[string]ThreadState{}, files: map[string]FileRecord{}}
+	check := func() {
+		for p, f := range r.files {
+			var out int64
+			for _, sv := range r.threads[f.Key].Series {
+				if sv.Family == string(famTokens) && sv.L2 == "output" {
+					out = sv.Value
+				}
+			}
+			if out < f.Version.Size*100 {
+				t.Fatalf("%s at version %d saved with its thread at %d output tokens", p, f.Version.Size, out)
+			}
+		}
+	}
+	r.add(t, s.ExportDelta())
+	if holds < 3 {
+		t.Fatalf("the delta was copied in %d holds; the test needs several", holds)
+	}
+	check()
+	// What changed meanwhile is in the next delta.
+	r.add(t, s.ExportDelta())
+	check()
+	if f := r.files["/d/0.json"]; f.Version.Size != 2 {
+		t.Errorf("the growth during the first delta was not in the second: %+v", f)
+	}
+}

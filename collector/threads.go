@@ -283,6 +283,7 @@ type ThreadStore struct {
 	// ExportDelta, so a save writes only that.
 	changedThreads map[string]struct{}
 	changedFiles   map[string]struct{}
+	exportHook     func() // tests: called between two chunks of ExportDelta
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
