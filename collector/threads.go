@@ -212,6 +212,10 @@ type FileRecord struct {
 }
 
 type threadRecord struct {
+	// contrib is replaced by a new slice when it changes, never changed in
+	// place once the lock that set it is released, so ExportDelta can
+	// hand out a shallow copy of the record and build its persisted form
+	// outside the lock. Fields added here must keep that promise.
 	contrib      compactContribution
 	lastActivity int64 // epoch ms
 	// pins are the labels the thread's items were first counted under
@@ -267,15 +271,6 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 	return out
 }
 
-// expand turns a compact contribution back into a map.
-func (x *seriesIndex) expand(c compactContribution) contribution {
-	out := make(contribution, len(c))
-	for _, e := range c {
-		out[x.keys[e.id]] = e.v
-	}
-	return out
-}
-
 // ThreadStore holds the threads source's counters: every thread's
 // contribution, the totals, and the files present now.
 //
@@ -291,7 +286,7 @@ type ThreadStore struct {
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
-	files        map[string]*FileRecord
+	files        map[string]*FileRecord // replaced on change, never changed in place
 	totals       contribution
 	lastActivity int64
 	lastChange   time.Time
@@ -301,6 +296,11 @@ type ThreadStore struct {
 	pricesGen    uint64 // bumped by SetPrices
 	// claim: one thread, one count; see SetClaim (owners.go).
 	claim func(key string) bool
+	// changedThreads and changedFiles are what changed since the last
+	// ExportDelta, so a save writes only that.
+	changedThreads map[string]struct{}
+	changedFiles   map[string]struct{}
+	exportHook     func() // tests: called between two chunks of ExportDelta
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -342,6 +342,9 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		files:   map[string]*FileRecord{},
 		totals:  contribution{},
 		now:     opts.Now,
+
+		changedThreads: map[string]struct{}{},
+		changedFiles:   map[string]struct{}{},
 	}
 }
 
@@ -412,8 +415,12 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		// thread pinned items first.
 		c, rates, pinned, fresh, vanished = s.contribute(sum, s.prices, rec.pins)
 	}
+	// identityMoved: the thread's pins or retired part changed, which a
+	// save must write even when no counter moved.
+	identityMoved := false
 	if vanished {
 		s.retire(rec, c, fresh)
+		identityMoved = true
 	}
 	for _, e := range rec.retired {
 		k := s.series.keys[e.id]
@@ -422,6 +429,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
 		rec.pins = pinned
 		rec.pinGen++
+		identityMoved = true
 	}
 	changed := false
 	grown := make(map[seriesKey]int64, len(rates))
@@ -478,6 +486,10 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	if changed {
 		s.lastChange = s.now()
 	}
+	if changed || identityMoved {
+		s.changedThreads[key] = struct{}{}
+	}
+	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed
 }
@@ -530,6 +542,7 @@ func (s *ThreadStore) Remove(path string) {
 		return
 	}
 	delete(s.files, path)
+	s.changedFiles[path] = struct{}{}
 	s.lastChange = s.now()
 	s.generation++
 }
@@ -727,8 +740,8 @@ func checkSeries(series []SeriesValue, known map[family]bool) error {
 
 // ThreadState is one thread's persisted contribution.
 type ThreadState struct {
-	LastActivity int64         `json:"last_activity_ms,omitempty"`
-	Series       []SeriesValue `json:"series"`
+	LastActivity int64      `json:"last_activity_ms,omitempty"`
+	Series       SeriesList `json:"series"`
 	// Pins are the labels the thread's items were first counted under.
 	// State files written before them lack it: such a thread is pinned
 	// from the first snapshot read after the restore.
@@ -758,8 +771,7 @@ func (s *ThreadStore) Export() *State {
 		Files:        make(map[string]FileRecord, len(s.files)),
 	}
 	for key, rec := range s.threads {
-		ts := ThreadState{LastActivity: rec.lastActivity, Series: s.series.expand(rec.contrib).series()}
-		st.Threads[key] = ts
+		st.Threads[key] = threadStateOf(s.series.keys, *rec)
 	}
 	s.exportIdentity(st)
 	for p, f := range s.files {
@@ -808,11 +820,13 @@ func (s *ThreadStore) Import(st *State) error {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)
 	for p, f := range st.Files {
 		f := f
 		s.files[p] = &f
+		s.changedFiles[p] = struct{}{}
 	}
 	s.lastActivity = st.LastActivity
 	return nil

@@ -227,7 +227,7 @@ func TestRestartWithStorageKeepsTotals(t *testing.T) {
 		t.Fatalf("exporter did not shut down cleanly: %v", err)
 	}
 
-	state := filepath.Join(storage, "threads-state.json")
+	state := filepath.Join(storage, "state.log")
 	if _, err := os.Stat(state); err != nil {
 		t.Fatalf("no state file after a clean shutdown: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,11 +85,6 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	})
 	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where,
 		log: logger, firstScan: make(chan struct{})}, nil
-}
-
-// keeper is the state keeper of the server store.
-func (s *serverSource) keeper(storagePath string, m *collector.ExporterMetrics, log *slog.Logger) *stateKeeper {
-	return keeper(filepath.Join(storagePath, "server-state.json"), s.store.Generation, s.store.Export, s.store.Import, m, log)
 }
 
 // seed rebuilds who owns which thread from the restored states: local

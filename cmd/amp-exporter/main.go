@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -62,6 +61,7 @@ type flags struct {
 	configCheck   bool
 	telemetryPath string
 	storagePath   string
+	saveInterval  time.Duration // hidden: how often the state is saved (tests)
 	web           *web.FlagConfig
 	server        serverFlags
 	log           *promslog.Config
@@ -78,6 +78,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
 	app.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
 		Default("").StringVar(&f.storagePath)
+	app.Flag("storage.save-interval", "How often changed counting state is saved.").Hidden().
+		Default(stateSaveInterval.String()).DurationVar(&f.saveInterval)
 	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
 	addServerFlags(app, &f.server)
 	flag.AddFlags(app, f.log)
@@ -172,20 +174,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var keepers []*stateKeeper
 	if f.storagePath != "" {
-		keepers = []*stateKeeper{
-			keeper(filepath.Join(f.storagePath, "threads-state.json"), store.Generation, store.Export, store.Import, metrics, logger),
-			keeper(filepath.Join(f.storagePath, "stream-state.json"), streamStore.Generation, streamStore.Export, streamStore.Import, metrics, logger),
-			keeper(filepath.Join(f.storagePath, "amy-state.json"), amyStore.Generation, amyStore.Export, amyStore.Import, metrics, logger),
+		k := newStateKeeper(f.storagePath, stateStores{threads: store, server: ampSrv.threadStore(), streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
+		k.interval = f.saveInterval
+		if err := k.restore(); err != nil {
+			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
+			return 1
 		}
-		if ampSrv != nil {
-			keepers = append(keepers, ampSrv.keeper(f.storagePath, metrics, logger))
-		}
-		for _, k := range keepers {
-			if err := k.restore(); err != nil {
-				logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
-				return 1
-			}
-		}
+		keepers = append(keepers, k)
 	}
 
 	if ampSrv != nil {
@@ -216,8 +211,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		amyStore: amyStore, amyClient: amyClient, serverStore: ampSrv.threadStore(),
 		metrics: metrics, log: logger, requests: reloads,
 	}
-	ingest := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
-	ingest.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
+	ingestHandler := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
+	ingestHandler.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
+	var ingest http.Handler = ingestHandler
+	for _, k := range keepers {
+		ingest = durableIngest(ingest, k) // an ingest is answered once saved
+	}
 
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{

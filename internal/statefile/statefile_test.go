@@ -62,3 +62,58 @@ func TestDamagedFileIsReportedAndSetAside(t *testing.T) {
 		t.Fatalf("set-aside copy: %q %v", b, err)
 	}
 }
+
+func TestSetAsideTwiceInOneSecondKeepsBoth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var names []string
+	for _, content := range []string{"first", "second", "third"} {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		aside, err := SetAside(path, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, aside)
+	}
+	for i, want := range []string{"first", "second", "third"} {
+		if b, err := os.ReadFile(names[i]); err != nil || string(b) != want {
+			t.Errorf("copy %d (%s): %q %v, want %q", i, names[i], b, err, want)
+		}
+	}
+}
+
+func TestCleanTempRemovesOnlyOwnTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	for _, n := range []string{"state.json", "state.json.tmp-123", "state.json.tmp-abc", "other.json.tmp-1", "state.json.damaged-x"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := CleanTemp(path)
+	if err != nil || n != 2 {
+		t.Fatalf("CleanTemp = %d, %v; want 2 removed", n, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, ",") != "other.json.tmp-1,state.json,state.json.damaged-x" {
+		t.Fatalf("left: %v", left)
+	}
+}
+
+func TestLoadKnownIgnoresNewerFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(path, []byte(`{"a": 1, "b": "x", "added_later": [1]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got doc
+	if found, err := LoadKnown(path, &got); !found || err != nil || got != (doc{A: 1, B: "x"}) {
+		t.Fatalf("got %+v found=%v err=%v", got, found, err)
+	}
+}

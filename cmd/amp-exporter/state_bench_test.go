@@ -1,0 +1,176 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/statefile"
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
+
+// benchThreads is the number of threads the state benchmarks keep:
+// AMP_BENCH_THREADS, default 2,000 (the README's figures also use 30,000).
+func benchThreads(b *testing.B) int {
+	if v := os.Getenv("AMP_BENCH_THREADS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	return 2000
+}
+
+// benchStore is a store holding n small generated threads (8 kB on
+// average), and the summary of one of them to rewrite.
+func benchStore(b *testing.B, n int) (*testState, string, *thread.Summary) {
+	b.Helper()
+	gen := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 8000, Seed: 9})
+	s := newTestState(b.TempDir())
+	p := thread.NewParser()
+	var last *thread.Summary
+	var lastName string
+	for i := range n {
+		name, data := gen.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last, lastName = thread.Summarize(th), name
+		s.stores.threads.Apply("/threads/"+name, collector.FileVersion{Size: int64(len(data))}, last)
+	}
+	return s, "/threads/" + lastName, last
+}
+
+// grow rewrites one thread with one more output token, as a thread that
+// is being worked in does between two saves.
+func grow(s *testState, path string, sum *thread.Summary, i int) {
+	for m, t := range sum.Tokens {
+		t.Output++
+		sum.Tokens[m] = t
+		break
+	}
+	s.stores.threads.Apply(path, collector.FileVersion{Size: int64(1e6 + i)}, sum)
+}
+
+func heapMB() float64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / 1e6
+}
+
+// BenchmarkStateSave compares, side by side, the two ways of keeping the
+// state that were measured for issue 9: the append-only log of one record
+// per changed thread (what the exporter does) and a JSON snapshot of the
+// whole state per save (what it did). One op is one thread rewritten and
+// one save; bytes/save is what the save wrote.
+func BenchmarkStateSave(b *testing.B) {
+	n := benchThreads(b)
+	b.Run("log/threads="+strconv.Itoa(n), func(b *testing.B) {
+		s, path, sum := benchStore(b, n)
+		if err := s.keeper.restore(); err != nil { // first save: everything
+			b.Fatal(err)
+		}
+		defer s.keeper.db.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := s.keeper.written
+		for i := range b.N {
+			grow(s, path, sum, i)
+			if err := s.keeper.save(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(s.keeper.written-start)/float64(b.N), "bytes/save")
+		b.ReportMetric(float64(s.keeper.db.Size())/1e6, "MB-on-disk")
+		b.ReportMetric(heapMB(), "MB-heap")
+	})
+	b.Run("json-snapshot/threads="+strconv.Itoa(n), func(b *testing.B) {
+		s, path, sum := benchStore(b, n)
+		file := filepath.Join(b.TempDir(), "threads-state.json")
+		b.ReportAllocs()
+		b.ResetTimer()
+		var written int64
+		for i := range b.N {
+			grow(s, path, sum, i)
+			if err := statefile.Save(file, s.stores.threads.Export()); err != nil {
+				b.Fatal(err)
+			}
+			st, err := os.Stat(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			written += st.Size()
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(written)/float64(b.N), "bytes/save")
+		b.ReportMetric(heapMB(), "MB-heap")
+	})
+}
+
+// BenchmarkStateRestore compares reading the state back at start-up.
+func BenchmarkStateRestore(b *testing.B) {
+	n := benchThreads(b)
+	s, _, _ := benchStore(b, n)
+	logDir := b.TempDir()
+	s.keeper = newStateKeeper(logDir, s.stores, s.metrics, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := s.keeper.restore(); err != nil {
+		b.Fatal(err)
+	}
+	s.keeper.db.Close()
+	file := filepath.Join(b.TempDir(), "threads-state.json")
+	if err := statefile.Save(file, s.stores.threads.Export()); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("log/threads="+strconv.Itoa(n), func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			r := newTestState(logDir)
+			if err := r.keeper.restore(); err != nil {
+				b.Fatal(err)
+			}
+			r.keeper.db.Close()
+		}
+	})
+	b.Run("json-snapshot/threads="+strconv.Itoa(n), func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			r := newTestState(b.TempDir())
+			var st collector.State
+			if _, err := statefile.Load(file, &st); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.stores.threads.Import(&st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkExportDeltaAllChanged is the longest the thread store's lock is
+// held for a save: every thread changed since the last one (the first save
+// after a fresh scan). The persisted form is built after the lock is
+// released, so this is only copying record headers.
+func BenchmarkExportDeltaAllChanged(b *testing.B) {
+	n := benchThreads(b)
+	s, _, _ := benchStore(b, n)
+	d := s.stores.threads.ExportDelta()
+	if d.ThreadCount() != n {
+		b.Fatalf("%d changed threads, want %d", d.ThreadCount(), n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		s.stores.threads.Requeue(d)
+		b.StartTimer()
+		d = s.stores.threads.ExportDelta()
+	}
+}
