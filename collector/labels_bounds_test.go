@@ -98,3 +98,48 @@ func TestThreadFileFoldsCountedOnce(t *testing.T) {
 		t.Errorf("%d folds counted for %d distinct folded names", folds, n-100)
 	}
 }
+
+// TestParserFoldsHashLikeTheCap: a name the thread parser's per-file budget
+// folds and the same name folded here (from another file or source) are one
+// distinct folded value, also when the name is cut (past the length limit,
+// mid-rune) or empty (read as "unknown").
+func TestParserFoldsHashLikeTheCap(t *testing.T) {
+	long := strings.Repeat("a", maxLabelLength-1) + "é" // the cut falls inside é
+	var b strings.Builder
+	b.WriteString(`{"v":1,"id":"T-00000000-0000-4000-8000-000000000003","created":1768178184664,"messages":[`)
+	models := make([]string, 0, thread.MaxModelsPerFile+2)
+	for i := range thread.MaxModelsPerFile {
+		models = append(models, fmt.Sprintf("m-%05d", i))
+	}
+	models = append(models, long, "")
+	for i, m := range models {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"assistant","messageId":%d,"content":[],"state":{"type":"complete","stopReason":"end_turn"},"usage":{"model":%q,"inputTokens":1,"outputTokens":1}}`, i, m)
+	}
+	b.WriteString(`]}`)
+	folds := 0
+	labels := NewLabelCap(100, func(string) { folds++ })
+	s := NewThreadStore(StoreOptions{Labels: labels})
+	th, err := thread.NewParser().ParseBytes([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.FoldedModels) != 2 {
+		t.Fatalf("the parser folded %d names, want 2 (the long one and the empty one)", len(th.FoldedModels))
+	}
+	s.Apply("/t/T-3.json", FileVersion{}, thread.Summarize(th))
+	want := thread.MaxModelsPerFile - 100 + 2
+	if folds != want {
+		t.Fatalf("%d folds counted, want %d", folds, want)
+	}
+	for _, m := range []string{long, ""} {
+		if got := labels.value("model", m); got != OtherValue {
+			t.Fatalf("value(%q) = %q with the cap full", m, got)
+		}
+	}
+	if folds != want {
+		t.Errorf("%d folds counted after the same names were folded by the cap, want %d: one name counted twice", folds, want)
+	}
+}

@@ -109,9 +109,29 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		if err != nil {
 			return fmt.Errorf("landing page: %w", err)
 		}
-		mux.Handle("/", page)
+		// The page gathers the whole registry, as a scrape does: the same
+		// bound applies, with slots of its own so it never locks scrapes out.
+		mux.Handle("/", limitInFlight(d.maxRequests, page))
 	}
 	return nil
+}
+
+// limitInFlight serves at most n requests of h at once (n <= 0: no limit);
+// one more gets 503, as promhttp answers a scrape past --web.max-requests.
+func limitInFlight(n int, h http.Handler) http.Handler {
+	if n <= 0 {
+		return h
+	}
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d, --web.max-requests), try again later.", n), http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // localOrAuthenticated lets a request that changes state through when it

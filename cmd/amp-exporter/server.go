@@ -36,7 +36,7 @@ const (
 )
 
 func addServerFlags(app *kingpin.Application, s *serverFlags) {
-	app.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
+	app.Flag("web.max-requests", "Maximum number of parallel scrape requests (and, apart, of landing page requests). Use 0 to disable.").
 		Default(fmt.Sprint(defaultMaxRequests)).IntVar(&s.maxRequests)
 	app.Flag("web.max-connections", "Maximum number of open HTTP connections per listener (idle keep-alive connections are closed first to make room). Use 0 to disable.").
 		Default(fmt.Sprint(defaultMaxConnections)).IntVar(&s.maxConnections)

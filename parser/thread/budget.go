@@ -1,8 +1,10 @@
 package thread
 
 import (
+	"bytes"
 	"hash/fnv"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
@@ -25,6 +27,9 @@ const FoldedModel = "other"
 // hashed as the collector hashes the values it folds itself (cut to the
 // length it keeps), so each distinct name is counted once whichever folds it.
 const maxFoldedLabelBytes = 128
+
+// unknownLabel is the collector's label value for an empty name.
+const unknownLabel = UnknownModel
 
 // valueBudget holds the distinct names of one label of the file being parsed.
 type valueBudget struct {
@@ -57,17 +62,34 @@ func (p *Parser) budgeted(b *valueBudget, v []byte, normalize func(string) strin
 		if normalize != nil {
 			v = []byte(normalize(string(v)))
 		}
-		if len(v) > maxFoldedLabelBytes {
-			v = v[:maxFoldedLabelBytes]
-		}
-		h := fnv.New64a()
-		h.Write(v)
-		b.folded = append(b.folded, h.Sum64())
+		b.folded = append(b.folded, foldedHash(v))
 		return FoldedModel
 	}
 	s := p.str(v)
 	b.names[s] = s
 	return s
+}
+
+// foldedHash hashes a folded name as the collector hashes a value it folds
+// itself (its label value, sanitized): empty reads as "unknown", invalid
+// UTF-8 is replaced, and a long name is cut at a rune boundary.
+func foldedHash(v []byte) uint64 {
+	if len(v) == 0 {
+		v = []byte(unknownLabel)
+	}
+	if !utf8.Valid(v) {
+		v = bytes.ToValidUTF8(v, []byte("\uFFFD"))
+	}
+	if len(v) > maxFoldedLabelBytes {
+		cut := maxFoldedLabelBytes
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut]
+	}
+	h := fnv.New64a()
+	h.Write(v)
+	return h.Sum64()
 }
 
 // foldedModels returns the distinct hashes of the names folded in the file.
