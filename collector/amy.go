@@ -13,45 +13,6 @@ import (
 	"github.com/amp-exporter/amp-exporter/parser/amy"
 )
 
-// Families of the Amy source (per upstream).
-const (
-	famAmyStarted        family = "amy_started"
-	famAmyFinished       family = "amy_finished"        // l1 outcome
-	famAmyTurnDurBucket  family = "amy_turn_dur_bucket" // l1 outcome, l2 bucket
-	famAmyTurnDurSum     family = "amy_turn_dur_sum"    // l1 outcome (ms)
-	famAmyTTFTBucket     family = "amy_ttft_bucket"     // l2 bucket
-	famAmyTTFTSum        family = "amy_ttft_sum"        // ms
-	famAmyCost           family = "amy_cost"            // 1e-10 USD
-	famAmyTurnCostBucket family = "amy_turn_cost_bucket"
-	famAmyTurnCostSum    family = "amy_turn_cost_sum"
-	famAmyAgentRuns      family = "amy_agent_runs"       // l1 agent
-	famAmyAgentDurBucket family = "amy_agent_dur_bucket" // l1 agent, l2 bucket
-	famAmyAgentDurSum    family = "amy_agent_dur_sum"    // l1 agent (ms)
-	famAmyAgentCost      family = "amy_agent_cost"       // l1 agent (1e-10 USD)
-	famAmyValidations    family = "amy_validations"      // l1 verdict
-	famAmyGates          family = "amy_gates"            // l1 result
-	famAmyRouting        family = "amy_routing"          // l1 main agent
-	famAmyFactIssues     family = "amy_fact_issues"
-	famAmyMemory         family = "amy_memory"
-	famAmyCostWarnings   family = "amy_cost_warnings"
-	famAmyEvents         family = "amy_events" // l1 event
-	famAmyReconnects     family = "amy_reconnects"
-	famAmyDuplicates     family = "amy_duplicates"
-	famAmyGivenUp        family = "amy_given_up" // l1 reason
-	famAmyBadEvents      family = "amy_bad_events"
-	famAmyRefused        family = "amy_refused" // l1 reason
-)
-
-var amyFamilies = map[family]bool{
-	famAmyStarted: true, famAmyFinished: true, famAmyTurnDurBucket: true, famAmyTurnDurSum: true,
-	famAmyTTFTBucket: true, famAmyTTFTSum: true, famAmyCost: true, famAmyTurnCostBucket: true,
-	famAmyTurnCostSum: true, famAmyAgentRuns: true, famAmyAgentDurBucket: true, famAmyAgentDurSum: true,
-	famAmyAgentCost: true, famAmyValidations: true, famAmyGates: true, famAmyRouting: true,
-	famAmyFactIssues: true, famAmyMemory: true, famAmyCostWarnings: true, famAmyEvents: true,
-	famAmyReconnects: true, famAmyDuplicates: true, famAmyGivenUp: true, famAmyBadEvents: true,
-	famAmyRefused: true,
-}
-
 // Histogram bounds of the Amy source.
 var (
 	AmyTurnDurationBuckets  = []float64{5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 600, 1200}

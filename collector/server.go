@@ -14,17 +14,8 @@ import (
 // its own, keyed by thread id, with source="server". What it adds to the
 // store is here: the billed cost family and the server's own metrics.
 
-// famBilled is what Amp bills for a thread (threadDisplayCostInfo), per
-// kind; l1 kind. Persisted: never rename.
-const famBilled family = "billed_usd"
-
 // Billed cost kinds, the values of amp_billed_cost_usd_total's kind label.
 var BilledKinds = []string{"free", "paid", "subscription", "total"}
-
-func init() {
-	familyScale[famBilled] = 1e10
-	knownFamilies[famBilled] = true
-}
 
 // ServerPathPrefix prefixes the "path" of a server thread in a store.
 const ServerPathPrefix = "amp-server:"

@@ -11,16 +11,6 @@ import (
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
-// Families of the stream-json source, besides the shared Amp ones.
-const (
-	famExecutions         family = "executions"           // l1 outcome
-	famExecDurationBucket family = "exec_duration_bucket" // l1 outcome, l2 bucket index
-	famExecDurationSum    family = "exec_duration_sum"    // l1 outcome
-	famExecTurnsBucket    family = "exec_turns_bucket"    // l2 bucket index
-	famExecTurnsSum       family = "exec_turns_sum"       //
-	famPermissionDenials  family = "permission_denials"   // l1 tool
-)
-
 // Histogram bounds of the stream-json source.
 var (
 	ExecutionDurationBuckets = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
@@ -250,13 +240,6 @@ func (s *StreamStore) Export() *StreamState {
 	}
 	st.Server = s.exportServer()
 	return st
-}
-
-var streamFamilies = map[family]bool{
-	famMessages: true, famPrompts: true, famTokens: true, famFinished: true, famToolCalls: true,
-	famExecutions: true, famExecDurationBucket: true, famExecDurationSum: true,
-	famExecTurnsBucket: true, famExecTurnsSum: true, famPermissionDenials: true,
-	famCost: true, famUnpriced: true,
 }
 
 // Import loads persisted state into an empty store, refusing damaged state

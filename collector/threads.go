@@ -22,51 +22,9 @@ const (
 	SourceStream  = "stream"
 )
 
-// family names a counter (or histogram part) of a thread's contribution.
-// The names are persisted in the state file: never rename one.
-type family string
-
-const (
-	famMessages       family = "messages"        // l1 role
-	famPrompts        family = "prompts"         //
-	famTokens         family = "tokens"          // l1 model, l2 token type
-	famCredits        family = "credits"         // l1 model
-	famFinished       family = "finished"        // l1 model, l2 stop reason
-	famToolCalls      family = "tool_calls"      // l1 tool, l2 status
-	famContextBucket  family = "context_bucket"  // l1 model, l2 bucket index
-	famContextSum     family = "context_sum"     // l1 model
-	famExchangeBucket family = "exchange_bucket" // l2 bucket index
-	famExchangeSum    family = "exchange_sum"    //
-	famCost           family = "cost_usd"        // l1 model
-	famUnpriced       family = "unpriced_tokens" // l1 model
-	// famTokensLong is the part of famTokens past the long-context
-	// threshold of their request (priced higher by some models); kept for
-	// pricing, not exposed.
-	famTokensLong family = "tokens_long" // l1 model, l2 token type
-)
-
 // Prices finds a model's price (a *pricing.Pricer).
 type Prices interface {
 	Lookup(model string) (pricing.Price, bool)
-}
-
-// Values are kept as integers — fixed point for the families that are not
-// counts — so that sums are exact and do not depend on the order files are
-// read in: a restart that re-reads the same files gives bit-identical
-// totals, and a counter never moves down by a rounding error (Prometheus
-// would take that for a reset).
-var familyScale = map[family]float64{
-	famCredits:         1e9,  // nano-credits
-	famContextSum:      1e9,  // ratio × 1e9
-	famExchangeSum:     1e3,  // milliseconds
-	famExecDurationSum: 1e3,  // milliseconds
-	famCost:            1e10, // 1e-10 USD: a price of $0.0001 per million tokens is one unit per token
-	famAmyTurnDurSum:   1e3,
-	famAmyTTFTSum:      1e3,
-	famAmyAgentDurSum:  1e3,
-	famAmyCost:         1e10,
-	famAmyTurnCostSum:  1e10,
-	famAmyAgentCost:    1e10,
 }
 
 func scaleOf(f family) float64 {
@@ -756,7 +714,7 @@ type SeriesValue struct {
 	Family string `json:"f"`
 	L1     string `json:"a,omitempty"`
 	L2     string `json:"b,omitempty"`
-	Value  int64  `json:"v"` // fixed point, see familyScale
+	Value  int64  `json:"v"` // fixed point, see families
 }
 
 // Export returns the store's state for persistence.
@@ -778,12 +736,6 @@ func (s *ThreadStore) Export() *State {
 		st.Files[p] = *f
 	}
 	return st
-}
-
-var knownFamilies = map[family]bool{
-	famMessages: true, famPrompts: true, famTokens: true, famCredits: true, famFinished: true,
-	famToolCalls: true, famContextBucket: true, famContextSum: true, famExchangeBucket: true, famExchangeSum: true,
-	famCost: true, famUnpriced: true, famTokensLong: true,
 }
 
 // Import loads persisted state into an empty store. It validates before it
