@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // an owner and a scale. A family missing there would make Import refuse a
 // state that holds it.
 func TestEveryFamilyIsInTheTable(t *testing.T) {
-	rows := map[family]int{}
+	rows := map[Family]int{}
 	for _, f := range families {
 		rows[f.name]++
 		if f.owners == 0 {
@@ -49,7 +49,7 @@ func TestEveryFamilyIsInTheTable(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.ValueSpec:
-				if id, ok := n.Type.(*ast.Ident); !ok || id.Name != "family" {
+				if id, ok := n.Type.(*ast.Ident); !ok || id.Name != "Family" {
 					return true
 				}
 				for _, v := range n.Values {
@@ -60,12 +60,12 @@ func TestEveryFamilyIsInTheTable(t *testing.T) {
 					}
 					s, _ := strconv.Unquote(lit.Value)
 					declared++
-					if rows[family(s)] != 1 {
-						t.Errorf("%s: family %q has %d rows in the families table, want 1", fset.Position(lit.Pos()), s, rows[family(s)])
+					if rows[Family(s)] != 1 {
+						t.Errorf("%s: family %q has %d rows in the families table, want 1", fset.Position(lit.Pos()), s, rows[Family(s)])
 					}
 				}
 			case *ast.CallExpr:
-				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "family" && len(n.Args) == 1 {
+				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "Family" && len(n.Args) == 1 {
 					if lit, ok := n.Args[0].(*ast.BasicLit); ok {
 						t.Errorf("%s: family(%s) outside the table", fset.Position(lit.Pos()), lit.Value)
 					}
@@ -77,12 +77,12 @@ func TestEveryFamilyIsInTheTable(t *testing.T) {
 	if declared != len(families) {
 		t.Errorf("%d family constants, %d rows in the table", declared, len(families))
 	}
-	for name, sets := range map[string]map[family]bool{"threads": knownFamilies, "streams": streamFamilies, "amy": amyFamilies} {
+	for name, sets := range map[string]map[Family]bool{"threads": knownFamilies, "streams": streamFamilies, "amy": amyFamilies} {
 		if len(sets) == 0 {
 			t.Errorf("no families for the %s store", name)
 		}
 	}
-	if familyScale[famCost] != 1e10 || scaleOf(famAmyTTFTSum) != 1e3 || scaleOf(famMessages) != 1 {
+	if familyScale[FamCost] != 1e10 || scaleOf(FamAmyTTFTSum) != 1e3 || scaleOf(FamMessages) != 1 {
 		t.Error("scales not derived from the table")
 	}
 }
@@ -96,16 +96,16 @@ func TestEveryProducedFamilyRestores(t *testing.T) {
 		Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}})
 	threads.ApplyBilled("T-billed", map[string]float64{"paid": 0.5})
 	st := threads.Export()
-	seen := map[family]bool{}
+	seen := map[Family]bool{}
 	for key, ts := range st.Threads {
 		for _, sv := range append(append([]SeriesValue{}, ts.Series...), ts.Retired...) {
-			seen[family(sv.Family)] = true
-			if !knownFamilies[family(sv.Family)] {
+			seen[Family(sv.Family)] = true
+			if !knownFamilies[Family(sv.Family)] {
 				t.Errorf("thread %q: family %q is not the threads store's in the table", key, sv.Family)
 			}
 		}
 	}
-	if !seen[famBilled] || !seen[famCost] || !seen[famTokensLong] && !seen[famTokens] {
+	if !seen[FamBilled] || !seen[FamCost] || !seen[FamTokensLong] && !seen[FamTokens] {
 		t.Errorf("threads store produced only %v", seen)
 	}
 	if err := NewThreadStore(StoreOptions{}).Import(roundTrip(t, st)); err != nil {
@@ -115,7 +115,7 @@ func TestEveryProducedFamilyRestores(t *testing.T) {
 	streams := streamStore(t)
 	sst := streams.Export()
 	for _, sv := range sst.Series {
-		if !streamFamilies[family(sv.Family)] {
+		if !streamFamilies[Family(sv.Family)] {
 			t.Errorf("stream family %q is not the stream store's in the table", sv.Family)
 		}
 	}
@@ -129,7 +129,7 @@ func TestEveryProducedFamilyRestores(t *testing.T) {
 	for up, series := range ast.Upstreams {
 		for _, sv := range series {
 			n++
-			if !amyFamilies[family(sv.Family)] {
+			if !amyFamilies[Family(sv.Family)] {
 				t.Errorf("upstream %q: family %q is not the Amy store's in the table", up, sv.Family)
 			}
 		}
