@@ -51,7 +51,8 @@ const (
 // Reasons of amy_stream_refused_events_total beyond the parser's.
 const RefusedTurnIDTooLong = "turn_id_too_long"
 
-// refusedReasons are the series of amy_stream_refused_events_total.
+// RefusedReasons are the reasons an event is refused (the series of
+// amy_stream_refused_events_total).
 var RefusedReasons = []string{amy.RefusedIDTooLong, amy.RefusedTurnBudget, amy.RefusedStateBudget, amy.RefusedTooLarge, RefusedTurnIDTooLong}
 
 type amyTurnState struct {
@@ -408,6 +409,7 @@ type AmySnapshot struct {
 	Up       bool
 }
 
+// Snapshot copies each upstream's counters for a scrape, by name.
 func (s *AmyStore) Snapshot() []AmySnapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
