@@ -250,6 +250,8 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		}
 	}
 	var newer error
+	// The threads the server source counted, while it is off.
+	var serverOwned []string
 	// Thread records, nearly all of the state, are decoded on every core.
 	type threadRec struct {
 		store  *collector.ThreadStore
@@ -286,6 +288,9 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			switch {
 			case sp.store == nil:
 				// The server source is off: its records wait in the log.
+				if isThread {
+					serverOwned = append(serverOwned, strings.TrimPrefix(key, sp.threadPrefix))
+				}
 			case isThread:
 				threads <- threadRec{sp.store, key, strings.TrimPrefix(key, sp.threadPrefix), bytes.Clone(v)}
 			default:
@@ -376,6 +381,16 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			continue
 		}
 		st.files++
+	}
+	if len(serverOwned) > 0 {
+		// One thread, one count, and the choice never flips: a thread the
+		// server source counted is not counted from a local file while the
+		// source is off (both stores' counts would add up once it is on
+		// again). Local threads keep theirs, as when it is on.
+		owners := collector.NewOwners()
+		owners.Seed(collector.SourceThreads, k.stores.threads.ThreadKeys())
+		owners.Seed(collector.SourceServer, serverOwned)
+		k.stores.threads.SetClaim(owners, collector.SourceThreads)
 	}
 	return st, nil
 }

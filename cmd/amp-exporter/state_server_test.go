@@ -255,3 +255,45 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 		})
 	}
 }
+
+// One thread, one count, and the choice never flips: a thread the server
+// source counted is not counted again from a local file found while the
+// source is off, so that turning it on again (both stores restored) does
+// not count the thread twice. A local thread stays local.
+func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
+	dir := t.TempDir()
+	doc := stateDoc("T-x", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100))
+	a := newServerTestState(dir, true, nil)
+	mustRestore(t, a)
+	applyDoc(t, a.stores.server, collector.ServerPath("T-x"), 1, doc)
+	if err := a.keeper.save(); err != nil {
+		t.Fatal(err)
+	}
+	a.keeper.close()
+
+	b := newServerTestState(dir, false, nil)
+	mustRestore(t, b)
+	applyDoc(t, b.stores.threads, "/threads/T-x.json", 0, doc)
+	applyDoc(t, b.stores.threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
+	if err := b.keeper.save(); err != nil {
+		t.Fatal(err)
+	}
+	b.keeper.close()
+
+	c := newServerTestState(dir, true, nil)
+	mustRestore(t, c)
+	var out int64
+	for _, st := range []*collector.ThreadStore{c.stores.threads, c.stores.server} {
+		for key, ts := range st.Export().Threads {
+			for _, sv := range ts.Series {
+				if sv.Family == "tokens" && sv.L2 == "output" {
+					out += sv.Value
+					t.Logf("%s: %d output tokens", key, sv.Value)
+				}
+			}
+		}
+	}
+	if out != 107 {
+		t.Errorf("%d output tokens counted over both stores, want 107 (T-x once, T-local)", out)
+	}
+}
