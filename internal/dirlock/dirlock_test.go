@@ -60,6 +60,10 @@ func TestSecondLockFailsUntilReleased(t *testing.T) {
 func startHolder(t *testing.T, dir string) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if wrapper := os.Getenv("AMP_TEST_EXEC"); wrapper != "" {
+		// Under an emulator (make test-arm64) the holder runs under it too.
+		cmd = exec.Command(wrapper, os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), holdEnv+"="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
