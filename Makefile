@@ -99,7 +99,8 @@ cross:
 # arm64 code run for real (no -race there: it needs cgo).
 test-arm64:
 	@bash scripts/platform-deps.sh qemu-aarch64-static:qemu-user-static
-	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $$(command -v qemu-aarch64-static || command -v qemu-aarch64) ./...
+	qemu=$$(command -v qemu-aarch64-static || command -v qemu-aarch64); \
+	AMP_TEST_EXEC=$$qemu CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec $$qemu ./...
 
 # The container image without a container engine or a base-image pull
 # (deploy/image): static linux binaries for IMAGE_PLATFORMS in one OCI

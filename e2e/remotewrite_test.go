@@ -3,16 +3,22 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // startReceiver runs Debian's Prometheus as a remote-write receiver
@@ -71,12 +77,11 @@ func startReceiverWith(t *testing.T, bin string, flags []string, dataDir string,
 type fleetMember struct {
 	user, host string
 	threads    string
-	// extra is YAML appended to the member's configuration. The Amp server
-	// stand-in (branch i11-server) plugs in here: an amp_server block
-	// pointing both of one user's laptops at the same stand-in account.
-	// The expectations below already treat source="server" series as the
-	// user's (max across hosts) and the rest as the machine's (sum).
+	// extra is YAML appended to the member's configuration (amp_server).
 	extra string
+	// env is extra environment: AMP_API_KEY and AMP_URL for a laptop that
+	// follows an Amp server account.
+	env []string
 	// message is the remote_write protobuf_message ("" for the default).
 	message string
 }
@@ -101,7 +106,7 @@ remote_write:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startExporter(t, exporterOpts{threadsDir: m.threads, args: []string{"--config.file=" + path}})
+	return startExporter(t, exporterOpts{threadsDir: m.threads, args: []string{"--config.file=" + path}, env: m.env})
 }
 
 // byLabel sums a family's series by the value of one label, keeping only
@@ -201,18 +206,177 @@ func TestRemoteWriteCatchesUpAfterReceiverOutage(t *testing.T) {
 	}
 }
 
-// fleetServerStandIn, when set (by the Amp server stand-in once it is
-// merged), returns the extra configuration that points a member at the
-// stand-in account of user. Nil: the team counts local threads only.
-var fleetServerStandIn func(t *testing.T, user string) string
+// accountTokens sums the tokens of the stand-in account's threads per
+// token_type, read from its documents with the thread parser as files would
+// be: the account's usage, computed without any exporter. Zero sums are
+// left out.
+func accountTokens(t *testing.T, srv *ampstandin.Server) map[string]float64 {
+	t.Helper()
+	p := thread.NewParser()
+	out := map[string]float64{}
+	for _, id := range srv.IDs() {
+		th, err := p.ParseBytes(srv.Document(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range thread.Summarize(th).Tokens {
+			out["input"] += float64(tok.Input)
+			out["output"] += float64(tok.Output)
+			out["cache_read"] += float64(tok.CacheRead)
+			out["cache_creation"] += float64(tok.CacheCreation)
+		}
+	}
+	return nonzero(out)
+}
 
-// Three laptops, two users, one receiver with the shipped rules: per user,
-// the receiver's team numbers equal what the user's laptops counted —
-// local sources summed over the laptops, server threads once.
+// nonzero is m without its zero values.
+func nonzero(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// plus adds vectors element by element.
+func plus(ms ...map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// scaled multiplies every element of m by f.
+func scaled(m map[string]float64, f float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k] = v * f
+	}
+	return out
+}
+
+// waitCond polls cond until it holds, or fails the test after d with the
+// last description.
+func waitCond(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last string
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		last = desc
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s", what, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// queryRangeLast runs q as a range query from start to now, as Grafana
+// runs a stat panel, and returns each series' last point keyed by label
+// key.
+func queryRangeLast(p *prometheus, q, key string, start time.Time) (map[string]float64, error) {
+	v := url.Values{
+		"query": {q},
+		"start": {strconv.FormatInt(start.Unix(), 10)},
+		"end":   {strconv.FormatFloat(float64(time.Now().UnixMilli())/1000, 'f', 3, 64)},
+		"step":  {"2"},
+	}
+	resp, err := httpClient.Get(p.base + "/api/v1/query_range?" + v.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("decode answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	if r.Status != "success" || r.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("range query %s: %s %s %s", q, r.Status, r.Data.ResultType, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		if len(s.Values) == 0 {
+			continue
+		}
+		str, _ := s.Values[len(s.Values)-1][1].(string)
+		f, err := strconv.ParseFloat(str, 64)
+		if err != nil {
+			return nil, fmt.Errorf("range query %s: bad sample %v", q, s.Values[len(s.Values)-1])
+		}
+		out[s.Metric[key]] = f
+	}
+	return out, nil
+}
+
+// shippedPanel returns the query of a shipped dashboard panel with user
+// alice selected and the other variables at "All".
+func shippedPanel(t *testing.T, uid, title string) string {
+	t.Helper()
+	for _, q := range readPanelQueries(t) {
+		if q.uid == uid && q.title == title {
+			return instantiate(strings.ReplaceAll(q.expr, `user=~"$user"`, `user=~"alice"`))
+		}
+	}
+	t.Fatalf("dashboards/queries.txt has no panel %s / %q", uid, title)
+	return ""
+}
+
+// Three laptops, two users, one receiver with the shipped rules. Alice
+// runs the exporter on two laptops; each reads local thread files of its
+// own and both follow her Amp server account (an Amp server stand-in), so
+// each pushes her whole server history. Bob has one laptop with local
+// threads only. At the receiver a plain sum counts alice's server threads
+// twice; the shipped fleet rules and the dashboards' inline form count
+// them once — the account's usage, computed from the stand-in's documents
+// — and the local threads add up over the laptops. Before and after a
+// receiver outage during which the account and two laptops got new
+// threads.
 func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
+	srv := newAmpServerStandIn(t)
+	// What Amp bills per thread (threadDisplayCostInfo), kind "paid".
+	paid := map[string]float64{}
+	bill := func(id string, usd float64) {
+		paid[id] = usd
+		srv.SetCost(id, map[string]any{"title": "billed", "totalCostUSD": usd,
+			"costBreakdown": map[string]any{"paidUSD": usd}})
+	}
+	ids := srv.IDs()
+	bill(ids[0], 0.125)
+	bill(ids[1], 0.5)
+	// addServerThread gives the account a new billed thread, as using Amp
+	// on any of alice's laptops does. The touch after the bill makes a
+	// laptop that fetched the thread before it was billed fetch it again.
+	addServerThread := func(id string, output int, usd float64) {
+		if _, err := srv.Put(threadJSON(id, "claude-sonnet-4-5-20250929", 1, output), time.Now().UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+		bill(id, usd)
+		srv.Touch(id, time.Now().UnixMilli()+1)
+	}
+
+	follow := []string{"AMP_API_KEY=" + standinKey, "AMP_URL=" + srv.URL}
+	const syncFast = "amp_server:\n  sync_interval: 1s\n"
 	members := []fleetMember{
-		{user: "alice", host: "laptop-1"},
-		{user: "alice", host: "laptop-2"},
+		{user: "alice", host: "laptop-1", env: follow, extra: syncFast},
+		{user: "alice", host: "laptop-2", env: follow, extra: syncFast},
 		{user: "bob", host: "laptop-3"},
 	}
 	corpora := [][]string{
@@ -220,6 +384,19 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 		{"both-eras.json", "fork-child.json"},
 		{"openai-streaming.json", "cancelled-and-errors.json", "legacy-no-timestamps.json"},
 	}
+	// The dashboards' inline fleet counting on current totals: the shipped
+	// "Tokens by type" panel with each rate(x[$__rate_interval]) read as x,
+	// and the shipped "Spend today" stat run as Grafana runs it, a range
+	// query from before the first push (so its start has no samples and
+	// it shows the whole total).
+	tokensPanel := shippedPanel(t, "amp-overview", "Tokens by type")
+	if n := strings.Count(tokensPanel, "[1m]"); n == 0 || !strings.HasSuffix(tokensPanel, " * 60") {
+		t.Fatalf("the Tokens by type panel changed shape: %s", tokensPanel)
+	}
+	tokensPanel = strings.NewReplacer("rate(", "(", "[1m]", "").Replace(strings.TrimSuffix(tokensPanel, " * 60")) + " > 0"
+	spendPanel := shippedPanel(t, "amp-overview", "Spend today")
+	begin := time.Now().Add(-time.Second)
+
 	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
 	data, port := t.TempDir(), freePort(t)
 	rcv := startReceiver(t, data, port, rules)
@@ -227,71 +404,108 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	for i := range members {
 		members[i].threads = t.TempDir()
 		copyFixtures(t, members[i].threads, corpora[i]...)
-		if fleetServerStandIn != nil {
-			members[i].extra = fleetServerStandIn(t, members[i].user)
-		}
 		exps[i] = startPushingExporter(t, members[i], rcv.base)
 	}
 
-	// What each user's laptops counted, per token_type: local sources
-	// summed over the laptops, source="server" the largest laptop's view.
-	type key struct{ user, tokenType string } // tokenType: or model, for spend
+	isServer := func(s string) bool { return s == "server" }
+	isLocal := func(s string) bool { return s != "server" }
 	checkTeam := func() {
 		t.Helper()
-		local, server := map[key]float64{}, map[key]float64{}
+		account := accountTokens(t, srv)
+		var billed float64
+		for _, v := range paid {
+			billed += v
+		}
+		if account["output"] == 0 || billed == 0 {
+			t.Fatalf("the account has nothing to count: %s, billed %v", formatVector(account), billed)
+		}
+		// Each of alice's laptops follows the whole account: the same
+		// server numbers on both, the account's.
+		serverCost := -1.0
+		for i, e := range exps {
+			if members[i].env == nil {
+				continue
+			}
+			e.waitFor(t, 30*time.Second, members[i].host+" follows the whole account",
+				func(mfs map[string]*dto.MetricFamily) (bool, string) {
+					got := nonzero(byLabel(mfs, "amp_tokens_total", "token_type", isServer))
+					b, _ := value(mfs, "amp_billed_cost_usd_total", map[string]string{"source": "server", "kind": "paid"})
+					return closeVectors(got, account) && closeVectors(map[string]float64{"": b}, map[string]float64{"": billed}),
+						fmt.Sprintf("tokens %s, billed %v; the account's: %s, %v", formatVector(got), b, formatVector(account), billed)
+				})
+			c := byLabel(e.metrics(t), "amp_cost_usd_total", "source", isServer)["server"]
+			if serverCost < 0 {
+				serverCost = c
+			} else if !closeVectors(map[string]float64{"": c}, map[string]float64{"": serverCost}) {
+				t.Fatalf("the laptops price the account differently: %v and %v", serverCost, c)
+			}
+		}
+		if serverCost <= 0 {
+			t.Fatalf("the account's threads cost %v", serverCost)
+		}
+
+		// Local threads: per user, summed over the user's laptops.
+		local := map[string]map[string]float64{} // user -> token_type
+		localCost := map[string]float64{}        // user
 		for i, e := range exps {
 			mfs := e.metrics(t)
-			for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s != "server" }) {
-				local[key{members[i].user, tt}] += v
+			u := members[i].user
+			local[u] = plus(local[u], byLabel(mfs, "amp_tokens_total", "token_type", isLocal))
+			for _, v := range byLabel(mfs, "amp_cost_usd_total", "model", isLocal) {
+				localCost[u] += v
 			}
-			for tt, v := range byLabel(mfs, "amp_tokens_total", "token_type", func(s string) bool { return s == "server" }) {
-				k := key{members[i].user, tt}
-				server[k] = math.Max(server[k], v)
-			}
+		}
+		if localCost["alice"] == 0 || localCost["bob"] == 0 {
+			t.Fatalf("the local corpora cost nothing: %v", localCost)
 		}
 		for _, user := range []string{"alice", "bob"} {
-			want, plain := map[string]float64{}, map[string]float64{}
-			for k, v := range local {
-				if k.user == user {
-					want[k.tokenType] += v
-					plain[k.tokenType] += v
-				}
+			if len(local[user]) == 0 {
+				t.Fatalf("user %s counted no local tokens", user)
 			}
-			for k, v := range server {
-				if k.user == user {
-					want[k.tokenType] += v
-				}
-			}
-			if len(want) == 0 {
-				t.Fatalf("user %s counted nothing", user)
+			want := local[user]
+			if user == "alice" {
+				want = plus(want, account)
 			}
 			// The raw pushed series, summed: what each laptop counted.
-			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (amp_tokens_total{user=%q,source!="server"})`, user), "token_type", plain, 30*time.Second)
+			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (amp_tokens_total{user=%q,source!="server"})`, user), "token_type", local[user], 30*time.Second)
 			// The shipped fleet rule: each thread once.
-			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (user:amp_tokens_total:fleet{user=%q})`, user), "token_type", want, 30*time.Second)
+			waitQuery(t, rcv, fmt.Sprintf(`sum by (token_type) (user:amp_tokens_total:fleet{user=%q}) > 0`, user), "token_type", nonzero(want), 30*time.Second)
 		}
-		// Spend the same way, all users.
-		var wantCost float64
-		costServer := map[key]float64{} // per user and model
-		for i, e := range exps {
-			mfs := e.metrics(t)
-			for _, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s != "server" }) {
-				wantCost += v
-			}
-			for model, v := range byLabel(mfs, "amp_cost_usd_total", "model", func(s string) bool { return s == "server" }) {
-				k := key{members[i].user, model}
-				costServer[k] = math.Max(costServer[k], v)
-			}
-		}
-		if wantCost == 0 {
-			t.Fatal("the corpora cost nothing")
-		}
-		for _, v := range costServer {
-			wantCost += v
-		}
-		waitQuery(t, rcv, `sum(user:amp_cost_usd_total:fleet)`, "", map[string]float64{"": wantCost}, 30*time.Second)
+
+		// The trap: alice's server threads, summed plainly over her
+		// laptops, count twice; the fleet rule counts them once.
+		waitQuery(t, rcv, `sum by (token_type) (amp_tokens_total{user="alice",source="server"}) > 0`, "token_type", scaled(account, 2), 30*time.Second)
+		waitQuery(t, rcv, `sum by (token_type) (user:amp_tokens_total:fleet{user="alice",source="server"}) > 0`, "token_type", account, 30*time.Second)
+		waitQuery(t, rcv, tokensPanel, "token_type", nonzero(plus(local["alice"], account)), 30*time.Second)
+		// What Amp bills, the same way.
+		waitQuery(t, rcv, `sum(amp_billed_cost_usd_total{user="alice"})`, "", map[string]float64{"": 2 * billed}, 30*time.Second)
+		waitQuery(t, rcv, `sum by (user) (user:amp_billed_cost_usd_total:fleet)`, "user", map[string]float64{"alice": billed}, 30*time.Second)
+		// The estimated spend: alice's server threads once, all local ones.
+		waitQuery(t, rcv, `sum(amp_cost_usd_total{user="alice",source="server"})`, "", map[string]float64{"": 2 * serverCost}, 30*time.Second)
+		waitQuery(t, rcv, `sum by (user) (user:amp_cost_usd_total:fleet)`, "user",
+			map[string]float64{"alice": localCost["alice"] + serverCost, "bob": localCost["bob"]}, 30*time.Second)
+		wantSpend := map[string]float64{"": localCost["alice"] + serverCost}
+		waitCond(t, 30*time.Second, "Spend today for alice", func() (bool, string) {
+			got, err := queryRangeLast(rcv, spendPanel, "", begin)
+			return err == nil && closeVectors(got, wantSpend), fmt.Sprintf("got %s (err %v), want %s", formatVector(got), err, formatVector(wantSpend))
+		})
 	}
 	checkTeam()
+
+	// Alice uses Amp: the account gets a new billed thread. Both laptops
+	// push the higher bill; the billed burn rate counts it once per user,
+	// a plain sum of the laptops' rates twice. Not exactly twice: the two
+	// hosts' rates differ by rate()'s extrapolation at the ends of their
+	// samples, and the rule was evaluated up to a second before the query
+	// (a percent or two, against a factor of two).
+	addServerThread("T-5e2b9c3d-0000-4000-8000-0000000000a1", 2500, 0.25)
+	checkTeam()
+	waitCond(t, 30*time.Second, "amp:billed_usd_per_hour:rate15m counts alice once", func() (bool, string) {
+		got, err := rcv.query(`sum(rate(amp_billed_cost_usd_total{source="server"}[15m])) * 3600 / amp:billed_usd_per_hour:rate15m`, "")
+		r, ok := got[""]
+		return err == nil && ok && r > 1.5 && r < 2.5, fmt.Sprintf("plain sum of the laptops' rates / rule = %v (err %v)", r, err)
+	})
+
 	// The dashboards on pushed data, with the user variable set: every
 	// panel query runs, per-user panels show that user's laptops only.
 	// (Rates need two pushes in their window: poll a while.)
@@ -325,22 +539,24 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 		map[string]float64{"alice": 2, "bob": 1}, 30*time.Second)
 
 	// Through a receiver outage: the receiver stops, alice's second laptop
-	// and bob's laptop count new threads and drop their pushes, the
-	// receiver comes back on the same data, and the team numbers catch up.
+	// and bob's laptop count new local threads, alice's account gets a new
+	// thread, all of them drop their pushes; the receiver comes back on
+	// the same data, and the team numbers catch up.
 	if err := rcv.stop(); err != nil {
 		t.Fatalf("receiver stop: %v", err)
 	}
 	for i, out := range map[int]int{1: 1234, 2: 4321} {
 		id := fmt.Sprintf("T-7d1f0c2a-0000-4000-8000-00000000000%d", i)
-		before := byLabel(exps[i].metrics(t), "amp_tokens_total", "token_type", nil)["output"]
+		before := byLabel(exps[i].metrics(t), "amp_tokens_total", "token_type", isLocal)["output"]
 		writeThreadLikeAmp(t, members[i].threads, id+".json", threadJSON(id, "claude-sonnet-4-5-20250929", 1, out))
 		exps[i].waitFor(t, 20*time.Second, members[i].host+" counts the new thread and drops pushes",
 			func(mfs map[string]*dto.MetricFamily) (bool, string) {
-				got := byLabel(mfs, "amp_tokens_total", "token_type", nil)["output"]
+				got := byLabel(mfs, "amp_tokens_total", "token_type", isLocal)["output"]
 				dropped, _ := value(mfs, "amp_exporter_remote_write_samples_total", map[string]string{"result": "dropped"})
 				return got == before+float64(out) && dropped > 0, fmt.Sprintf("output %v (before %v), dropped %v", got, before, dropped)
 			})
 	}
+	addServerThread("T-5e2b9c3d-0000-4000-8000-0000000000a2", 3100, 0.375)
 	rcv = startReceiver(t, data, port, rules)
 	checkTeam()
 }

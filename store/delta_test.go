@@ -259,3 +259,31 @@ func TestExportDeltaNeverPutsAFileAheadOfItsThread(t *testing.T) {
 		t.Errorf("the growth during the first delta was not in the second: %+v", f)
 	}
 }
+
+// What Amp bills for a thread arrives after its counts (and may arrive
+// after they were saved): it is in the next delta, not lost to a restart.
+func TestBilledCostIsInTheNextDelta(t *testing.T) {
+	s := newTestStore(0)
+	s.Apply(ServerPath("T-1"), FileVersion{ServerV: 1}, summaryOf(t, threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))))
+	if d := s.ExportDelta(); d.ThreadCount() != 1 {
+		t.Fatalf("first delta: %d threads", d.ThreadCount())
+	}
+	if !s.ApplyBilled("T-1", map[string]float64{"total": 0.5}) {
+		t.Fatal("billed cost not applied")
+	}
+	d := s.ExportDelta()
+	var billed int64
+	if err := d.EachThread(func(key string, ts ThreadState) error {
+		for _, sv := range ts.Series {
+			if sv.Family == string(FamBilled) {
+				billed += sv.Value
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if billed != fixed(FamBilled, 0.5) {
+		t.Errorf("the delta after a bill holds billed %d, want %d", billed, fixed(FamBilled, 0.5))
+	}
+}

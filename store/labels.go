@@ -68,9 +68,14 @@ func (c *LabelCap) SetMax(n int) {
 // only untrusted sources admitted.
 const untrustedPrefix = "untrusted:"
 
-// value returns the label value to use for a data value.
+// value returns the label value to use for a data value. "other" itself
+// (a value named so) is the folded values' series: it needs and takes no
+// place, from any source.
 func (c *LabelCap) value(label, v string) string {
 	v = sanitizeLabel(v)
+	if v == OtherValue {
+		return v
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	set := c.admitted[label]
@@ -86,7 +91,7 @@ func (c *LabelCap) value(label, v string) string {
 		}
 		return v
 	}
-	if trusted < c.max || v == OtherValue {
+	if trusted < c.max {
 		set[v] = struct{}{}
 		return v
 	}
@@ -123,6 +128,9 @@ func (c *LabelCap) FoldedElsewhere(label string, hashes []uint64) {
 // value is admitted only within the untrusted quota.
 func (c *LabelCap) valueUntrusted(label, v string) string {
 	v = sanitizeLabel(v)
+	if v == OtherValue {
+		return v // not admitted: admitted it would count as trusted
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	set := c.admitted[label]
@@ -130,8 +138,7 @@ func (c *LabelCap) valueUntrusted(label, v string) string {
 		set = map[string]struct{}{}
 		c.admitted[label] = set
 	}
-	if _, ok := set[v]; ok || v == OtherValue {
-		set[v] = struct{}{}
+	if _, ok := set[v]; ok {
 		return v
 	}
 	unt := c.untrusted[label]
@@ -149,7 +156,8 @@ func (c *LabelCap) valueUntrusted(label, v string) string {
 }
 
 // restore brings back persisted admissions, even past the cap: values that
-// already own series keep them after a restart or a lowered limit.
+// already own series keep them after a restart or a lowered limit. "other",
+// which states of earlier versions admitted, takes no place.
 func (c *LabelCap) restore(admitted map[string][]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,7 +169,9 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 				c.untrusted[base] = unt
 			}
 			for _, v := range vals {
-				unt[v] = struct{}{}
+				if v != OtherValue {
+					unt[v] = struct{}{}
+				}
 			}
 			continue
 		}
@@ -171,7 +181,9 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 			c.admitted[label] = set
 		}
 		for _, v := range vals {
-			set[v] = struct{}{}
+			if v != OtherValue {
+				set[v] = struct{}{}
+			}
 		}
 	}
 }

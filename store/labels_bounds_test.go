@@ -143,3 +143,50 @@ func TestParserFoldsHashLikeTheCap(t *testing.T) {
 		t.Errorf("%d folds counted after the same names were folded by the cap, want %d: one name counted twice", folds, want)
 	}
 }
+
+// "other" is where values past the cap go, not a value that needs a place:
+// an unauthenticated source that sends it (or a value sanitized into it)
+// must not take one of the user's places, and neither does the user's own
+// data, across a restart too.
+func TestOtherTakesNoPlaceInTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(c *LabelCap) string
+	}{
+		{"untrusted", func(c *LabelCap) string { return c.valueUntrusted("model", OtherValue) }},
+		{"trusted", func(c *LabelCap) string { return c.value("model", OtherValue) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewLabelCap(2, nil)
+			if got := tc.send(c); got != OtherValue {
+				t.Fatalf("other became %q", got)
+			}
+			restored := NewLabelCap(2, nil)
+			restored.restore(c.export())
+			for _, c := range []*LabelCap{c, restored} {
+				for _, m := range []string{"mine-1", "mine-2"} {
+					if got := c.value("model", m); got != m {
+						t.Errorf("the user's model %q folded into %q: other took one of the 2 places", m, got)
+					}
+				}
+				if got := c.value("model", "mine-3"); got != OtherValue {
+					t.Errorf("a third model kept %q past the cap of 2", got)
+				}
+			}
+		})
+	}
+	// A state of an earlier version that admitted it.
+	old := NewLabelCap(2, nil)
+	old.restore(map[string][]string{"model": {OtherValue}, untrustedPrefix + "model": {OtherValue}})
+	if old.value("model", "mine-1") != "mine-1" || old.value("model", "mine-2") != "mine-2" {
+		t.Error("a restored \"other\" took one of the user's places")
+	}
+	// Nor does it use the untrusted quota.
+	c := NewLabelCap(4, nil)
+	c.valueUntrusted("model", OtherValue)
+	for _, m := range []string{"junk-1", "junk-2"} {
+		if got := c.valueUntrusted("model", m); got != m {
+			t.Errorf("untrusted %q folded into %q: other used the quota of 2", m, got)
+		}
+	}
+}

@@ -63,6 +63,10 @@ func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 	if changed {
 		s.lastChange = s.now()
 		s.generation++
+		// Saved with the next delta: the bill often arrives after the
+		// thread's counts were saved, and an unchanged thread is not
+		// fetched again after a restart.
+		s.changedThreads[key] = struct{}{}
 	}
 	return changed
 }

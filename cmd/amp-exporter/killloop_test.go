@@ -63,6 +63,11 @@ func startVictim(t *testing.T, cfg, storage string) *victim {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
+	if wrapper := os.Getenv("AMP_TEST_EXEC"); wrapper != "" {
+		// The test binary is run by an emulator (make test-arm64 runs
+		// it under qemu-user): so must the victim be.
+		cmd = exec.Command(wrapper, exe, "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), victimEnv+"="+string(args))
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out

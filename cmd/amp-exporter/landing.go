@@ -25,7 +25,7 @@ const sourceServer = "server"
 // whether the first scan of the thread directories is done.
 func sourceProviders(cfg func() *config.Config, ready func() bool, account func() string) []landing.Provider {
 	return []landing.Provider{
-		serverProvider(account),
+		serverProvider(account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }),
 		threadsProvider(cfg, ready),
 		streamsProvider(cfg),
 		amyProvider(cfg),
@@ -55,13 +55,18 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 // through the user's Amp login). Until that source registers its metrics
 // (amp_server_up) the row says "not configured"; account, when not nil,
 // names the account followed (never the key).
-func serverProvider(account func() string) landing.Provider {
+func serverProvider(account func() string, turnedOff func() bool) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		row := landing.SourceStatus{Source: "Amp server (" + sourceServer + ")"}
 		up, ok := m.Sum("amp_server_up", nil)
 		if !ok {
 			row.State = landing.NotConfigured
-			row.Note = "Today's Amp keeps threads on ampcode.com; the server source follows them through your Amp login. It is not enabled in this exporter."
+			row.Note = "Today's Amp keeps threads on ampcode.com; the server source follows them through your Amp login. "
+			if turnedOff != nil && turnedOff() {
+				row.Note += "It is turned off (amp_server.enabled: false)."
+			} else {
+				row.Note += "No Amp API key was found: log in with the Amp CLI, set AMP_API_KEY, or amp_server.api_key_file, then restart."
+			}
 			return []landing.SourceStatus{row}
 		}
 		if account != nil {

@@ -65,12 +65,12 @@ func TestLandingProviders(t *testing.T) {
 		{"streams off", streamsProvider(cfgWith(none)), nil, landing.NotConfigured, false, ""},
 		{"streams ingest only", streamsProvider(cfgWith(func(c *config.Config) { c.Streams.Ingest.Enabled = true })), nil, "waiting for ingest", false, IngestPath},
 		{"streams dir missing", streamsProvider(cfgWith(func(c *config.Config) { c.Streams.Dirs = []string{gone} })), nil, "1 of 1 directories missing", true, gone},
-		{"server slot empty", serverProvider(nil), nil, landing.NotConfigured, false, ""},
-		{"server synced", serverProvider(func() string { return "someone@example.com" }),
+		{"server slot empty", serverProvider(nil, nil), nil, landing.NotConfigured, false, ""},
+		{"server synced", serverProvider(func() string { return "someone@example.com" }, nil),
 			map[string]float64{"amp_server_up": 1, "amp_server_last_sync_timestamp_seconds": 1.7e9}, "synced", false, "account someone@example.com"},
-		{"server unauthorized", serverProvider(nil),
+		{"server unauthorized", serverProvider(nil, nil),
 			map[string]float64{"amp_server_up": 0, "amp_server_requests_total{method=listThreads,code=401}": 3}, "unauthorized", true, ""},
-		{"server first sync", serverProvider(nil), map[string]float64{"amp_server_up": 0}, "first sync running", false, ""},
+		{"server first sync", serverProvider(nil, nil), map[string]float64{"amp_server_up": 0}, "first sync running", false, ""},
 		{"amy none", amyProvider(cfgWith(none)), nil, landing.NotConfigured, false, ""},
 		{"amy unauthorized", amyProvider(cfgWith(func(c *config.Config) {
 			c.Amy = []config.AmyUpstream{{Name: "main", BaseURL: "https://amy.example/v1?key=secret"}}
@@ -106,5 +106,19 @@ func TestLandingProviders(t *testing.T) {
 				t.Errorf("configured shows a secret: %q", all)
 			}
 		})
+	}
+}
+
+// With the server source not running, its row says why: no key was found,
+// or it is turned off.
+func TestServerRowSaysWhyItIsOff(t *testing.T) {
+	for _, c := range []struct {
+		off  bool
+		want string
+	}{{false, "No Amp API key was found"}, {true, "amp_server.enabled: false"}} {
+		rows := serverProvider(nil, func() bool { return c.off })(metricsOf(t, nil))
+		if len(rows) != 1 || !strings.Contains(rows[0].Note, c.want) {
+			t.Errorf("off=%v: rows %+v, want a note with %q", c.off, rows, c.want)
+		}
 	}
 }

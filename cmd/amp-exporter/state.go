@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/internal/dirlock"
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/statelog"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -80,6 +81,8 @@ type stateKeeper struct {
 	stopped chan struct{}
 
 	db *statelog.Log
+	// lock holds the directory for this process from restore to close.
+	lock *dirlock.Lock
 	// last holds the last written value of the whole-store records, so an
 	// unchanged one is not written again.
 	last                 map[string][]byte
@@ -131,9 +134,28 @@ func spaceOf(key string, stores stateStores) (sp threadSpace, isThread, ok bool)
 // cannot read: the exporter refuses to start rather than count from zero.
 var errStateNewer = errors.New("the saved state was written by a newer amp-exporter")
 
-// restore loads the state into the empty stores. A damaged log is set
-// aside, reported and counted; a newer one is refused.
-func (k *stateKeeper) restore() error {
+// restore takes the directory for this process, then loads the state
+// into the empty stores. A directory another exporter holds is refused at
+// once (two writers would interleave their commits in one log). A damaged
+// log is set aside, reported and counted; a newer one is refused. On an
+// error the directory is given back.
+func (k *stateKeeper) restore() (err error) {
+	if k.lock, err = dirlock.Acquire(k.dir); err != nil {
+		if errors.Is(err, dirlock.ErrLocked) {
+			return fmt.Errorf("%w; give each amp-exporter its own --storage.path", err)
+		}
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, k.close())
+		}
+	}()
+	return k.load()
+}
+
+// load reads the state log (or migrates the legacy files) into the stores.
+func (k *stateKeeper) load() error {
 	path := filepath.Join(k.dir, stateLogName)
 	db, rec, err := statelog.Open(path, k.now())
 	if err != nil {
@@ -166,6 +188,7 @@ func (k *stateKeeper) restore() error {
 		// A new log, or a migration cut short: start it over from the
 		// legacy files (if any).
 		if db.Len() > 0 {
+			k.db = nil
 			if err := db.Close(); err != nil {
 				return err
 			}
@@ -228,6 +251,8 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		}
 	}
 	var newer error
+	// The threads the server source counted, while it is off.
+	var serverOwned []string
 	// Thread records, nearly all of the state, are decoded on every core.
 	type threadRec struct {
 		store  *store.ThreadStore
@@ -264,6 +289,9 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			switch {
 			case sp.store == nil:
 				// The server source is off: its records wait in the log.
+				if isThread {
+					serverOwned = append(serverOwned, strings.TrimPrefix(key, sp.threadPrefix))
+				}
 			case isThread:
 				threads <- threadRec{sp.store, key, strings.TrimPrefix(key, sp.threadPrefix), bytes.Clone(v)}
 			default:
@@ -354,6 +382,16 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			continue
 		}
 		st.files++
+	}
+	if len(serverOwned) > 0 {
+		// One thread, one count, and the choice never flips: a thread the
+		// server source counted is not counted from a local file while the
+		// source is off (both stores' counts would add up once it is on
+		// again). Local threads keep theirs, as when it is on.
+		owners := store.NewOwners()
+		owners.Seed(store.SourceThreads, k.stores.threads.ThreadKeys())
+		owners.Seed(store.SourceServer, serverOwned)
+		k.stores.threads.SetClaim(owners, store.SourceThreads)
 	}
 	return st, nil
 }
@@ -603,7 +641,7 @@ func (k *stateKeeper) run(ctx context.Context) error {
 			if err := k.save(); err != nil {
 				k.log.Error("cannot save state at shutdown", "dir", k.dir, "err", err)
 			}
-			if err := k.db.Close(); err != nil {
+			if err := k.close(); err != nil {
 				k.log.Error("cannot close the state log", "dir", k.dir, "err", err)
 			}
 			return nil
@@ -682,4 +720,19 @@ func (h *heldResponse) Write(b []byte) (int, error) {
 		h.status = http.StatusOK
 	}
 	return h.body.Write(b)
+}
+
+// close closes the state log and gives the directory back. It may be
+// called more than once.
+func (k *stateKeeper) close() error {
+	var err error
+	if k.db != nil {
+		err = k.db.Close()
+		k.db = nil
+	}
+	if k.lock != nil {
+		err = errors.Join(err, k.lock.Release())
+		k.lock = nil
+	}
+	return err
 }

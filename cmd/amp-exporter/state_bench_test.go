@@ -78,7 +78,7 @@ func BenchmarkStateSave(b *testing.B) {
 		if err := s.keeper.restore(); err != nil { // first save: everything
 			b.Fatal(err)
 		}
-		defer s.keeper.db.Close()
+		defer s.keeper.close()
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := s.keeper.written
@@ -125,7 +125,7 @@ func BenchmarkStateRestore(b *testing.B) {
 	if err := s.keeper.restore(); err != nil {
 		b.Fatal(err)
 	}
-	s.keeper.db.Close()
+	s.keeper.close()
 	file := filepath.Join(b.TempDir(), "threads-state.json")
 	if err := statefile.Save(file, s.stores.threads.Export()); err != nil {
 		b.Fatal(err)
@@ -137,7 +137,7 @@ func BenchmarkStateRestore(b *testing.B) {
 			if err := r.keeper.restore(); err != nil {
 				b.Fatal(err)
 			}
-			r.keeper.db.Close()
+			r.keeper.close()
 		}
 	})
 	b.Run("json-snapshot/threads="+strconv.Itoa(n), func(b *testing.B) {

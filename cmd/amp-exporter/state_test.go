@@ -100,7 +100,7 @@ func mustRestore(t testing.TB, s *testState) {
 	if err := s.keeper.restore(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.keeper.db.Close() })
+	t.Cleanup(func() { s.keeper.close() })
 }
 
 func TestStateSurvivesRestartsIncrementally(t *testing.T) {
@@ -127,7 +127,7 @@ func TestStateSurvivesRestartsIncrementally(t *testing.T) {
 	if err := a.keeper.save(); err != nil || a.keeper.written != before {
 		t.Fatalf("an idle save wrote %d bytes (%v)", a.keeper.written-before, err)
 	}
-	a.keeper.db.Close()
+	a.keeper.close()
 
 	b := newTestState(dir)
 	mustRestore(t, b)
@@ -176,7 +176,7 @@ func TestLegacyStateFilesAreMigrated(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "threads-state.json.tmp-123")); !os.IsNotExist(err) {
 		t.Errorf("temporary file of a crashed save left: %v", err)
 	}
-	a.keeper.db.Close()
+	a.keeper.close()
 	b := newTestState(dir)
 	mustRestore(t, b)
 	if b.fingerprint(t) != old.fingerprint(t) {
@@ -322,8 +322,17 @@ func TestIngestIsAnsweredOnceSaved(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || string(body) != "counted" || resp.Header.Get("Content-Type") != "text/plain" {
 		t.Fatalf("answer changed on the way: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
-	// What a process started now (after a kill) would read.
-	b := newTestState(dir)
+	// What a process started now (after a kill) would read: the log as it
+	// is on disk (copied, as this keeper still holds the directory).
+	log, err := os.ReadFile(filepath.Join(dir, stateLogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := t.TempDir()
+	if err := os.WriteFile(filepath.Join(copied, stateLogName), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestState(copied)
 	mustRestore(t, b)
 	got, _ := json.Marshal(b.stores.streams.Export().Series)
 	want, _ := json.Marshal(s.stores.streams.Export().Series)
@@ -367,7 +376,7 @@ func TestSaveCutAfterAnyBatchRestoresConsistently(t *testing.T) {
 	if err := s.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	s.keeper.db.Close()
+	s.keeper.close()
 	full, err := os.ReadFile(filepath.Join(dir, stateLogName))
 	if err != nil {
 		t.Fatal(err)
