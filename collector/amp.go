@@ -6,16 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/store"
 )
-
-// Token types, the values of amp_tokens_total's token_type label.
-var TokenTypes = []string{"input", "output", "cache_read", "cache_creation"}
 
 // AmpCollector exposes the Amp families from the threads and stream-json
 // stores. It reads a snapshot per scrape: a scrape never waits on parsing.
 type AmpCollector struct {
-	threads *ThreadStore
-	stream  *StreamStore
+	threads *store.ThreadStore
+	stream  *store.StreamStore
 
 	threadsPresent *prometheus.Desc
 	messages       *prometheus.Desc
@@ -35,12 +33,12 @@ type AmpCollector struct {
 	execTurns      *prometheus.Desc
 	denials        *prometheus.Desc
 
-	server *ThreadStore     // the Amp server source, see SetServerStore (server.go)
-	billed *prometheus.Desc // set with server
+	server *store.ThreadStore // the Amp server source, see SetServerStore (server.go)
+	billed *prometheus.Desc   // set with server
 }
 
 // NewAmpCollector returns a collector over the stores; stream may be nil.
-func NewAmpCollector(threads *ThreadStore, stream *StreamStore) *AmpCollector {
+func NewAmpCollector(threads *store.ThreadStore, stream *store.StreamStore) *AmpCollector {
 	return &AmpCollector{
 		threads: threads,
 		stream:  stream,
@@ -144,29 +142,29 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	for mode, n := range snap.Threads {
 		emit(ch, c.threadsPresent, prometheus.GaugeValue, float64(n), mode)
 	}
-	c.collectShared(ch, snap.totals, SourceThreads)
-	exchange := histograms{"": make([]float64, len(ExchangeBuckets)+1)}
-	for k, v := range snap.totals {
-		switch k.fam {
-		case famCredits:
-			emit(ch, c.credits, prometheus.CounterValue, unfixed(k.fam, v), SourceThreads, k.l1)
-		case famContextBucket:
-			contextBuckets.add(k.l1, k.l2, len(ContextBuckets), v)
-		case famContextSum:
-			contextSums[k.l1] += unfixed(k.fam, v)
-		case famExchangeBucket:
-			exchange.add("", k.l2, len(ExchangeBuckets), v)
+	c.collectShared(ch, snap.Totals(), store.SourceThreads)
+	exchange := histograms{"": make([]float64, len(store.ExchangeBuckets)+1)}
+	for k, v := range snap.Totals() {
+		switch k.Fam {
+		case store.FamCredits:
+			emit(ch, c.credits, prometheus.CounterValue, store.Unfixed(k.Fam, v), store.SourceThreads, k.L1)
+		case store.FamContextBucket:
+			contextBuckets.add(k.L1, k.L2, len(store.ContextBuckets), v)
+		case store.FamContextSum:
+			contextSums[k.L1] += store.Unfixed(k.Fam, v)
+		case store.FamExchangeBucket:
+			exchange.add("", k.L2, len(store.ExchangeBuckets), v)
 		}
 	}
 	for model, b := range contextBuckets {
-		ch <- constHistogram(c.contextUtil, ContextBuckets, b, contextSums[model], model)
+		ch <- constHistogram(c.contextUtil, store.ContextBuckets, b, contextSums[model], model)
 	}
-	ch <- constHistogram(c.exchange, ExchangeBuckets, exchange[""], unfixed(famExchangeSum, snap.totals[seriesKey{famExchangeSum, "", ""}]), SourceThreads)
+	ch <- constHistogram(c.exchange, store.ExchangeBuckets, exchange[""], store.Unfixed(store.FamExchangeSum, snap.Totals()[store.SeriesKey{Fam: store.FamExchangeSum, L1: "", L2: ""}]), store.SourceThreads)
 	if !snap.LastActivity.IsZero() {
 		emit(ch, c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
 	}
 	if !snap.LastChange.IsZero() {
-		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceThreads)
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, store.SourceThreads)
 	}
 	if c.stream != nil {
 		c.collectStream(ch)
@@ -174,58 +172,58 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectShared emits the families both sources feed.
-func (c *AmpCollector) collectShared(ch chan<- prometheus.Metric, totals contribution, src string) {
+func (c *AmpCollector) collectShared(ch chan<- prometheus.Metric, totals map[store.SeriesKey]int64, src string) {
 	// Known series start at zero so rate() and alerts work from the first
 	// scrape.
-	emit(ch, c.messages, prometheus.CounterValue, float64(totals[seriesKey{famMessages, "user", ""}]), src, "user")
-	emit(ch, c.messages, prometheus.CounterValue, float64(totals[seriesKey{famMessages, "assistant", ""}]), src, "assistant")
-	emit(ch, c.prompts, prometheus.CounterValue, float64(totals[seriesKey{famPrompts, "", ""}]), src)
+	emit(ch, c.messages, prometheus.CounterValue, float64(totals[store.SeriesKey{Fam: store.FamMessages, L1: "user", L2: ""}]), src, "user")
+	emit(ch, c.messages, prometheus.CounterValue, float64(totals[store.SeriesKey{Fam: store.FamMessages, L1: "assistant", L2: ""}]), src, "assistant")
+	emit(ch, c.prompts, prometheus.CounterValue, float64(totals[store.SeriesKey{Fam: store.FamPrompts, L1: "", L2: ""}]), src)
 	for k, v := range totals {
-		switch k.fam {
-		case famTokens:
-			emit(ch, c.tokens, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
-		case famFinished:
-			emit(ch, c.finished, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
-		case famToolCalls:
-			emit(ch, c.toolCalls, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1, k.l2)
-		case famCost:
-			emit(ch, c.cost, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1)
-		case famUnpriced:
-			emit(ch, c.unpriced, prometheus.CounterValue, unfixed(k.fam, v), src, k.l1)
+		switch k.Fam {
+		case store.FamTokens:
+			emit(ch, c.tokens, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1, k.L2)
+		case store.FamFinished:
+			emit(ch, c.finished, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1, k.L2)
+		case store.FamToolCalls:
+			emit(ch, c.toolCalls, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1, k.L2)
+		case store.FamCost:
+			emit(ch, c.cost, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1)
+		case store.FamUnpriced:
+			emit(ch, c.unpriced, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1)
 		}
 	}
 }
 
 func (c *AmpCollector) collectStream(ch chan<- prometheus.Metric) {
 	snap := c.stream.Snapshot()
-	c.collectShared(ch, snap.totals, SourceStream)
+	c.collectShared(ch, snap.Totals(), store.SourceStream)
 	for _, outcome := range []string{streamjson.OutcomeSuccess, streamjson.OutcomeError, streamjson.OutcomeIncomplete} {
-		emit(ch, c.executions, prometheus.CounterValue, float64(snap.totals[seriesKey{famExecutions, outcome, ""}]), outcome)
+		emit(ch, c.executions, prometheus.CounterValue, float64(snap.Totals()[store.SeriesKey{Fam: store.FamExecutions, L1: outcome, L2: ""}]), outcome)
 	}
 	durations := histograms{
-		streamjson.OutcomeSuccess: make([]float64, len(ExecutionDurationBuckets)+1),
-		streamjson.OutcomeError:   make([]float64, len(ExecutionDurationBuckets)+1),
+		streamjson.OutcomeSuccess: make([]float64, len(store.ExecutionDurationBuckets)+1),
+		streamjson.OutcomeError:   make([]float64, len(store.ExecutionDurationBuckets)+1),
 	}
 	durationSums := map[string]float64{}
-	turns := histograms{"": make([]float64, len(ExecutionTurnsBuckets)+1)}
-	for k, v := range snap.totals {
-		switch k.fam {
-		case famExecDurationBucket:
-			durations.add(k.l1, k.l2, len(ExecutionDurationBuckets), v)
-		case famExecDurationSum:
-			durationSums[k.l1] += unfixed(k.fam, v)
-		case famExecTurnsBucket:
-			turns.add("", k.l2, len(ExecutionTurnsBuckets), v)
-		case famPermissionDenials:
-			emit(ch, c.denials, prometheus.CounterValue, float64(v), k.l1)
+	turns := histograms{"": make([]float64, len(store.ExecutionTurnsBuckets)+1)}
+	for k, v := range snap.Totals() {
+		switch k.Fam {
+		case store.FamExecDurationBucket:
+			durations.add(k.L1, k.L2, len(store.ExecutionDurationBuckets), v)
+		case store.FamExecDurationSum:
+			durationSums[k.L1] += store.Unfixed(k.Fam, v)
+		case store.FamExecTurnsBucket:
+			turns.add("", k.L2, len(store.ExecutionTurnsBuckets), v)
+		case store.FamPermissionDenials:
+			emit(ch, c.denials, prometheus.CounterValue, float64(v), k.L1)
 		}
 	}
 	for outcome, b := range durations {
-		ch <- constHistogram(c.execDuration, ExecutionDurationBuckets, b, durationSums[outcome], outcome)
+		ch <- constHistogram(c.execDuration, store.ExecutionDurationBuckets, b, durationSums[outcome], outcome)
 	}
-	ch <- constHistogram(c.execTurns, ExecutionTurnsBuckets, turns[""], unfixed(famExecTurnsSum, snap.totals[seriesKey{famExecTurnsSum, "", ""}]))
+	ch <- constHistogram(c.execTurns, store.ExecutionTurnsBuckets, turns[""], store.Unfixed(store.FamExecTurnsSum, snap.Totals()[store.SeriesKey{Fam: store.FamExecTurnsSum, L1: "", L2: ""}]))
 	if !snap.LastChange.IsZero() {
-		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceStream)
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, store.SourceStream)
 	}
 }
 

@@ -1,544 +1,25 @@
 package collector
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"sort"
-	"sync"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/store"
 )
-
-// Families of the Amy source (per upstream).
-const (
-	famAmyStarted        family = "amy_started"
-	famAmyFinished       family = "amy_finished"        // l1 outcome
-	famAmyTurnDurBucket  family = "amy_turn_dur_bucket" // l1 outcome, l2 bucket
-	famAmyTurnDurSum     family = "amy_turn_dur_sum"    // l1 outcome (ms)
-	famAmyTTFTBucket     family = "amy_ttft_bucket"     // l2 bucket
-	famAmyTTFTSum        family = "amy_ttft_sum"        // ms
-	famAmyCost           family = "amy_cost"            // 1e-10 USD
-	famAmyTurnCostBucket family = "amy_turn_cost_bucket"
-	famAmyTurnCostSum    family = "amy_turn_cost_sum"
-	famAmyAgentRuns      family = "amy_agent_runs"       // l1 agent
-	famAmyAgentDurBucket family = "amy_agent_dur_bucket" // l1 agent, l2 bucket
-	famAmyAgentDurSum    family = "amy_agent_dur_sum"    // l1 agent (ms)
-	famAmyAgentCost      family = "amy_agent_cost"       // l1 agent (1e-10 USD)
-	famAmyValidations    family = "amy_validations"      // l1 verdict
-	famAmyGates          family = "amy_gates"            // l1 result
-	famAmyRouting        family = "amy_routing"          // l1 main agent
-	famAmyFactIssues     family = "amy_fact_issues"
-	famAmyMemory         family = "amy_memory"
-	famAmyCostWarnings   family = "amy_cost_warnings"
-	famAmyEvents         family = "amy_events" // l1 event
-	famAmyReconnects     family = "amy_reconnects"
-	famAmyDuplicates     family = "amy_duplicates"
-	famAmyGivenUp        family = "amy_given_up" // l1 reason
-	famAmyBadEvents      family = "amy_bad_events"
-	famAmyRefused        family = "amy_refused" // l1 reason
-)
-
-var amyFamilies = map[family]bool{
-	famAmyStarted: true, famAmyFinished: true, famAmyTurnDurBucket: true, famAmyTurnDurSum: true,
-	famAmyTTFTBucket: true, famAmyTTFTSum: true, famAmyCost: true, famAmyTurnCostBucket: true,
-	famAmyTurnCostSum: true, famAmyAgentRuns: true, famAmyAgentDurBucket: true, famAmyAgentDurSum: true,
-	famAmyAgentCost: true, famAmyValidations: true, famAmyGates: true, famAmyRouting: true,
-	famAmyFactIssues: true, famAmyMemory: true, famAmyCostWarnings: true, famAmyEvents: true,
-	famAmyReconnects: true, famAmyDuplicates: true, famAmyGivenUp: true, famAmyBadEvents: true,
-	famAmyRefused: true,
-}
-
-// Histogram bounds of the Amy source.
-var (
-	AmyTurnDurationBuckets  = []float64{5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 600, 1200}
-	AmyTTFTBuckets          = []float64{1, 2, 5, 10, 20, 30, 60, 120, 180, 300}
-	AmyTurnCostBuckets      = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
-	AmyAgentDurationBuckets = []float64{1, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600}
-)
-
-// Reconnect reasons and give-up reasons of the Amy client.
-const (
-	ReconnectEOF          = "eof"
-	ReconnectError        = "error"
-	ReconnectHTTP5xx      = "http_5xx"
-	ReconnectHTTP429      = "http_429"
-	ReconnectUnauthorized = "unauthorized"
-	ReconnectIdle         = "idle_timeout"
-	GivenUpTimeout        = "timeout"
-	GivenUpNotFound       = "not_found"
-)
-
-// retainFinished is how long a finished turn's state is kept: a reader can
-// replay it from the server for an hour after it ended, and must not count
-// it again.
-const retainFinished = 2 * time.Hour
-
-// Byte budgets of the Amy state (what is kept to deduplicate events; the
-// counters themselves are small and fixed): untrusted input is bounded
-// before it is stored.
-const (
-	// DefaultAmyStateBytes bounds the deduplication state of all turns,
-	// in memory and in amy-state.json.
-	DefaultAmyStateBytes = 16 << 20
-	// MaxTurnIDBytes is the longest turn id kept; events of a turn with a
-	// longer id are refused.
-	MaxTurnIDBytes = 256
-)
-
-// Reasons of amy_stream_refused_events_total beyond the parser's.
-const RefusedTurnIDTooLong = "turn_id_too_long"
-
-// refusedReasons are the series of amy_stream_refused_events_total.
-var refusedReasons = []string{amy.RefusedIDTooLong, amy.RefusedTurnBudget, amy.RefusedStateBudget, amy.RefusedTooLarge, RefusedTurnIDTooLong}
-
-type amyTurnState struct {
-	amy.Turn
-	Upstream  string    `json:"upstream"`
-	LastEvent time.Time `json:"last_event"`
-}
-
-type amyUpstream struct {
-	totals contribution
-	// streams holds the health of each turn's stream being followed
-	// (connected, or idle without error).
-	streams map[string]bool
-	// idleUp is what the last stream to end left behind, for when none
-	// is followed: an upstream whose last stream failed is not idle
-	// without error.
-	idleUp bool
-}
-
-// AmyStore holds the Amy source's counters and every followed turn's
-// deduplication state, shared by all readers of a turn.
-type AmyStore struct {
-	mu         sync.RWMutex
-	labels     *LabelCap
-	upstreams  map[string]*amyUpstream
-	turns      map[string]*amyTurnState // upstream + "\x00" + turn id
-	generation uint64
-	now        func() time.Time
-
-	stateBytes    int // sum of the turns' Bytes
-	maxStateBytes int
-	// keepUnfinished is how long a turn that has not ended is kept
-	// without events: the longest turn_timeout plus the replay window, so
-	// that a follower still waiting for it never loses its state.
-	keepUnfinished time.Duration
-}
-
-// NewAmyStore returns a store; upstreams lists the configured names, whose
-// known series start at zero.
-func NewAmyStore(labels *LabelCap, now func() time.Time) *AmyStore {
-	if now == nil {
-		now = time.Now
-	}
-	return &AmyStore{labels: labels, upstreams: map[string]*amyUpstream{}, turns: map[string]*amyTurnState{}, now: now,
-		maxStateBytes: DefaultAmyStateBytes, keepUnfinished: retainFinished}
-}
-
-// SetUpstreams declares the configured upstreams (on start and reload).
-// Counters of upstreams no longer configured stay until restart.
-func (s *AmyStore) SetUpstreams(names []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, n := range names {
-		s.upstream(n)
-	}
-}
-
-func (s *AmyStore) upstream(name string) *amyUpstream {
-	u := s.upstreams[name]
-	if u == nil {
-		u = &amyUpstream{totals: contribution{}, streams: map[string]bool{}, idleUp: true}
-		s.upstreams[name] = u
-	}
-	return u
-}
-
-// SetStateBudget sets the byte budget of the deduplication state of all
-// turns (DefaultAmyStateBytes when n <= 0).
-func (s *AmyStore) SetStateBudget(n int) {
-	if n <= 0 {
-		n = DefaultAmyStateBytes
-	}
-	s.mu.Lock()
-	s.maxStateBytes = n
-	s.mu.Unlock()
-}
-
-// SetTurnTimeout tells the store the longest turn_timeout configured: a
-// turn that has not ended is kept that long after its last event (plus the
-// replay window), so Prune never forgets a turn a follower may still read
-// from its start.
-func (s *AmyStore) SetTurnTimeout(d time.Duration) {
-	s.mu.Lock()
-	s.keepUnfinished = max(retainFinished, d+retainFinished)
-	s.mu.Unlock()
-}
-
-func turnKey(upstream, turn string) string { return upstream + "\x00" + turn }
-
-// ResumeID is the id a new connection to a turn resumes after.
-func (s *AmyStore) ResumeID(upstream, turn string) string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if t := s.turns[turnKey(upstream, turn)]; t != nil {
-		return t.ResumeID()
-	}
-	return ""
-}
-
-// Finished reports whether a turn has ended (a follower can stop).
-func (s *AmyStore) Finished(upstream, turn string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	t := s.turns[turnKey(upstream, turn)]
-	return t != nil && t.Finished
-}
-
-// Observe counts one decoded event of a turn. It reports whether the event
-// was new (not a replay).
-func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, received time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.upstream(upstream)
-	add := func(f family, l1, l2 string, v int64) {
-		if v > 0 {
-			key := seriesKey{f, l1, l2}
-			u.totals[key] = satAdd(u.totals[key], v)
-		}
-	}
-	s.generation++
-	t, refused := s.turnLocked(upstream, turnID, received)
-	if refused != "" {
-		add(famAmyRefused, refused, "", 1)
-		return false
-	}
-	before := t.Bytes()
-	o := t.ObserveWithin(eventID, r, received, s.stateBytes < s.maxStateBytes)
-	s.stateBytes += t.Bytes() - before
-	if o.Duplicate {
-		add(famAmyDuplicates, "", "", 1)
-		return false
-	}
-	if o.Refused != "" {
-		add(famAmyRefused, o.Refused, "", 1)
-		return false
-	}
-	add(famAmyEvents, r.Name, "", 1)
-	if o.Started {
-		add(famAmyStarted, "", "", 1)
-	}
-	if o.HasTTFT {
-		sec := o.TTFT.Seconds()
-		add(famAmyTTFTBucket, "", bucketIndex(AmyTTFTBuckets, sec), 1)
-		add(famAmyTTFTSum, "", "", fixed(famAmyTTFTSum, sec))
-	}
-	switch r.Name {
-	case amy.EventAgentEnd:
-		agent := s.labels.value("agent", r.Agent)
-		add(famAmyAgentRuns, agent, "", 1)
-		if r.HasDur {
-			sec := r.DurationMs / 1000
-			add(famAmyAgentDurBucket, agent, bucketIndex(AmyAgentDurationBuckets, sec), 1)
-			add(famAmyAgentDurSum, agent, "", fixed(famAmyAgentDurSum, sec))
-		}
-		if r.HasCost {
-			add(famAmyAgentCost, agent, "", fixed(famAmyAgentCost, r.CostUSD))
-		}
-	case amy.EventValidationEnd:
-		verdict := r.Verdict
-		switch verdict {
-		case amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected:
-		default:
-			verdict = UnknownValue
-		}
-		add(famAmyValidations, verdict, "", 1)
-		if r.HasGates && r.GatesTotal >= r.GatesPassed && r.GatesPassed >= 0 {
-			add(famAmyGates, "passed", "", r.GatesPassed)
-			add(famAmyGates, "failed", "", r.GatesTotal-r.GatesPassed)
-		}
-	case amy.EventRouting:
-		add(famAmyRouting, s.labels.value("agent", r.MainAgent), "", 1)
-	case amy.EventFactCheck:
-		add(famAmyFactIssues, "", "", int64(r.Issues))
-	case amy.EventMemory:
-		add(famAmyMemory, "", "", int64(r.Entries))
-	case amy.EventCostWarning:
-		add(famAmyCostWarnings, "", "", 1)
-	}
-	if o.Outcome != "" {
-		add(famAmyFinished, o.Outcome, "", 1)
-		if o.HasDuration {
-			sec := o.Duration.Seconds()
-			add(famAmyTurnDurBucket, o.Outcome, bucketIndex(AmyTurnDurationBuckets, sec), 1)
-			add(famAmyTurnDurSum, o.Outcome, "", fixed(famAmyTurnDurSum, sec))
-		}
-		if r.Name == amy.EventTurnCompleted && r.HasCost {
-			add(famAmyCost, "", "", fixed(famAmyCost, r.CostUSD))
-			add(famAmyTurnCostBucket, "", bucketIndex(AmyTurnCostBuckets, r.CostUSD), 1)
-			add(famAmyTurnCostSum, "", "", fixed(famAmyTurnCostSum, r.CostUSD))
-		}
-	}
-	return true
-}
-
-// turnLocked returns a turn's state, creating it within the byte budget,
-// and notes the activity; or why the turn's events are refused. Callers
-// hold the write lock.
-func (s *AmyStore) turnLocked(upstream, turnID string, received time.Time) (*amyTurnState, string) {
-	if len(turnID) > MaxTurnIDBytes {
-		return nil, RefusedTurnIDTooLong
-	}
-	k := turnKey(upstream, turnID)
-	t := s.turns[k]
-	if t == nil {
-		if s.stateBytes+len(k) >= s.maxStateBytes {
-			return nil, amy.RefusedStateBudget
-		}
-		t = &amyTurnState{Upstream: upstream}
-		s.turns[k] = t
-		s.stateBytes += t.Bytes() + len(k)
-	}
-	t.LastEvent = received
-	return t, ""
-}
-
-// BadEvent counts an event of a turn whose data did not decode, once per
-// event id: a replay of it counts as a duplicate, like any other event.
-func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time) {
-	s.skipped(upstream, turnID, eventID, famAmyBadEvents, "", received)
-}
-
-// TooLarge counts an event over the stream's size limit (refused with
-// reason event_too_large), once per event id, and remembers its id so
-// that a resume goes on after it instead of failing on it again.
-func (s *AmyStore) TooLarge(upstream, turnID, eventID string, received time.Time) {
-	s.skipped(upstream, turnID, eventID, famAmyRefused, amy.RefusedTooLarge, received)
-}
-
-func (s *AmyStore) skipped(upstream, turnID, eventID string, f family, l1 string, received time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.upstream(upstream)
-	s.generation++
-	t, refused := s.turnLocked(upstream, turnID, received)
-	if refused == "" {
-		before := t.Bytes()
-		var dup bool
-		dup, refused = t.Skip(eventID, s.stateBytes < s.maxStateBytes)
-		s.stateBytes += t.Bytes() - before
-		if dup {
-			f, l1 = famAmyDuplicates, ""
-		}
-	}
-	if refused != "" && f != famAmyRefused {
-		f, l1 = famAmyRefused, refused
-	}
-	key := seriesKey{f, l1, ""}
-	u.totals[key] = satAdd(u.totals[key], 1)
-}
-
-// Reconnected counts a reconnection of a stream.
-func (s *AmyStore) Reconnected(upstream, reason string) { s.count(upstream, famAmyReconnects, reason) }
-
-// GaveUp stops counting a turn as in flight, and counts it given up (also
-// a turn of which no event was ever received: a 404 or a timeout on the
-// first connection).
-func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := turnKey(upstream, turnID)
-	t := s.turns[k]
-	if t == nil {
-		if len(turnID) > MaxTurnIDBytes || s.stateBytes+len(k) >= s.maxStateBytes {
-			return // never stored: nothing to stop counting
-		}
-		t = &amyTurnState{Upstream: upstream, LastEvent: s.now()}
-		s.turns[k] = t
-		s.stateBytes += t.Bytes() + len(k)
-	}
-	if !t.Finished {
-		t.Finished = true
-		u := s.upstream(upstream)
-		key := seriesKey{famAmyGivenUp, reason, ""}
-		u.totals[key] = satAdd(u.totals[key], 1)
-		s.generation++
-	}
-}
-
-func (s *AmyStore) count(upstream string, f family, l1 string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.upstream(upstream)
-	key := seriesKey{f, l1, ""}
-	u.totals[key] = satAdd(u.totals[key], 1)
-	s.generation++
-}
-
-// SetUp records whether one turn's stream is healthy (connected, or
-// idle without error).
-func (s *AmyStore) SetUp(upstream, turn string, up bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.upstream(upstream).streams[turn] = up
-}
-
-// StreamEnded forgets a turn's stream once it is no longer followed.
-func (s *AmyStore) StreamEnded(upstream, turn string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.upstream(upstream)
-	if up, ok := u.streams[turn]; ok {
-		u.idleUp = up
-		delete(u.streams, turn)
-	}
-}
-
-// isUp is amy_stream_up: at least one stream healthy, or none followed
-// and the last one ended well. One broken stream must not hide the others.
-func (u *amyUpstream) isUp() bool {
-	if len(u.streams) == 0 {
-		return u.idleUp
-	}
-	for _, ok := range u.streams {
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
-// Prune forgets finished turns past the replay window, and turns that
-// have not ended once they are silent for longer than a follower waits
-// (SetTurnTimeout) plus that window: forgetting one earlier would count it
-// again when a reader replays it from the start.
-func (s *AmyStore) Prune() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for k, t := range s.turns {
-		keep := retainFinished
-		if !t.Finished {
-			keep = s.keepUnfinished
-		}
-		if t.LastEvent.Before(now.Add(-keep)) {
-			delete(s.turns, k)
-			s.stateBytes -= t.Bytes() + len(k)
-			s.generation++
-		}
-	}
-}
-
-// Generation changes whenever the store does.
-func (s *AmyStore) Generation() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.generation
-}
-
-type amySnapshot struct {
-	name     string
-	totals   contribution
-	inFlight int
-	up       bool
-}
-
-func (s *AmyStore) snapshot() []amySnapshot {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	inFlight := map[string]int{}
-	for _, t := range s.turns {
-		if t.Started && !t.Finished {
-			inFlight[t.Upstream]++
-		}
-	}
-	out := make([]amySnapshot, 0, len(s.upstreams))
-	for name, u := range s.upstreams {
-		out = append(out, amySnapshot{name: name, totals: maps.Clone(u.totals), inFlight: inFlight[name], up: u.isUp()})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-// AmyState is the persisted form of an AmyStore.
-type AmyState struct {
-	Version   int                      `json:"version"`
-	Labels    map[string][]string      `json:"labels"`
-	Upstreams map[string][]SeriesValue `json:"upstreams"`
-	Turns     map[string]*amyTurnState `json:"turns"`
-}
-
-// Export returns the store's state for persistence.
-func (s *AmyStore) Export() *AmyState {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	st := &AmyState{Version: StateVersion, Labels: s.labels.export(), Upstreams: map[string][]SeriesValue{}, Turns: map[string]*amyTurnState{}}
-	for name, u := range s.upstreams {
-		series := u.totals.series()
-		st.Upstreams[name] = series
-	}
-	for k, t := range s.turns {
-		c := *t
-		c.Seen = slices.Clone(t.Seen) // marshalled after the lock is released
-		c.Hashes = slices.Clone(t.Hashes)
-		st.Turns[k] = &c
-	}
-	return st
-}
-
-// Import loads persisted state into an empty store.
-func (s *AmyStore) Import(st *AmyState) error {
-	if st.Version != StateVersion {
-		return fmt.Errorf("amy state version %d, this exporter reads %d", st.Version, StateVersion)
-	}
-	for name, series := range st.Upstreams {
-		if err := checkSeries(series, amyFamilies); err != nil {
-			return fmt.Errorf("upstream %q: %w", name, err)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.labels.restore(st.Labels)
-	for name, series := range st.Upstreams {
-		maps.Copy(s.upstream(name).totals, contributionOf(series))
-	}
-	for k, t := range st.Turns {
-		if t == nil {
-			continue
-		}
-		// State of an earlier version may hold more than the budgets
-		// allow now: what is over them is dropped, not the counters.
-		t.ResumeID() // converts earlier versions' fields
-		if len(t.Hashes) > amy.MaxStoredHashes {
-			t.Hashes = t.Hashes[:amy.MaxStoredHashes]
-		}
-		if s.stateBytes+t.Bytes()+len(k) > s.maxStateBytes {
-			continue
-		}
-		s.turns[k] = t
-		s.stateBytes += t.Bytes() + len(k)
-	}
-	return nil
-}
 
 // AmyCollector exposes the amy_* families.
 type AmyCollector struct {
-	store *AmyStore
+	store *store.AmyStore
 	d     map[string]*prometheus.Desc
 }
 
 // NewAmyCollector returns the collector.
-func NewAmyCollector(store *AmyStore) *AmyCollector {
+func NewAmyCollector(s *store.AmyStore) *AmyCollector {
 	up := []string{"upstream"}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, append(append([]string{}, up...), labels...), nil)
 	}
-	return &AmyCollector{store: store, d: map[string]*prometheus.Desc{
+	return &AmyCollector{store: s, d: map[string]*prometheus.Desc{
 		"started":     desc("amy_turns_started_total", "Amy turns started (turn.started)."),
 		"finished":    desc("amy_turns_finished_total", "Amy turns finished, by outcome (turn.completed, turn.failed).", "outcome"),
 		"inflight":    desc("amy_turns_in_flight", "Amy turns started and not yet finished or given up."),
@@ -574,76 +55,78 @@ func (c *AmyCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *AmyCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, u := range c.store.snapshot() {
-		t, n := u.totals, u.name
-		get := func(f family, l1 string) float64 { return unfixed(f, t[seriesKey{f, l1, ""}]) }
-		emit(ch, c.d["started"], prometheus.CounterValue, get(famAmyStarted, ""), n)
-		for _, o := range []string{amy.OutcomeCompleted, amy.OutcomeFailed} {
-			emit(ch, c.d["finished"], prometheus.CounterValue, get(famAmyFinished, o), n, o)
+	for _, u := range c.store.Snapshot() {
+		t, n := u.Totals, u.Name
+		get := func(f store.Family, l1 string) float64 {
+			return store.Unfixed(f, t[store.SeriesKey{Fam: f, L1: l1, L2: ""}])
 		}
-		emit(ch, c.d["inflight"], prometheus.GaugeValue, float64(u.inFlight), n)
-		emit(ch, c.d["cost"], prometheus.CounterValue, get(famAmyCost, ""), n)
+		emit(ch, c.d["started"], prometheus.CounterValue, get(store.FamAmyStarted, ""), n)
+		for _, o := range []string{amy.OutcomeCompleted, amy.OutcomeFailed} {
+			emit(ch, c.d["finished"], prometheus.CounterValue, get(store.FamAmyFinished, o), n, o)
+		}
+		emit(ch, c.d["inflight"], prometheus.GaugeValue, float64(u.InFlight), n)
+		emit(ch, c.d["cost"], prometheus.CounterValue, get(store.FamAmyCost, ""), n)
 		for _, v := range []string{amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected} {
-			emit(ch, c.d["validations"], prometheus.CounterValue, get(famAmyValidations, v), n, v)
+			emit(ch, c.d["validations"], prometheus.CounterValue, get(store.FamAmyValidations, v), n, v)
 		}
 		for _, r := range []string{"passed", "failed"} {
-			emit(ch, c.d["gates"], prometheus.CounterValue, get(famAmyGates, r), n, r)
+			emit(ch, c.d["gates"], prometheus.CounterValue, get(store.FamAmyGates, r), n, r)
 		}
-		emit(ch, c.d["facts"], prometheus.CounterValue, get(famAmyFactIssues, ""), n)
-		emit(ch, c.d["memory"], prometheus.CounterValue, get(famAmyMemory, ""), n)
-		emit(ch, c.d["warnings"], prometheus.CounterValue, get(famAmyCostWarnings, ""), n)
+		emit(ch, c.d["facts"], prometheus.CounterValue, get(store.FamAmyFactIssues, ""), n)
+		emit(ch, c.d["memory"], prometheus.CounterValue, get(store.FamAmyMemory, ""), n)
+		emit(ch, c.d["warnings"], prometheus.CounterValue, get(store.FamAmyCostWarnings, ""), n)
 		for _, e := range append(append([]string{}, amy.Catalogue...), amy.EventUnknown) {
-			emit(ch, c.d["events"], prometheus.CounterValue, get(famAmyEvents, e), n, e)
+			emit(ch, c.d["events"], prometheus.CounterValue, get(store.FamAmyEvents, e), n, e)
 		}
 		up := 0.0
-		if u.up {
+		if u.Up {
 			up = 1
 		}
 		emit(ch, c.d["up"], prometheus.GaugeValue, up, n)
-		for _, r := range []string{ReconnectEOF, ReconnectError, ReconnectHTTP5xx, ReconnectHTTP429, ReconnectUnauthorized, ReconnectIdle} {
-			emit(ch, c.d["reconnects"], prometheus.CounterValue, get(famAmyReconnects, r), n, r)
+		for _, r := range []string{store.ReconnectEOF, store.ReconnectError, store.ReconnectHTTP5xx, store.ReconnectHTTP429, store.ReconnectUnauthorized, store.ReconnectIdle} {
+			emit(ch, c.d["reconnects"], prometheus.CounterValue, get(store.FamAmyReconnects, r), n, r)
 		}
-		emit(ch, c.d["duplicates"], prometheus.CounterValue, get(famAmyDuplicates, ""), n)
-		for _, r := range []string{GivenUpTimeout, GivenUpNotFound} {
-			emit(ch, c.d["givenup"], prometheus.CounterValue, get(famAmyGivenUp, r), n, r)
+		emit(ch, c.d["duplicates"], prometheus.CounterValue, get(store.FamAmyDuplicates, ""), n)
+		for _, r := range []string{store.GivenUpTimeout, store.GivenUpNotFound} {
+			emit(ch, c.d["givenup"], prometheus.CounterValue, get(store.FamAmyGivenUp, r), n, r)
 		}
-		emit(ch, c.d["bad"], prometheus.CounterValue, get(famAmyBadEvents, ""), n)
-		for _, r := range refusedReasons {
-			emit(ch, c.d["refused"], prometheus.CounterValue, get(famAmyRefused, r), n, r)
+		emit(ch, c.d["bad"], prometheus.CounterValue, get(store.FamAmyBadEvents, ""), n)
+		for _, r := range store.RefusedReasons {
+			emit(ch, c.d["refused"], prometheus.CounterValue, get(store.FamAmyRefused, r), n, r)
 		}
 
 		durations := histograms{
-			amy.OutcomeCompleted: make([]float64, len(AmyTurnDurationBuckets)+1),
-			amy.OutcomeFailed:    make([]float64, len(AmyTurnDurationBuckets)+1),
+			amy.OutcomeCompleted: make([]float64, len(store.AmyTurnDurationBuckets)+1),
+			amy.OutcomeFailed:    make([]float64, len(store.AmyTurnDurationBuckets)+1),
 		}
-		ttft := histograms{"": make([]float64, len(AmyTTFTBuckets)+1)}
-		turnCost := histograms{"": make([]float64, len(AmyTurnCostBuckets)+1)}
+		ttft := histograms{"": make([]float64, len(store.AmyTTFTBuckets)+1)}
+		turnCost := histograms{"": make([]float64, len(store.AmyTurnCostBuckets)+1)}
 		agentDur := histograms{}
 		for k, v := range t {
-			switch k.fam {
-			case famAmyTurnDurBucket:
-				durations.add(k.l1, k.l2, len(AmyTurnDurationBuckets), v)
-			case famAmyTTFTBucket:
-				ttft.add("", k.l2, len(AmyTTFTBuckets), v)
-			case famAmyTurnCostBucket:
-				turnCost.add("", k.l2, len(AmyTurnCostBuckets), v)
-			case famAmyAgentDurBucket:
-				agentDur.add(k.l1, k.l2, len(AmyAgentDurationBuckets), v)
-			case famAmyAgentRuns:
-				emit(ch, c.d["agentruns"], prometheus.CounterValue, float64(v), n, k.l1)
-			case famAmyAgentCost:
-				emit(ch, c.d["agentcost"], prometheus.CounterValue, unfixed(k.fam, v), n, k.l1)
-			case famAmyRouting:
-				emit(ch, c.d["routing"], prometheus.CounterValue, float64(v), n, k.l1)
+			switch k.Fam {
+			case store.FamAmyTurnDurBucket:
+				durations.add(k.L1, k.L2, len(store.AmyTurnDurationBuckets), v)
+			case store.FamAmyTTFTBucket:
+				ttft.add("", k.L2, len(store.AmyTTFTBuckets), v)
+			case store.FamAmyTurnCostBucket:
+				turnCost.add("", k.L2, len(store.AmyTurnCostBuckets), v)
+			case store.FamAmyAgentDurBucket:
+				agentDur.add(k.L1, k.L2, len(store.AmyAgentDurationBuckets), v)
+			case store.FamAmyAgentRuns:
+				emit(ch, c.d["agentruns"], prometheus.CounterValue, float64(v), n, k.L1)
+			case store.FamAmyAgentCost:
+				emit(ch, c.d["agentcost"], prometheus.CounterValue, store.Unfixed(k.Fam, v), n, k.L1)
+			case store.FamAmyRouting:
+				emit(ch, c.d["routing"], prometheus.CounterValue, float64(v), n, k.L1)
 			}
 		}
 		for outcome, b := range durations {
-			ch <- constHistogram(c.d["duration"], AmyTurnDurationBuckets, b, get(famAmyTurnDurSum, outcome), n, outcome)
+			ch <- constHistogram(c.d["duration"], store.AmyTurnDurationBuckets, b, get(store.FamAmyTurnDurSum, outcome), n, outcome)
 		}
-		ch <- constHistogram(c.d["ttft"], AmyTTFTBuckets, ttft[""], get(famAmyTTFTSum, ""), n)
-		ch <- constHistogram(c.d["turncost"], AmyTurnCostBuckets, turnCost[""], get(famAmyTurnCostSum, ""), n)
+		ch <- constHistogram(c.d["ttft"], store.AmyTTFTBuckets, ttft[""], get(store.FamAmyTTFTSum, ""), n)
+		ch <- constHistogram(c.d["turncost"], store.AmyTurnCostBuckets, turnCost[""], get(store.FamAmyTurnCostSum, ""), n)
 		for agent, b := range agentDur {
-			ch <- constHistogram(c.d["agentdur"], AmyAgentDurationBuckets, b, get(famAmyAgentDurSum, agent), n, agent)
+			ch <- constHistogram(c.d["agentdur"], store.AmyAgentDurationBuckets, b, get(store.FamAmyAgentDurSum, agent), n, agent)
 		}
 	}
 }

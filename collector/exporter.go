@@ -7,6 +7,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // Watcher fallback reasons.
@@ -82,19 +83,19 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 		}),
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
-		m.parseErrors.WithLabelValues(SourceThreads, r)
+		m.parseErrors.WithLabelValues(store.SourceThreads, r)
 	}
 	for _, r := range []string{streamjson.ReasonInvalidJSON, streamjson.ReasonNotObject, streamjson.ReasonLineTooLong} {
-		m.parseErrors.WithLabelValues(SourceStream, r)
+		m.parseErrors.WithLabelValues(store.SourceStream, r)
 	}
-	m.parseDuration.WithLabelValues(SourceThreads)
+	m.parseDuration.WithLabelValues(store.SourceThreads)
 	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode", "agent"} {
 		m.folded.WithLabelValues(l)
 	}
 	for _, r := range []string{FallbackOverflow, FallbackWatchError, FallbackAddFailed} {
 		m.fallbacks.WithLabelValues(r)
 	}
-	m.polling.WithLabelValues(SourceThreads)
+	m.polling.WithLabelValues(store.SourceThreads)
 	for _, op := range []string{"load", "save"} {
 		m.stateErrors.WithLabelValues(op)
 	}
@@ -110,7 +111,7 @@ func (m *ExporterMetrics) ParseFailed(source, reason string) {
 
 // Parsed records a successful parse of a thread file.
 func (m *ExporterMetrics) Parsed(source string, d time.Duration) {
-	if source == SourceThreads {
+	if source == store.SourceThreads {
 		m.filesParsed.Inc()
 	}
 	m.parseDuration.WithLabelValues(source).Observe(d.Seconds())
@@ -122,7 +123,7 @@ func (m *ExporterMetrics) LabelFolded(label string) { m.folded.WithLabelValues(l
 // WatcherFellBack counts a switch from inotify to polling.
 func (m *ExporterMetrics) WatcherFellBack(reason string) {
 	m.fallbacks.WithLabelValues(reason).Inc()
-	m.polling.WithLabelValues(SourceThreads).Set(1)
+	m.polling.WithLabelValues(store.SourceThreads).Set(1)
 }
 
 // WatcherPolling sets whether the thread watcher polls.
@@ -131,7 +132,7 @@ func (m *ExporterMetrics) WatcherPolling(on bool) {
 	if on {
 		v = 1
 	}
-	m.polling.WithLabelValues(SourceThreads).Set(v)
+	m.polling.WithLabelValues(store.SourceThreads).Set(v)
 }
 
 // DirsMissing sets how many configured thread directories are missing.

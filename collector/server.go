@@ -2,91 +2,16 @@ package collector
 
 import (
 	"math"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/store"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The Amp server source (source/ampserver) counts into a ThreadStore of
-// its own, keyed by thread id, with source="server". What it adds to the
-// store is here: the billed cost family and the server's own metrics.
-
-// famBilled is what Amp bills for a thread (threadDisplayCostInfo), per
-// kind; l1 kind. Persisted: never rename.
-const famBilled family = "billed_usd"
-
-// Billed cost kinds, the values of amp_billed_cost_usd_total's kind label.
-var BilledKinds = []string{"free", "paid", "subscription", "total"}
-
-func init() {
-	familyScale[famBilled] = 1e10
-	knownFamilies[famBilled] = true
-}
-
-// ServerPathPrefix prefixes the "path" of a server thread in a store.
-const ServerPathPrefix = "amp-server:"
-
-// ServerPath is the store path of server thread id.
-func ServerPath(id string) string { return ServerPathPrefix + id }
-
-// ServerPaths lists the present server threads of the store.
-func (s *ThreadStore) ServerPaths() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []string
-	for p := range s.files {
-		if strings.HasPrefix(p, ServerPathPrefix) {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ApplyBilled records what Amp bills for thread key, in USD per kind. Like
-// every counter it only grows: each kind keeps the largest value seen for
-// the thread, and the totals grow by the difference.
-func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec := s.threads[key]
-	if rec == nil {
-		return false // only threads the store counts are billed here
-	}
-	changed := false
-	for kind, v := range usd {
-		if math.IsNaN(v) || v <= 0 {
-			continue
-		}
-		k := seriesKey{famBilled, kind, ""}
-		id := s.series.id(k)
-		n := fixed(famBilled, v)
-		var was int64
-		if i, ok := rec.contrib.find(id); ok {
-			was = rec.contrib[i].v
-		}
-		if n > was {
-			s.addTo(rec, k, n-was)
-			changed = true
-		}
-	}
-	if changed {
-		s.lastChange = s.now()
-		s.generation++
-		// Saved with the next delta: the bill often arrives after the
-		// thread's counts were saved, and an unchanged thread is not
-		// fetched again after a restart.
-		s.changedThreads[key] = struct{}{}
-	}
-	return changed
-}
-
 // SetServerStore makes the collector expose the Amp server source's store
 // with source="server". Call it before registering the collector.
-func (c *AmpCollector) SetServerStore(s *ThreadStore) {
+func (c *AmpCollector) SetServerStore(s *store.ThreadStore) {
 	c.server = s
 	c.billed = prometheus.NewDesc("amp_billed_cost_usd_total",
 		"What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate.",
@@ -95,32 +20,32 @@ func (c *AmpCollector) SetServerStore(s *ThreadStore) {
 
 // collectServer emits the server store's families and adds its context
 // observations to the shared histograms; it returns the store's snapshot.
-func (c *AmpCollector) collectServer(ch chan<- prometheus.Metric, threads map[string]int, contextBuckets histograms, contextSums map[string]float64) ThreadSnapshot {
+func (c *AmpCollector) collectServer(ch chan<- prometheus.Metric, threads map[string]int, contextBuckets histograms, contextSums map[string]float64) store.ThreadSnapshot {
 	snap := c.server.Snapshot()
 	for mode, n := range snap.Threads {
 		threads[mode] += n
 	}
-	c.collectShared(ch, snap.totals, SourceServer)
-	exchange := make([]float64, len(ExchangeBuckets)+1)
+	c.collectShared(ch, snap.Totals(), store.SourceServer)
+	exchange := make([]float64, len(store.ExchangeBuckets)+1)
 	h := histograms{"": exchange}
-	for k, v := range snap.totals {
-		switch k.fam {
-		case famCredits:
-			emit(ch, c.credits, prometheus.CounterValue, unfixed(k.fam, v), SourceServer, k.l1)
-		case famContextBucket:
-			contextBuckets.add(k.l1, k.l2, len(ContextBuckets), v)
-		case famContextSum:
-			contextSums[k.l1] += unfixed(k.fam, v)
-		case famExchangeBucket:
-			h.add("", k.l2, len(ExchangeBuckets), v)
+	for k, v := range snap.Totals() {
+		switch k.Fam {
+		case store.FamCredits:
+			emit(ch, c.credits, prometheus.CounterValue, store.Unfixed(k.Fam, v), store.SourceServer, k.L1)
+		case store.FamContextBucket:
+			contextBuckets.add(k.L1, k.L2, len(store.ContextBuckets), v)
+		case store.FamContextSum:
+			contextSums[k.L1] += store.Unfixed(k.Fam, v)
+		case store.FamExchangeBucket:
+			h.add("", k.L2, len(store.ExchangeBuckets), v)
 		}
 	}
-	ch <- constHistogram(c.exchange, ExchangeBuckets, exchange, unfixed(famExchangeSum, snap.totals[seriesKey{famExchangeSum, "", ""}]), SourceServer)
-	for _, kind := range BilledKinds {
-		emit(ch, c.billed, prometheus.CounterValue, unfixed(famBilled, snap.totals[seriesKey{famBilled, kind, ""}]), SourceServer, kind)
+	ch <- constHistogram(c.exchange, store.ExchangeBuckets, exchange, store.Unfixed(store.FamExchangeSum, snap.Totals()[store.SeriesKey{Fam: store.FamExchangeSum, L1: "", L2: ""}]), store.SourceServer)
+	for _, kind := range store.BilledKinds {
+		emit(ch, c.billed, prometheus.CounterValue, store.Unfixed(store.FamBilled, snap.Totals()[store.SeriesKey{Fam: store.FamBilled, L1: kind, L2: ""}]), store.SourceServer, kind)
 	}
 	if !snap.LastChange.IsZero() {
-		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, SourceServer)
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, store.SourceServer)
 	}
 	return snap
 }

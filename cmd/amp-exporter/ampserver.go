@@ -16,13 +16,14 @@ import (
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 // serverSource is the Amp server source, wired: its own counting store,
 // the owners shared with the local stores, and the syncer.
 type serverSource struct {
-	store   *collector.ThreadStore
-	owners  *collector.Owners
+	store   *ampstore.ThreadStore
+	owners  *ampstore.Owners
 	syncer  *ampserver.Syncer
 	client  *ampserver.Client
 	keyFrom string
@@ -40,8 +41,8 @@ type serverSource struct {
 // is off (enabled: false, or auto without a key). It must run before the
 // stores' states are restored and before the Amp collector is registered.
 func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, reg prometheus.Registerer,
-	labels *collector.LabelCap, metrics *collector.ExporterMetrics,
-	local *collector.ThreadStore, streams *collector.StreamStore, amp *collector.AmpCollector) (*serverSource, error) {
+	labels *ampstore.LabelCap, metrics *collector.ExporterMetrics,
+	local *ampstore.ThreadStore, streams *ampstore.StreamStore, amp *collector.AmpCollector) (*serverSource, error) {
 	a := cfg.AmpServer
 	if a.Enabled == config.AmpServerOff {
 		return nil, nil
@@ -66,10 +67,10 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	if err != nil {
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
-	owners := collector.NewOwners()
-	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
-	store.SetClaim(owners, collector.SourceServer)
-	local.SetClaim(owners, collector.SourceThreads)
+	owners := ampstore.NewOwners()
+	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
+	store.SetClaim(owners, ampstore.SourceServer)
+	local.SetClaim(owners, ampstore.SourceThreads)
 	streams.EnableServerDedupe(owners)
 	amp.SetServerStore(store)
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
@@ -89,10 +90,10 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 
 // seed rebuilds who owns which thread from the restored states: local
 // files first, then the server, then stream-json runs.
-func (s *serverSource) seed(local *collector.ThreadStore, streams *collector.StreamStore) {
-	s.owners.Seed(collector.SourceThreads, local.ThreadKeys())
-	s.owners.Seed(collector.SourceServer, s.store.ThreadKeys())
-	s.owners.Seed(collector.SourceStream, streams.StreamOwned())
+func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.StreamStore) {
+	s.owners.Seed(ampstore.SourceThreads, local.ThreadKeys())
+	s.owners.Seed(ampstore.SourceServer, s.store.ThreadKeys())
+	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
 }
 
 // run names the account once, then syncs until ctx ends.
@@ -134,7 +135,7 @@ func (s *serverSource) scanned() {
 }
 
 // threadStore is the server's store, nil when the source is off.
-func (s *serverSource) threadStore() *collector.ThreadStore {
+func (s *serverSource) threadStore() *ampstore.ThreadStore {
 	if s == nil {
 		return nil
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 func upstreamNames(cfg *config.Config) []string {
@@ -55,7 +55,7 @@ func followConfiguredTurns(ctx context.Context, cfg *config.Config, client *amys
 
 // pruneAmy drops finished turns past the replay window, hourly, and waits
 // for the followers at shutdown.
-func pruneAmy(ctx context.Context, store *collector.AmyStore, client *amysource.Client) error {
+func pruneAmy(ctx context.Context, store *store.AmyStore, client *amysource.Client) error {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -109,7 +109,7 @@ func loopbackAddress(addr string) bool {
 // amyProxies builds the reverse-proxy taps configured at start. Their
 // addresses are fixed for the life of the process; a reload that changes
 // them is reported and needs a restart.
-func amyProxies(ctx context.Context, cfg *config.Config, store *collector.AmyStore, client *amysource.Client, log *slog.Logger) ([]amyProxy, error) {
+func amyProxies(ctx context.Context, cfg *config.Config, store *store.AmyStore, client *amysource.Client, log *slog.Logger) ([]amyProxy, error) {
 	var out []amyProxy
 	for _, u := range cfg.Amy {
 		if u.Proxy.ListenAddress == "" {

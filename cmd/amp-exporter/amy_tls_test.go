@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.
@@ -83,7 +83,7 @@ func TestAmyProxyServesTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	store := collector.NewAmyStore(collector.NewLabelCap(100, nil), nil)
+	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
 	client := amysource.NewClient(store, log, nil, nil)
 	proxies, err := amyProxies(ctx, cfg, store, client, log)
 	if err != nil || len(proxies) != 1 {
@@ -126,7 +126,7 @@ func TestAmyProxyRefusesBasicAuth(t *testing.T) {
 	cfg := &config.Config{Amy: []config.AmyUpstream{{Name: "prod", BaseURL: "http://127.0.0.1:1",
 		Proxy: config.AmyProxy{ListenAddress: "127.0.0.1:0", WebConfigFile: webCfg}}}}
 	log := slog.New(slog.DiscardHandler)
-	store := collector.NewAmyStore(collector.NewLabelCap(100, nil), nil)
+	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
 	_, err := amyProxies(context.Background(), cfg, store, amysource.NewClient(store, log, nil, nil), log)
 	if err == nil || !strings.Contains(err.Error(), "basic_auth_users") {
 		t.Fatalf("basic auth on the proxy: %v", err)
@@ -156,7 +156,7 @@ func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	store := collector.NewAmyStore(collector.NewLabelCap(100, nil), nil)
+	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
 	proxies, err := amyProxies(ctx, cfg, store, amysource.NewClient(store, log, nil, nil), log)
 	if err != nil {
 		t.Fatal(err)

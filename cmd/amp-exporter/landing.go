@@ -5,9 +5,9 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // currentConfig is the configuration in effect (it changes on reload).
@@ -102,7 +102,7 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		c := cfg()
-		row := landing.SourceStatus{Source: "Thread files (" + collector.SourceThreads + ")"}
+		row := landing.SourceStatus{Source: "Thread files (" + store.SourceThreads + ")"}
 		missing := 0
 		for _, d := range c.Threads.Dirs {
 			s := landing.Setting{Value: d}
@@ -137,9 +137,9 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 			row.State += fmt.Sprintf(", %d of %d missing", missing, len(c.Threads.Dirs))
 			row.Attention = true
 		}
-		row.Counted = ampCounts(m, collector.SourceThreads)
+		row.Counted = ampCounts(m, store.SourceThreads)
 		row.Counted.Threads = orZero(threadCount(m))
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": collector.SourceThreads})
+		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceThreads})
 		return []landing.SourceStatus{row}
 	}
 }
@@ -147,7 +147,7 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 // threadCount reads amp_threads for local files, with or without a source
 // label (the server source may add one).
 func threadCount(m landing.Metrics) *float64 {
-	if v := m.SumPtr("amp_threads", map[string]string{"source": collector.SourceThreads}); v != nil {
+	if v := m.SumPtr("amp_threads", map[string]string{"source": store.SourceThreads}); v != nil {
 		return v
 	}
 	return m.SumPtr("amp_threads", nil)
@@ -156,7 +156,7 @@ func threadCount(m landing.Metrics) *float64 {
 func streamsProvider(cfg func() *config.Config) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		c := cfg()
-		row := landing.SourceStatus{Source: "Amp --stream-json (" + collector.SourceStream + ")"}
+		row := landing.SourceStatus{Source: "Amp --stream-json (" + store.SourceStream + ")"}
 		missing := 0
 		for _, d := range c.Streams.Dirs {
 			s := landing.Setting{Value: d}
@@ -180,8 +180,8 @@ func streamsProvider(cfg func() *config.Config) landing.Provider {
 		default:
 			row.State = "waiting for ingest"
 		}
-		row.Counted = ampCounts(m, collector.SourceStream)
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": collector.SourceStream})
+		row.Counted = ampCounts(m, store.SourceStream)
+		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceStream})
 		return []landing.SourceStatus{row}
 	}
 }
@@ -204,7 +204,7 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 				row.Configured = append(row.Configured, landing.Setting{Value: fmt.Sprintf("%d configured turns", n)})
 			}
 			isUp, _ := m.Sum("amy_stream_up", up)
-			unauthorized, _ := m.Sum("amy_stream_reconnects_total", map[string]string{"upstream": u.Name, "reason": collector.ReconnectUnauthorized})
+			unauthorized, _ := m.Sum("amy_stream_reconnects_total", map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
 			started, _ := m.Sum("amy_turns_started_total", up)
 			inFlight, _ := m.Sum("amy_turns_in_flight", up)
 			// amy_stream_up is 1 while connected or idle without error.

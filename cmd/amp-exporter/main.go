@@ -34,6 +34,7 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 // DefaultListenAddress is the exporter's port. The Prometheus wiki's
@@ -140,9 +141,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	)
 	metrics := collector.NewExporterMetrics(reg)
 	metrics.ConfigLoaded(true, time.Now())
-	labels := collector.NewLabelCap(cfg.Limits.MaxLabelValues, metrics.LabelFolded)
-	store := collector.NewThreadStore(collector.StoreOptions{Labels: labels})
-	streamStore := collector.NewStreamStore(labels, nil)
+	labels := ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, metrics.LabelFolded)
+	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
+	streamStore := ampstore.NewStreamStore(labels, nil)
 	amp := collector.NewAmpCollector(store, streamStore)
 	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // ampserver.go
 	if err != nil {
@@ -150,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	reg.MustRegister(amp)
-	amyStore := collector.NewAmyStore(labels, nil)
+	amyStore := ampstore.NewAmyStore(labels, nil)
 	amyStore.SetUpstreams(upstreamNames(cfg))
 	amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
 	reg.MustRegister(collector.NewAmyCollector(amyStore))

@@ -12,6 +12,7 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 type reloadRequest struct {
@@ -23,13 +24,13 @@ type reloadRequest struct {
 type reloader struct {
 	path   string
 	env    config.Env
-	labels *collector.LabelCap
+	labels *store.LabelCap
 
-	threadStore    *collector.ThreadStore
-	serverStore    *collector.ThreadStore // nil when the Amp server source is off
-	streamStore    *collector.StreamStore
+	threadStore    *store.ThreadStore
+	serverStore    *store.ThreadStore // nil when the Amp server source is off
+	streamStore    *store.StreamStore
 	embeddedPrices *pricing.GenAIPrices
-	amyStore       *collector.AmyStore
+	amyStore       *store.AmyStore
 	amyClient      *amysource.Client
 	watcher        *threads.Watcher
 	tailer         *streams.Tailer

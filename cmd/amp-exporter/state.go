@@ -19,6 +19,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/dirlock"
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // stateSaveInterval bounds what a crash can lose: counts made since the
@@ -32,7 +33,7 @@ const stateSaveInterval = time.Second
 const stateLogName = "state.log"
 
 // Keys of the state log's records. A thread's and a file's records are
-// opaque JSON documents (collector.ThreadState, collector.FileRecord), so
+// opaque JSON documents (store.ThreadState, store.FileRecord), so
 // fields added to them flow through.
 const (
 	keyMeta         = "meta"
@@ -58,11 +59,11 @@ type stateMeta struct {
 
 // stateStores are the stores whose state is kept.
 type stateStores struct {
-	threads *collector.ThreadStore
-	server  *collector.ThreadStore // nil while the Amp server source is off
-	streams *collector.StreamStore
-	amy     *collector.AmyStore
-	labels  *collector.LabelCap
+	threads *store.ThreadStore
+	server  *store.ThreadStore // nil while the Amp server source is off
+	streams *store.StreamStore
+	amy     *store.AmyStore
+	labels  *store.LabelCap
 }
 
 // stateKeeper restores every source's state from one log at start, and
@@ -100,7 +101,7 @@ func newStateKeeper(dir string, stores stateStores, m *collector.ExporterMetrics
 // records under their own key prefixes.
 type threadSpace struct {
 	threadPrefix, filePrefix string
-	store                    *collector.ThreadStore
+	store                    *store.ThreadStore
 }
 
 // spaces are the thread stores kept, local files first. Records of the
@@ -236,9 +237,9 @@ func (k *stateKeeper) replay() (replayStats, error) {
 	var st replayStats
 	var meta stateMeta
 	type file struct {
-		store *collector.ThreadStore
+		store *store.ThreadStore
 		path  string
-		rec   collector.FileRecord
+		rec   store.FileRecord
 	}
 	var files []file
 	// st is shared with the decoding workers: changed under mu (below).
@@ -254,7 +255,7 @@ func (k *stateKeeper) replay() (replayStats, error) {
 	var serverOwned []string
 	// Thread records, nearly all of the state, are decoded on every core.
 	type threadRec struct {
-		store  *collector.ThreadStore
+		store  *store.ThreadStore
 		key, v string
 		raw    []byte
 	}
@@ -263,7 +264,7 @@ func (k *stateKeeper) replay() (replayStats, error) {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for r := range threads {
-				var ts collector.ThreadState
+				var ts store.ThreadState
 				err := json.Unmarshal(r.raw, &ts)
 				var dropped int
 				if err == nil {
@@ -294,7 +295,7 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			case isThread:
 				threads <- threadRec{sp.store, key, strings.TrimPrefix(key, sp.threadPrefix), bytes.Clone(v)}
 			default:
-				var f collector.FileRecord
+				var f store.FileRecord
 				mu.Lock()
 				defer mu.Unlock()
 				if err := json.Unmarshal(v, &f); err != nil {
@@ -321,13 +322,13 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			k.stores.labels.ImportAdmitted(admitted)
 			k.last[key] = bytes.Clone(v)
 		case key == keyStream:
-			var s collector.StreamState
+			var s store.StreamState
 			if err := json.Unmarshal(v, &s); err != nil {
 				fail(key, err)
 				return nil
 			}
-			if s.Version > collector.StateVersion {
-				newer = fmt.Errorf("%w: stream state version %d, this version reads up to %d", errStateNewer, s.Version, collector.StateVersion)
+			if s.Version > store.StateVersion {
+				newer = fmt.Errorf("%w: stream state version %d, this version reads up to %d", errStateNewer, s.Version, store.StateVersion)
 				return nil
 			}
 			if n := s.KeepKnown(); n > 0 {
@@ -340,13 +341,13 @@ func (k *stateKeeper) replay() (replayStats, error) {
 			}
 			k.last[key] = bytes.Clone(v)
 		case key == keyAmy:
-			var a collector.AmyState
+			var a store.AmyState
 			if err := json.Unmarshal(v, &a); err != nil {
 				fail(key, err)
 				return nil
 			}
-			if a.Version > collector.StateVersion {
-				newer = fmt.Errorf("%w: amy state version %d, this version reads up to %d", errStateNewer, a.Version, collector.StateVersion)
+			if a.Version > store.StateVersion {
+				newer = fmt.Errorf("%w: amy state version %d, this version reads up to %d", errStateNewer, a.Version, store.StateVersion)
 				return nil
 			}
 			if n := a.KeepKnown(); n > 0 {
@@ -368,9 +369,9 @@ func (k *stateKeeper) replay() (replayStats, error) {
 	if err != nil {
 		return st, err
 	}
-	if meta.Version > collector.StateVersion {
+	if meta.Version > store.StateVersion {
 		return st, fmt.Errorf("%w: state version %d, this version reads up to %d; upgrade amp-exporter, or move %s away to start counting afresh",
-			errStateNewer, meta.Version, collector.StateVersion, k.dir)
+			errStateNewer, meta.Version, store.StateVersion, k.dir)
 	}
 	if newer != nil {
 		return st, fmt.Errorf("%w; upgrade amp-exporter, or move %s away to start counting afresh", newer, k.dir)
@@ -387,10 +388,10 @@ func (k *stateKeeper) replay() (replayStats, error) {
 		// server source counted is not counted from a local file while the
 		// source is off (both stores' counts would add up once it is on
 		// again). Local threads keep theirs, as when it is on.
-		owners := collector.NewOwners()
-		owners.Seed(collector.SourceThreads, k.stores.threads.ThreadKeys())
-		owners.Seed(collector.SourceServer, serverOwned)
-		k.stores.threads.SetClaim(owners, collector.SourceThreads)
+		owners := store.NewOwners()
+		owners.Seed(store.SourceThreads, k.stores.threads.ThreadKeys())
+		owners.Seed(store.SourceServer, serverOwned)
+		k.stores.threads.SetClaim(owners, store.SourceThreads)
 	}
 	return st, nil
 }
@@ -458,9 +459,9 @@ func loadLegacy[S any](path string, importState func(*S) error) (bool, error) {
 	if !found || err != nil {
 		return found, err
 	}
-	if v.Version > collector.StateVersion {
+	if v.Version > store.StateVersion {
 		return true, fmt.Errorf("%w: %s has version %d, this version reads up to %d; upgrade amp-exporter, or move it away to start counting afresh",
-			errStateNewer, path, v.Version, collector.StateVersion)
+			errStateNewer, path, v.Version, store.StateVersion)
 	}
 	var st S
 	if _, err := statefile.LoadKnown(path, &st); err != nil {
@@ -482,7 +483,7 @@ func loadLegacy[S any](path string, importState func(*S) error) (bool, error) {
 // commit is written, so a save holds about one batch in memory.
 func (k *stateKeeper) save() error {
 	spaces := k.spaces()
-	deltas := make([]*collector.ThreadDelta, len(spaces))
+	deltas := make([]*store.ThreadDelta, len(spaces))
 	for i, sp := range spaces {
 		deltas[i] = sp.store.ExportDelta()
 	}
@@ -523,7 +524,7 @@ func (k *stateKeeper) save() error {
 		tail = append(tail, whole{keyAmy, b, g})
 	}
 	if !k.haveMeta {
-		b, _ := json.Marshal(stateMeta{Version: collector.StateVersion})
+		b, _ := json.Marshal(stateMeta{Version: store.StateVersion})
 		tail = append(tail, whole{keyMeta, b, 0})
 	}
 	empty := true
@@ -543,7 +544,7 @@ func (k *stateKeeper) save() error {
 		// Every space's threads before any space's files: a file's
 		// version never reaches the disk before what it added.
 		for i, sp := range spaces {
-			err := deltas[i].EachThread(func(key string, ts collector.ThreadState) error {
+			err := deltas[i].EachThread(func(key string, ts store.ThreadState) error {
 				b, err := json.Marshal(ts)
 				if err != nil {
 					return fmt.Errorf("encode thread state: %w", err)

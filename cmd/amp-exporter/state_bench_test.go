@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // benchThreads is the number of threads the state benchmarks keep:
@@ -44,7 +44,7 @@ func benchStore(b *testing.B, n int) (*testState, string, *thread.Summary) {
 			b.Fatal(err)
 		}
 		last, lastName = thread.Summarize(th), name
-		s.stores.threads.Apply("/threads/"+name, collector.FileVersion{Size: int64(len(data))}, last)
+		s.stores.threads.Apply("/threads/"+name, store.FileVersion{Size: int64(len(data))}, last)
 	}
 	return s, "/threads/" + lastName, last
 }
@@ -57,7 +57,7 @@ func grow(s *testState, path string, sum *thread.Summary, i int) {
 		sum.Tokens[m] = t
 		break
 	}
-	s.stores.threads.Apply(path, collector.FileVersion{Size: int64(1e6 + i)}, sum)
+	s.stores.threads.Apply(path, store.FileVersion{Size: int64(1e6 + i)}, sum)
 }
 
 func heapMB() float64 {
@@ -144,7 +144,7 @@ func BenchmarkStateRestore(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
 			r := newTestState(b.TempDir())
-			var st collector.State
+			var st store.State
 			if _, err := statefile.Load(file, &st); err != nil {
 				b.Fatal(err)
 			}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // The Amp server source's store is kept in the same log as the local
@@ -23,7 +23,7 @@ import (
 func newServerTestState(dir string, server bool, logs *bytes.Buffer) *testState {
 	s := newTestState(dir)
 	if server {
-		s.stores.server = collector.NewThreadStore(collector.StoreOptions{Labels: s.stores.labels})
+		s.stores.server = store.NewThreadStore(store.StoreOptions{Labels: s.stores.labels})
 	}
 	log := slog.New(slog.DiscardHandler)
 	if logs != nil {
@@ -33,7 +33,7 @@ func newServerTestState(dir string, server bool, logs *bytes.Buffer) *testState 
 	return s
 }
 
-func serverFingerprint(t *testing.T, s *collector.ThreadStore) string {
+func serverFingerprint(t *testing.T, s *store.ThreadStore) string {
 	t.Helper()
 	b, err := json.Marshal(s.Export())
 	if err != nil {
@@ -62,13 +62,13 @@ const (
 	stateEndTurn   = `{"type":"complete","stopReason":"end_turn"}`
 )
 
-func applyDoc(t *testing.T, s *collector.ThreadStore, path string, v int64, doc string) {
+func applyDoc(t *testing.T, s *store.ThreadStore, path string, v int64, doc string) {
 	t.Helper()
 	th, err := thread.NewParser().ParseBytes([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Apply(path, collector.FileVersion{Size: int64(len(doc)), ServerV: v}, thread.Summarize(th))
+	s.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, thread.Summarize(th))
 }
 
 func TestServerSpaceSurvivesRestarts(t *testing.T) {
@@ -77,7 +77,7 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 3 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.server, collector.ServerPath(id), int64(i+1),
+		applyDoc(t, a.stores.server, store.ServerPath(id), int64(i+1),
 			stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100*(i+1))))
 	}
 	applyDoc(t, a.stores.threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
@@ -88,16 +88,16 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	if !a.stores.server.ApplyBilled("T-srv-1", map[string]float64{"total": 0.25}) {
 		t.Fatal("billed cost not applied")
 	}
-	a.stores.server.Remove(collector.ServerPath("T-srv-2")) // gone from the server
+	a.stores.server.Remove(store.ServerPath("T-srv-2")) // gone from the server
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{keyServerThreadPrefix + "T-srv-0", keyServerFilePrefix + collector.ServerPath("T-srv-0"), keyServerThreadPrefix + "T-srv-2"} {
+	for _, key := range []string{keyServerThreadPrefix + "T-srv-0", keyServerFilePrefix + store.ServerPath("T-srv-0"), keyServerThreadPrefix + "T-srv-2"} {
 		if !a.keeper.db.Has(key) {
 			t.Errorf("no record %q in the log", key)
 		}
 	}
-	if a.keeper.db.Has(keyServerFilePrefix + collector.ServerPath("T-srv-2")) {
+	if a.keeper.db.Has(keyServerFilePrefix + store.ServerPath("T-srv-2")) {
 		t.Error("the record of a thread gone from the server is still live")
 	}
 	if a.keeper.db.Has(keyThreadPrefix+"T-srv-0") || a.keeper.db.Has(keyServerThreadPrefix+"T-local") {
@@ -117,10 +117,10 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	if got := serverFingerprint(t, b.stores.threads); got != wantLocal {
 		t.Errorf("local store after a restart:\n%s\nwant\n%s", got, wantLocal)
 	}
-	if f, ok := b.stores.server.File(collector.ServerPath("T-srv-1")); !ok || f.Version.ServerV != 2 {
+	if f, ok := b.stores.server.File(store.ServerPath("T-srv-1")); !ok || f.Version.ServerV != 2 {
 		t.Errorf("server thread version not restored: %+v %v", f, ok)
 	}
-	for _, st := range []*collector.ThreadStore{b.stores.threads, b.stores.server} {
+	for _, st := range []*store.ThreadStore{b.stores.threads, b.stores.server} {
 		if d := st.ExportDelta(); !d.Empty() {
 			t.Errorf("a restore left %d threads and %d files to save again", d.ThreadCount(), len(d.Files))
 		}
@@ -133,7 +133,7 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 20 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.server, collector.ServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
+		applyDoc(t, a.stores.server, store.ServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
 	}
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	if _, err := b.keeper.db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if !b.keeper.db.Has(keyServerThreadPrefix+"T-srv-7") || !b.keeper.db.Has(keyServerFilePrefix+collector.ServerPath("T-srv-7")) {
+	if !b.keeper.db.Has(keyServerThreadPrefix+"T-srv-7") || !b.keeper.db.Has(keyServerFilePrefix+store.ServerPath("T-srv-7")) {
 		t.Fatal("the server's records were dropped while the source was off")
 	}
 	b.keeper.close()
@@ -186,7 +186,7 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 	for _, server := range []bool{false, true} {
 		t.Run(fmt.Sprintf("server=%v", server), func(t *testing.T) {
 			dir := t.TempDir()
-			space := func(s *testState) *collector.ThreadStore {
+			space := func(s *testState) *store.ThreadStore {
 				if server {
 					return s.stores.server
 				}
@@ -194,7 +194,7 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 			}
 			path, prefix := "/threads/T-1.json", keyThreadPrefix
 			if server {
-				path, prefix = collector.ServerPath("T-1"), keyServerThreadPrefix
+				path, prefix = store.ServerPath("T-1"), keyServerThreadPrefix
 			}
 			// Three exchanges, then the thread truncated to one (an edited
 			// prompt): the two lost count on, in the retired part.
@@ -212,7 +212,7 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 			if err := a.keeper.save(); err != nil {
 				t.Fatal(err)
 			}
-			var ts collector.ThreadState
+			var ts store.ThreadState
 			if err := a.keeper.db.Each(func(key string, v []byte) error {
 				if key == prefix+"T-1" {
 					return json.Unmarshal(v, &ts)
@@ -240,7 +240,7 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 				t.Errorf("after a rewrite, restored:\n%s\nnever restarted:\n%s", got, want)
 			}
 			var finished int64
-			var st collector.State
+			var st store.State
 			if err := json.Unmarshal([]byte(got), &st); err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	doc := stateDoc("T-x", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100))
 	a := newServerTestState(dir, true, nil)
 	mustRestore(t, a)
-	applyDoc(t, a.stores.server, collector.ServerPath("T-x"), 1, doc)
+	applyDoc(t, a.stores.server, store.ServerPath("T-x"), 1, doc)
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	c := newServerTestState(dir, true, nil)
 	mustRestore(t, c)
 	var out int64
-	for _, st := range []*collector.ThreadStore{c.stores.threads, c.stores.server} {
+	for _, st := range []*store.ThreadStore{c.stores.threads, c.stores.server} {
 		for key, ts := range st.Export().Threads {
 			for _, sv := range ts.Series {
 				if sv.Family == "tokens" && sv.L2 == "output" {

@@ -24,6 +24,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 type testState struct {
@@ -36,12 +37,12 @@ type testState struct {
 func newTestState(dir string) *testState {
 	reg := prometheus.NewRegistry()
 	m := collector.NewExporterMetrics(reg)
-	labels := collector.NewLabelCap(100, nil)
+	labels := store.NewLabelCap(100, nil)
 	st := &testState{
 		stores: stateStores{
-			threads: collector.NewThreadStore(collector.StoreOptions{Labels: labels}),
-			streams: collector.NewStreamStore(labels, nil),
-			amy:     collector.NewAmyStore(labels, nil),
+			threads: store.NewThreadStore(store.StoreOptions{Labels: labels}),
+			streams: store.NewStreamStore(labels, nil),
+			amy:     store.NewAmyStore(labels, nil),
 			labels:  labels,
 		},
 		metrics: m, reg: reg,
@@ -60,7 +61,7 @@ func (s *testState) applyThreads(t *testing.T, gen *threadgen.Generator, from, t
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.stores.threads.Apply("/threads/"+name, collector.FileVersion{Size: int64(len(data)), ModNanos: int64(i)}, thread.Summarize(th))
+		s.stores.threads.Apply("/threads/"+name, store.FileVersion{Size: int64(len(data)), ModNanos: int64(i)}, thread.Summarize(th))
 	}
 }
 
@@ -360,7 +361,7 @@ func TestSaveCutAfterAnyBatchRestoresConsistently(t *testing.T) {
 		for m := range 16 {
 			sum.Tokens[fmt.Sprintf("model-%d", m)] = thread.Tokens{Input: int64(round), Output: int64(round) * 100, CacheRead: 1, CacheCreation: 1}
 		}
-		s.stores.threads.Apply(fmt.Sprintf("/threads/%04d.json", i), collector.FileVersion{Size: int64(round)}, sum)
+		s.stores.threads.Apply(fmt.Sprintf("/threads/%04d.json", i), store.FileVersion{Size: int64(round)}, sum)
 	}
 	for i := range threads {
 		apply(i, 1)
@@ -398,7 +399,7 @@ func TestSaveCutAfterAnyBatchRestoresConsistently(t *testing.T) {
 		if n := r.loadErrors(t); n != 0 {
 			t.Fatalf("cut at %d: %g damaged records", cut, n)
 		}
-		var st collector.State
+		var st store.State
 		b, _ := json.Marshal(r.stores.threads.Export())
 		if err := json.Unmarshal(b, &st); err != nil {
 			t.Fatal(err)

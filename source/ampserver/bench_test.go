@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // The benchmarks sync with the stand-in on loopback over a corpus of the
@@ -58,12 +58,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchSyncer(b *testing.B, srv *ampstandin.Server, clk *clock.Fake) (*Syncer, *collector.ThreadStore) {
+func benchSyncer(b *testing.B, srv *ampstandin.Server, clk *clock.Fake) (*Syncer, *store.ThreadStore) {
 	c, err := NewClient(Options{URL: srv.URL, Key: func() (string, error) { return testKey, nil }, MaxResponseBytes: 128 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := collector.NewThreadStore(collector.StoreOptions{Now: clk.Now})
+	store := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
 	return NewSyncer(c, SyncConfig{MaxThreadBytes: 128 << 20, Billed: true}, store, SyncOptions{Clock: clk}), store
 }
 

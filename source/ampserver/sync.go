@@ -11,13 +11,14 @@ import (
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // Store is the counting store the server's threads go into (a
-// *collector.ThreadStore of their own).
+// *store.ThreadStore of their own).
 type Store interface {
-	File(path string) (collector.FileRecord, bool)
-	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
+	File(path string) (store.FileRecord, bool)
+	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 	ApplyBilled(key string, usd map[string]float64) bool
 	ServerPaths() []string
@@ -63,7 +64,7 @@ type Syncer struct {
 	client  *Client
 	cfg     SyncConfig
 	store   Store
-	owners  *collector.Owners
+	owners  *store.Owners
 	metrics Metrics
 	source  SourceMetrics
 	streams Syncing
@@ -78,7 +79,7 @@ type Syncer struct {
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
 // be nil.
 type SyncOptions struct {
-	Owners  *collector.Owners
+	Owners  *store.Owners
 	Metrics Metrics
 	Source  SourceMetrics
 	Streams Syncing
@@ -190,7 +191,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		// list was deleted (or archived, without include_archived). Its
 		// counts stay; it only leaves amp_threads.
 		for _, p := range s.store.ServerPaths() {
-			if !listed[p[len(collector.ServerPathPrefix):]] {
+			if !listed[p[len(store.ServerPathPrefix):]] {
 				s.store.Remove(p)
 				st.Gone++
 			}
@@ -213,11 +214,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 // from the one counted, and no other source counts it.
 func (s *Syncer) changed(t Summary) bool {
 	if s.owners != nil {
-		if o := s.owners.Owner(t.ID); o != "" && o != collector.SourceServer {
+		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return false
 		}
 	}
-	rec, ok := s.store.File(collector.ServerPath(t.ID))
+	rec, ok := s.store.File(store.ServerPath(t.ID))
 	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
 }
 
@@ -282,10 +283,10 @@ const (
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
-	if s.owners != nil && !s.owners.Claim(t.ID, collector.SourceServer) {
+	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
 		return outcomeSkipped, nil
 	}
-	path := collector.ServerPath(t.ID)
+	path := store.ServerPath(t.ID)
 	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
 	switch {
 	case errors.Is(err, ErrThreadNotFound):
@@ -316,9 +317,9 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	if sum.AgentMode == "" {
 		sum.AgentMode = t.AgentMode
 	}
-	s.store.Apply(path, collector.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
+	s.store.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
 	if s.metrics != nil {
-		s.metrics.Parsed(collector.SourceServer, s.clock.Now().Sub(began))
+		s.metrics.Parsed(store.SourceServer, s.clock.Now().Sub(began))
 	}
 	if s.cfg.Billed {
 		s.billed(ctx, t.ID)
@@ -328,7 +329,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 
 func (s *Syncer) parseFailed(reason, id string, err error) {
 	if s.metrics != nil {
-		s.metrics.ParseFailed(collector.SourceServer, reason)
+		s.metrics.ParseFailed(store.SourceServer, reason)
 	}
 	s.log.Warn("cannot read a thread from the Amp server; its last good counts are kept", "reason", reason, "err", err)
 	_ = id // thread ids are not logged at warn level

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 var t0 = time.Date(2026, 4, 10, 12, 0, 0, 0, time.UTC)
@@ -25,8 +25,8 @@ var t0 = time.Date(2026, 4, 10, 12, 0, 0, 0, time.UTC)
 type harness struct {
 	t      *testing.T
 	srv    *ampstandin.Server
-	store  *collector.ThreadStore
-	owners *collector.Owners
+	store  *store.ThreadStore
+	owners *store.Owners
 	clk    *clock.Fake
 	rec    *recorder
 	sync   *Syncer
@@ -44,19 +44,19 @@ func newHarness(t *testing.T, n int, cfg SyncConfig) *harness {
 	if err := srv.PutGenerated(g, 0, n); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, owners: collector.NewOwners(), clk: clock.NewFake(t0), rec: &recorder{}, cfg: cfg, log: &bytes.Buffer{}}
+	h := &harness{t: t, srv: srv, owners: store.NewOwners(), clk: clock.NewFake(t0), rec: &recorder{}, cfg: cfg, log: &bytes.Buffer{}}
 	h.store = newServerStore(h.owners, h.clk)
 	h.sync = h.newSyncer(h.store)
 	return h
 }
 
-func newServerStore(o *collector.Owners, clk clock.Clock) *collector.ThreadStore {
-	s := collector.NewThreadStore(collector.StoreOptions{Now: clk.Now})
-	s.SetClaim(o, collector.SourceServer)
+func newServerStore(o *store.Owners, clk clock.Clock) *store.ThreadStore {
+	s := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+	s.SetClaim(o, store.SourceServer)
 	return s
 }
 
-func (h *harness) newSyncer(store *collector.ThreadStore) *Syncer {
+func (h *harness) newSyncer(store *store.ThreadStore) *Syncer {
 	c := newTestClient(h.t, h.srv.URL, h.rec, nil)
 	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return NewSyncer(c, h.cfg, store, SyncOptions{Owners: h.owners, Logger: logger, Clock: h.clk})
@@ -76,24 +76,24 @@ func (h *harness) syncOK() Stats {
 
 // want is what a store counts from the server's documents as they are
 // now, read as local files would be.
-func (h *harness) want(ids []string) map[string]collector.ThreadState {
+func (h *harness) want(ids []string) map[string]store.ThreadState {
 	h.t.Helper()
-	local := collector.NewThreadStore(collector.StoreOptions{})
+	local := store.NewThreadStore(store.StoreOptions{})
 	p := thread.NewParser()
 	for _, id := range ids {
 		th, err := p.ParseBytes(h.srv.Document(id))
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		local.Apply(collector.ServerPath(id), collector.FileVersion{}, thread.Summarize(th))
+		local.Apply(store.ServerPath(id), store.FileVersion{}, thread.Summarize(th))
 	}
 	return local.Export().Threads
 }
 
-func countedThreads(s *collector.ThreadStore) map[string]collector.ThreadState {
+func countedThreads(s *store.ThreadStore) map[string]store.ThreadState {
 	st := s.Export().Threads
 	for k, v := range st {
-		v.Series = slices.DeleteFunc(v.Series, func(sv collector.SeriesValue) bool { return sv.Family == "billed_usd" })
+		v.Series = slices.DeleteFunc(v.Series, func(sv store.SeriesValue) bool { return sv.Family == "billed_usd" })
 		st[k] = v
 	}
 	return st
@@ -165,17 +165,17 @@ func TestSyncRestartWithStateFetchesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st collector.State
+	var st store.State
 	if err := json.Unmarshal(state, &st); err != nil {
 		t.Fatal(err)
 	}
 	// A new process: new store from the saved state, new syncer.
-	h.owners = collector.NewOwners()
+	h.owners = store.NewOwners()
 	restored := newServerStore(h.owners, h.clk)
 	if err := restored.Import(&st); err != nil {
 		t.Fatal(err)
 	}
-	h.owners.Seed(collector.SourceServer, restored.ThreadKeys())
+	h.owners.Seed(store.SourceServer, restored.ThreadKeys())
 	h.sync = h.newSyncer(restored)
 	h.srv.Reset()
 	stats := h.syncOK()
@@ -333,7 +333,7 @@ func (m *parseMetrics) ParseFailed(source, reason string) {
 	if m.failed == nil {
 		m.failed = map[string]int{}
 	}
-	if source == collector.SourceServer {
+	if source == store.SourceServer {
 		m.failed[reason]++
 	}
 }
@@ -344,15 +344,15 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 		t.Run(order, func(t *testing.T) {
 			h := newHarness(t, 4, SyncConfig{})
 			ids := h.srv.IDs()
-			local := collector.NewThreadStore(collector.StoreOptions{})
-			local.SetClaim(h.owners, collector.SourceThreads)
+			local := store.NewThreadStore(store.StoreOptions{})
+			local.SetClaim(h.owners, store.SourceThreads)
 			p := thread.NewParser()
 			applyFile := func() bool {
 				th, err := p.ParseBytes(h.srv.Document(ids[0]))
 				if err != nil {
 					t.Fatal(err)
 				}
-				return local.Apply("/threads/"+ids[0]+".json", collector.FileVersion{Size: 1}, thread.Summarize(th))
+				return local.Apply("/threads/"+ids[0]+".json", store.FileVersion{Size: 1}, thread.Summarize(th))
 			}
 			if order == "file first" {
 				if !applyFile() {
@@ -396,7 +396,7 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 	}
 }
 
-func streamMessages(s *collector.StreamStore) (messages, executions int64) {
+func streamMessages(s *store.StreamStore) (messages, executions int64) {
 	for _, sv := range s.Export().Series {
 		switch sv.Family {
 		case "messages":
@@ -424,7 +424,7 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 	for _, order := range []string{"stream first", "server first"} {
 		t.Run(order, func(t *testing.T) {
 			h := newHarness(t, 3, SyncConfig{})
-			streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
 			streams.EnableServerDedupe(h.owners)
 			h.sync.streams = streams
 			listed := h.srv.IDs()[1]

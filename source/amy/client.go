@@ -18,10 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/parser/sse"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // Upstream is one configured Amy API.
@@ -81,7 +81,7 @@ const (
 
 // Client follows turns. One goroutine per followed turn.
 type Client struct {
-	store *collector.AmyStore
+	store *store.AmyStore
 	log   *slog.Logger
 	http  *http.Client
 	clock clock.Clock
@@ -94,7 +94,7 @@ type Client struct {
 
 // NewClient returns a client; httpClient nil means one with sane transport
 // timeouts and no overall timeout (streams are long).
-func NewClient(store *collector.AmyStore, log *slog.Logger, httpClient *http.Client, clk clock.Clock) *Client {
+func NewClient(store *store.AmyStore, log *slog.Logger, httpClient *http.Client, clk clock.Clock) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -180,7 +180,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			return
 		}
 		if tctx.Err() != nil || c.clock.Now().After(deadline) {
-			c.store.GaveUp(up.Name, turn, collector.GivenUpTimeout)
+			c.store.GaveUp(up.Name, turn, store.GivenUpTimeout)
 			c.log.Warn("Amy turn did not end within turn_timeout; no longer followed", "upstream", up.Name, "turn", turn, "turn_timeout", up.TurnTimeout)
 			return
 		}
@@ -198,21 +198,21 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 		}
 		switch {
 		case o.status == http.StatusNotFound:
-			c.store.GaveUp(up.Name, turn, collector.GivenUpNotFound)
+			c.store.GaveUp(up.Name, turn, store.GivenUpNotFound)
 			c.log.Info("Amy turn not found (past the replay window); no longer followed", "upstream", up.Name, "turn", turn)
 			return
 		case (o.status == http.StatusUnauthorized || o.status == http.StatusForbidden) && auth != "":
 			// The creating client's token (short-lived: client JWTs live
 			// about a minute) no longer works: go on with the upstream's
 			// own key, at once.
-			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
+			c.store.Reconnected(up.Name, store.ReconnectUnauthorized)
 			auth = ""
 			c.log.Info("Amy refused the client's token this turn was learned with (expired?); following it with the upstream's configured key",
 				"upstream", up.Name, "turn", turn, "status", o.status, "key_source", up.keySource())
 			continue
 		case o.status == http.StatusUnauthorized || o.status == http.StatusForbidden:
 			c.store.SetUp(up.Name, turn, false)
-			c.store.Reconnected(up.Name, collector.ReconnectUnauthorized)
+			c.store.Reconnected(up.Name, store.ReconnectUnauthorized)
 			if !reportedAuth {
 				reportedAuth = true
 				c.log.Error("Amy refused the upstream's configured API key; retrying only every few minutes", "upstream", up.Name,
@@ -222,14 +222,14 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			continue
 		}
 		if o.reason == "" {
-			o.reason = collector.ReconnectError
+			o.reason = store.ReconnectError
 		}
-		if o.reason != collector.ReconnectEOF {
+		if o.reason != store.ReconnectEOF {
 			c.store.SetUp(up.Name, turn, false)
 			c.log.Debug("Amy stream broke; reconnecting", "upstream", up.Name, "turn", turn, "reason", o.reason, "err", o.err)
 		}
 		c.store.Reconnected(up.Name, o.reason)
-		if o.reason == collector.ReconnectEOF && seenID != "" {
+		if o.reason == store.ReconnectEOF && seenID != "" {
 			attempt = 0 // the stream was healthy until it ended
 		}
 		attempt++
@@ -270,7 +270,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 		key, err := up.key()
 		if err != nil {
 			c.log.Error("cannot read the Amy API key", "upstream", up.Name, "err", err)
-			return outcome{reason: collector.ReconnectError, err: err}, "", 0
+			return outcome{reason: store.ReconnectError, err: err}, "", 0
 		}
 		if key != "" {
 			auth = "Bearer " + key
@@ -280,7 +280,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, up.eventsURL(turn), nil)
 	if err != nil {
-		return outcome{reason: collector.ReconnectError, err: err}, "", 0
+		return outcome{reason: store.ReconnectError, err: err}, "", 0
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
@@ -292,17 +292,17 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return outcome{reason: collector.ReconnectError, err: redact(err)}, "", 0
+		return outcome{reason: store.ReconnectError, err: redact(err)}, "", 0
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		o := outcome{status: resp.StatusCode, reason: collector.ReconnectError}
+		o := outcome{status: resp.StatusCode, reason: store.ReconnectError}
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
-			o.reason = collector.ReconnectHTTP429
+			o.reason = store.ReconnectHTTP429
 		case resp.StatusCode >= 500:
-			o.reason = collector.ReconnectHTTP5xx
+			o.reason = store.ReconnectHTTP5xx
 		}
 		o.retryAfter = retryAfter(resp.Header.Get("Retry-After"), c.clock.Now())
 		return o, "", 0
@@ -344,11 +344,11 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 			idle.Unlock()
 			switch {
 			case wasIdle:
-				return outcome{reason: collector.ReconnectIdle}, seen, retry
+				return outcome{reason: store.ReconnectIdle}, seen, retry
 			case errors.Is(err, io.EOF):
-				return outcome{reason: collector.ReconnectEOF}, seen, retry
+				return outcome{reason: store.ReconnectEOF}, seen, retry
 			default:
-				return outcome{reason: collector.ReconnectError, err: redact(err)}, seen, retry
+				return outcome{reason: store.ReconnectError, err: redact(err)}, seen, retry
 			}
 		}
 		if ev.ID != "" && len(ev.ID) <= amyparser.MaxIDBytes {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 const (
@@ -145,7 +146,7 @@ func (s *syncBuffer) lines(words ...string) []string {
 type env struct {
 	amy    *standIn
 	srv    *httptest.Server
-	store  *collector.AmyStore
+	store  *store.AmyStore
 	reg    *prometheus.Registry
 	clk    *testClock // nil: the real clock
 	client *Client
@@ -184,7 +185,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		o.turnTimeout = turnTimeout
 	}
 	e.up = Upstream{Name: upName, BaseURL: base, APIKey: o.key, IdleTimeout: idleTimeout, TurnTimeout: o.turnTimeout}
-	e.store = collector.NewAmyStore(collector.NewLabelCap(100, nil), func() time.Time { return clk.Now() })
+	e.store = store.NewAmyStore(store.NewLabelCap(100, nil), func() time.Time { return clk.Now() })
 	e.store.SetUpstreams([]string{upName})
 	e.reg = prometheus.NewPedanticRegistry()
 	e.reg.MustRegister(collector.NewAmyCollector(e.store))

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/parser/sse"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 var (
@@ -42,13 +42,13 @@ const maxCreateBody = 1 << 20
 // Requests and responses pass through unchanged: status, headers (but
 // hop-by-hop ones, which HTTP forbids forwarding), and bodies, streamed
 // without buffering; a client that goes away cancels the upstream request.
-func NewProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
+func NewProxy(ctx context.Context, up Upstream, store *store.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
 	return newProxy(ctx, up, store, client, log, clk, newHopTransport(nil))
 }
 
 // newProxy is NewProxy with the transport to the upstream given (tests
 // pass one that trusts their own certificate authority).
-func newProxy(ctx context.Context, up Upstream, store *collector.AmyStore, client *Client, log *slog.Logger, clk clock.Clock, transport http.RoundTripper) http.Handler {
+func newProxy(ctx context.Context, up Upstream, store *store.AmyStore, client *Client, log *slog.Logger, clk clock.Clock, transport http.RoundTripper) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +148,7 @@ func turnID(body []byte) string {
 		return ""
 	}
 	for _, id := range []string{v.ID, v.TurnID, v.Turn.ID} {
-		if id != "" && len(id) <= collector.MaxTurnIDBytes && !strings.ContainsAny(id, "/?#") {
+		if id != "" && len(id) <= store.MaxTurnIDBytes && !strings.ContainsAny(id, "/?#") {
 			return id
 		}
 	}
@@ -157,7 +157,7 @@ func turnID(body []byte) string {
 
 // tapStream returns a body that gives the client every byte and feeds the
 // same bytes to an SSE parser on the side.
-func tapStream(body io.ReadCloser, enc, upstream, turn string, store *collector.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
+func tapStream(body io.ReadCloser, enc, upstream, turn string, store *store.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		dec := amyparser.NewDecoder()

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // IngestConfig bounds what one request may send.
@@ -44,7 +44,7 @@ type IngestHandler struct {
 }
 
 // untrustedStore is a Store that can cap the label values of lines from an
-// unauthenticated source apart from the user's own (collector.StreamStore).
+// unauthenticated source apart from the user's own (store.StreamStore).
 type untrustedStore interface {
 	ApplyUntrusted(incs []streamjson.Increments)
 }
@@ -135,7 +135,7 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res.Lines++
 		if tooLong {
 			res.TooLong++
-			h.metrics.ParseFailed(collector.SourceStream, streamjson.ReasonLineTooLong)
+			h.metrics.ParseFailed(store.SourceStream, streamjson.ReasonLineTooLong)
 			if firstBad == "" {
 				firstBad = fmt.Sprintf("line %d is longer than streams.max_line_bytes (%d bytes) and was skipped", res.Lines, cfg.MaxLineBytes)
 			}
@@ -144,7 +144,7 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m, ok, perr := parser.ParseLine(line)
 		if perr != nil {
 			res.Invalid++
-			h.metrics.ParseFailed(collector.SourceStream, streamjson.Reason(perr))
+			h.metrics.ParseFailed(store.SourceStream, streamjson.Reason(perr))
 			if firstBad == "" {
 				firstBad = fmt.Sprintf("line %d is not a stream-json object (%v) and was skipped", res.Lines, perr)
 			}

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/collector"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 type fakeMetrics struct {
@@ -39,17 +40,17 @@ func (m *fakeMetrics) count(reason string) int {
 
 type env struct {
 	t       *testing.T
-	store   *collector.StreamStore
+	store   *ampstore.StreamStore
 	reg     *prometheus.Registry
 	metrics *fakeMetrics
 }
 
-func newEnv(t *testing.T, store *collector.StreamStore) *env {
+func newEnv(t *testing.T, store *ampstore.StreamStore) *env {
 	if store == nil {
-		store = collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+		store = ampstore.NewStreamStore(ampstore.NewLabelCap(100, nil), nil)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collector.NewAmpCollector(collector.NewThreadStore(collector.StoreOptions{}), store))
+	reg.MustRegister(collector.NewAmpCollector(ampstore.NewThreadStore(ampstore.StoreOptions{}), store))
 	return &env{t: t, store: store, reg: reg, metrics: &fakeMetrics{errors: map[string]int{}}}
 }
 
@@ -212,11 +213,11 @@ func TestTailRestartWithStateCountsNothingTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st collector.StreamState
+	var st ampstore.StreamState
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
-	restored := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+	restored := ampstore.NewStreamStore(ampstore.NewLabelCap(100, nil), nil)
 	if err := restored.Import(&st); err != nil {
 		t.Fatal(err)
 	}

@@ -13,17 +13,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/fileid"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Store is where stream-json lines are counted (collector.StreamStore).
+// Store is where stream-json lines are counted (store.StreamStore).
 type Store interface {
-	File(path string) (collector.StreamFile, bool)
+	File(path string) (store.StreamFile, bool)
 	Files() []string
-	ApplyFile(path string, f collector.StreamFile, incs []streamjson.Increments)
+	ApplyFile(path string, f store.StreamFile, incs []streamjson.Increments)
 	ForgetFile(path string)
 	Apply(incs []streamjson.Increments)
 }
@@ -170,7 +170,7 @@ func (t *Tailer) follow(path string) {
 	var incs []streamjson.Increments
 	switch {
 	case !known:
-		st = collector.StreamFile{Inode: ino}
+		st = store.StreamFile{Inode: ino}
 	case st.Inode != ino || fi.Size() < st.Offset || !sameHead(f, st):
 		// Replaced (a new inode) or truncated: what we had read is gone,
 		// the file is read again from its start as a new capture.
@@ -179,7 +179,7 @@ func (t *Tailer) follow(path string) {
 		if ex, open := st.Run.End(); open {
 			incs = append(incs, streamjson.Increments{Executions: []streamjson.Execution{ex}})
 		}
-		st = collector.StreamFile{Inode: ino}
+		st = store.StreamFile{Inode: ino}
 	case fi.Size() == st.Offset:
 		t.seen[path] = fi
 		return // nothing new
@@ -191,7 +191,7 @@ func (t *Tailer) follow(path string) {
 	bad, firstBad := 0, ""
 	n, err := scanLines(bufio.NewReaderSize(f, 64<<10), t.cfg.MaxLineBytes, false, func(line []byte, tooLong bool) {
 		if tooLong {
-			t.metrics.ParseFailed(collector.SourceStream, streamjson.ReasonLineTooLong)
+			t.metrics.ParseFailed(store.SourceStream, streamjson.ReasonLineTooLong)
 			bad++
 			if firstBad == "" {
 				firstBad = streamjson.ReasonLineTooLong
@@ -201,7 +201,7 @@ func (t *Tailer) follow(path string) {
 		m, ok, perr := t.parser.ParseLine(line)
 		if perr != nil {
 			reason := streamjson.Reason(perr)
-			t.metrics.ParseFailed(collector.SourceStream, reason)
+			t.metrics.ParseFailed(store.SourceStream, reason)
 			bad++
 			if firstBad == "" {
 				firstBad = reason
@@ -239,7 +239,7 @@ func head(f *os.File, offset int64) (int, uint64) {
 	return n, h.Sum64()
 }
 
-func sameHead(f *os.File, st collector.StreamFile) bool {
+func sameHead(f *os.File, st store.StreamFile) bool {
 	if st.HeadLen == 0 {
 		return true
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // A poll decides from stat alone that a capture has nothing new: it opens
@@ -69,7 +69,7 @@ func BenchmarkTailPollUnchanged(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	store := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+	store := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
 	tl := NewTailer(TailConfig{Dirs: []string{dir}, PollInterval: time.Hour, MaxLineBytes: 1 << 20}, store, &fakeMetrics{errors: map[string]int{}}, nil, nil)
 	tl.Poll()
 	b.ResetTimer()

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
 // The benchmarks read a generated corpus: by default 200 threads of about
@@ -161,7 +161,7 @@ func BenchmarkInitialScan(b *testing.B) {
 		{"watcher", func() error {
 			// The watcher's first scan, into a fresh store: the real
 			// start-up path, with stat checks and contribution merging.
-			store := collector.NewThreadStore(collector.StoreOptions{})
+			store := store.NewThreadStore(store.StoreOptions{})
 			w := New(Config{Dirs: []string{filepath.Dir(files[0])}, ResyncInterval: time.Hour, PollInterval: time.Hour, MaxFileBytes: 1 << 40},
 				Options{Workers: workers}, store, nopMetrics{})
 			w.scanAll(context.Background())

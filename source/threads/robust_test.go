@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/store"
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/amp-exporter/amp-exporter/collector"
 )
 
 // reconfigure hands the watcher h.cfg changed by change and waits until the
@@ -118,7 +117,7 @@ func TestRestoreAfterDirsChangedDropsOldFiles(t *testing.T) {
 	h.stop()
 	state := h.store.Export()
 
-	restored := collector.NewThreadStore(collector.StoreOptions{})
+	restored := store.NewThreadStore(store.StoreOptions{})
 	if err := restored.Import(state); err != nil {
 		t.Fatal(err)
 	}

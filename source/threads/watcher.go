@@ -37,14 +37,15 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/fileid"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Store is where parsed threads go (collector.ThreadStore).
+// Store is where parsed threads go (store.ThreadStore).
 type Store interface {
-	File(path string) (collector.FileRecord, bool)
+	File(path string) (store.FileRecord, bool)
 	FilesUnder(dir string) []string
 	FileDirs() []string
-	Apply(path string, v collector.FileVersion, sum *thread.Summary) bool
+	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 }
 
@@ -127,7 +128,7 @@ type Watcher struct {
 // or changes; one that did not parse is read again once it has stayed
 // unchanged for the settle period, and only then counted as broken.
 type retryState struct {
-	version  collector.FileVersion
+	version  store.FileVersion
 	reason   string
 	since    time.Time // when this version first failed
 	due      time.Time // when to read it again
@@ -559,13 +560,13 @@ func threadFileInfo(path string, e fs.DirEntry) (fs.FileInfo, bool) {
 
 // failure is a file version counted as failed, and why.
 type failure struct {
-	version collector.FileVersion
+	version store.FileVersion
 	reason  string
 }
 
 type job struct {
 	path    string
-	version collector.FileVersion
+	version store.FileVersion
 	size    int64
 }
 
@@ -590,9 +591,9 @@ func (w *Watcher) jobFor(path string, fi fs.FileInfo) (job, bool) {
 	return job{path: path, version: v, size: fi.Size()}, true
 }
 
-func versionOf(fi fs.FileInfo) collector.FileVersion {
+func versionOf(fi fs.FileInfo) store.FileVersion {
 	id := fileid.Of(fi)
-	return collector.FileVersion{Size: fi.Size(), ModNanos: fi.ModTime().UnixNano(), Inode: id.Inode, CtimeNs: id.CtimeNs}
+	return store.FileVersion{Size: fi.Size(), ModNanos: fi.ModTime().UnixNano(), Inode: id.Inode, CtimeNs: id.CtimeNs}
 }
 
 // run parses jobs on the worker pool and applies the outcomes.
@@ -659,7 +660,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		return r
 	}
 	w.store.Apply(j.path, j.version, thread.Summarize(t))
-	w.metrics.Parsed(collector.SourceThreads, w.opts.Clock.Now().Sub(start))
+	w.metrics.Parsed(store.SourceThreads, w.opts.Clock.Now().Sub(start))
 	return r
 }
 
@@ -761,7 +762,7 @@ func later(a, b time.Time) time.Time {
 
 // countFailure counts a failed file version and logs it once.
 func (w *Watcher) countFailure(r result, reason string, extra ...any) {
-	w.metrics.ParseFailed(collector.SourceThreads, reason)
+	w.metrics.ParseFailed(store.SourceThreads, reason)
 	_, kept := w.store.File(r.path)
 	attrs := []any{"path", r.path, "reason", reason, "kept_last_good", kept}
 	switch {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 // makeThread returns a thread file with n assistant messages of 10 input
@@ -71,7 +72,7 @@ type harness struct {
 	t       *testing.T
 	dir     string
 	clk     *clock.Fake
-	store   *collector.ThreadStore
+	store   *ampstore.ThreadStore
 	reg     *prometheus.Registry
 	metrics *fakeMetrics
 	w       *Watcher
@@ -81,10 +82,10 @@ type harness struct {
 	done    chan error
 }
 
-func newHarness(t *testing.T, dir string, store *collector.ThreadStore, modify func(*Config, *Options)) *harness {
+func newHarness(t *testing.T, dir string, store *ampstore.ThreadStore, modify func(*Config, *Options)) *harness {
 	t.Helper()
 	if store == nil {
-		store = collector.NewThreadStore(collector.StoreOptions{})
+		store = ampstore.NewThreadStore(ampstore.StoreOptions{})
 	}
 	h := &harness{
 		t:       t,
@@ -433,7 +434,7 @@ func TestRestartFromStateReadsNothingAndKeepsDeleted(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "T-gone.json")); err != nil {
 		t.Fatal(err)
 	}
-	restored := collector.NewThreadStore(collector.StoreOptions{})
+	restored := ampstore.NewThreadStore(ampstore.StoreOptions{})
 	if err := restored.Import(state); err != nil {
 		t.Fatal(err)
 	}

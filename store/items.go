@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"cmp"
@@ -21,7 +21,7 @@ import (
 //
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[seriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
 	if sum.Items == nil || !sum.ItemsValid() {
 		// Built by hand, or kept past its parser's next parse (a caller's
 		// bug): its totals are still right, its items no longer.
@@ -29,10 +29,10 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		return c, rates, base, nil, false
 	}
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
-	rates = make(map[seriesKey]rate, 4*len(sum.Tokens))
-	add := func(f family, l1, l2 string, v int64) {
+	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
+	add := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := seriesKey{f, l1, l2}
+			k := SeriesKey{f, l1, l2}
 			c[k] = satAdd(c[k], v)
 		}
 	}
@@ -91,9 +91,9 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 			if n <= 0 {
 				continue
 			}
-			k := seriesKey{famTokens, t.a, TokenTypes[i]}
-			add(famTokens, t.a, TokenTypes[i], n)
-			add(famTokensLong, t.a, TokenTypes[i], a.long[i])
+			k := SeriesKey{FamTokens, t.a, TokenTypes[i]}
+			add(FamTokens, t.a, TokenTypes[i], n)
+			add(FamTokensLong, t.a, TokenTypes[i], a.long[i])
 			r := rates[k]
 			r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
 			r.long.tokens = satAdd(r.long.tokens, a.long[i])
@@ -103,11 +103,11 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 			rates[k] = r
 		}
 		if a.hasCredits {
-			add(famCredits, t.a, "", fixed(famCredits, a.credits))
+			add(FamCredits, t.a, "", fixed(FamCredits, a.credits))
 		}
-		add(famFinished, t.a, t.b, a.finished)
-		add(famContextBucket, t.a, t.c, a.ctx)
-		add(famContextSum, t.a, "", a.ctxSum)
+		add(FamFinished, t.a, t.b, a.finished)
+		add(FamContextBucket, t.a, t.c, a.ctx)
+		add(FamContextSum, t.a, "", a.ctxSum)
 	}
 
 	tt := &s.tuples
@@ -131,7 +131,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 	d := pg.dec
 	d.seen = grow(d.seen[:0], len(d.keys))
 	d.fresh = d.fresh[:0]
-	ctxScale, exchScale := scaleOf(famContextSum), scaleOf(famExchangeSum)
+	ctxScale, exchScale := scaleOf(FamContextSum), scaleOf(FamExchangeSum)
 	// pass adds up the items of sum into c: all of them, or those listed in
 	// only.
 	pass := func(all bool, only []int32) {
@@ -244,24 +244,24 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 				}
 			case it.IsTool():
 				if n == 0 {
-					add(famToolCalls, t.a, t.b, 1)
+					add(FamToolCalls, t.a, t.b, 1)
 				} else {
 					d.tools[n-1]++
 				}
 			default:
 				sec := fixedAt(exchScale, it.Seconds)
 				if n == 0 {
-					add(famExchangeBucket, "", t.c, 1)
-					add(famExchangeSum, "", "", sec)
+					add(FamExchangeBucket, "", t.c, 1)
+					add(FamExchangeSum, "", "", sec)
 				} else {
 					d.exch[n-1].n++
 					d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
 				}
 			}
 		}
-		add(famMessages, "user", "", users)
-		add(famMessages, "assistant", "", assistants)
-		add(famPrompts, "", "", prompts)
+		add(FamMessages, "user", "", users)
+		add(FamMessages, "assistant", "", assistants)
+		add(FamPrompts, "", "", prompts)
 		for i := range d.spend {
 			if d.spend[i].any {
 				emit(d.tuples[i], &d.spend[i])
@@ -269,13 +269,13 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		}
 		for i, n := range d.tools {
 			if n > 0 {
-				add(famToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+				add(FamToolCalls, d.tuples[i].a, d.tuples[i].b, n)
 			}
 		}
 		for i, e := range d.exch {
 			if e.n > 0 {
-				add(famExchangeBucket, "", d.tuples[i].c, e.n)
-				add(famExchangeSum, "", "", e.sum)
+				add(FamExchangeBucket, "", d.tuples[i].c, e.n)
+				add(FamExchangeSum, "", "", e.sum)
 			}
 		}
 	}
@@ -297,7 +297,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		// Rare (a truncation): a second pass over the new items alone,
 		// pinned by now, gives their share.
 		all, allRates := c, rates
-		c, rates = make(contribution, len(d.fresh)), map[seriesKey]rate{}
+		c, rates = make(contribution, len(d.fresh)), map[SeriesKey]rate{}
 		pass(false, d.fresh)
 		fresh, c, rates = c, all, allRates
 	}
@@ -329,11 +329,11 @@ func (s *ThreadStore) PinBytes() (total, threads int) {
 // blob and retired slice are replaced when they change) and the store's
 // series keys and tuple table, so it may run on a copy of the record
 // outside the store's lock.
-func identityStateOf(keys []seriesKey, tt *tupleTable, rec *threadRecord) (*PinState, []SeriesValue) {
+func identityStateOf(keys []SeriesKey, tt *tupleTable, rec *threadRecord) (*PinState, []SeriesValue) {
 	var retired []SeriesValue
 	for _, e := range rec.retired {
 		k := keys[e.id]
-		retired = append(retired, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: e.v})
+		retired = append(retired, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: e.v})
 	}
 	slices.SortFunc(retired, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
@@ -370,7 +370,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 	if len(ts.Retired) > 0 {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
-			k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+			k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)

@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"fmt"
@@ -9,16 +9,6 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/pricing"
-)
-
-// Families of the stream-json source, besides the shared Amp ones.
-const (
-	famExecutions         family = "executions"           // l1 outcome
-	famExecDurationBucket family = "exec_duration_bucket" // l1 outcome, l2 bucket index
-	famExecDurationSum    family = "exec_duration_sum"    // l1 outcome
-	famExecTurnsBucket    family = "exec_turns_bucket"    // l2 bucket index
-	famExecTurnsSum       family = "exec_turns_sum"       //
-	famPermissionDenials  family = "permission_denials"   // l1 tool
 )
 
 // Histogram bounds of the stream-json source.
@@ -153,9 +143,9 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	if len(incs) == 0 {
 		return
 	}
-	total := func(f family, l1, l2 string, v int64) {
+	total := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := seriesKey{f, l1, l2}
+			k := SeriesKey{f, l1, l2}
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 	}
@@ -164,9 +154,9 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		// What the Amp server's copy of the run counts instead is held
 		// or dropped here (streamserver.go); the rest counts at once.
 		add = s.sharedAdder(inc, total)
-		add(famMessages, "user", "", int64(inc.UserMessages))
-		add(famMessages, "assistant", "", int64(inc.AssistantMessages))
-		add(famPrompts, "", "", int64(inc.Prompts))
+		add(FamMessages, "user", "", int64(inc.UserMessages))
+		add(FamMessages, "assistant", "", int64(inc.AssistantMessages))
+		add(FamPrompts, "", "", int64(inc.Prompts))
 		model := ""
 		if inc.Tokens != nil || inc.AssistantMessages > 0 {
 			model = s.label("model", inc.Model)
@@ -174,35 +164,35 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		if t := inc.Tokens; t != nil {
 			units, longUnits, priced := unitPrices(s.prices, inc.Model)
 			for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
-				add(famTokens, model, TokenTypes[i], n)
+				add(FamTokens, model, TokenTypes[i], n)
 				if priced {
 					over := max(n-pricing.LongContextThreshold, 0)
-					add(famCost, model, "", satAdd(satMul(n-over, units[i]), satMul(over, longUnits[i])))
+					add(FamCost, model, "", satAdd(satMul(n-over, units[i]), satMul(over, longUnits[i])))
 				} else {
-					add(famUnpriced, model, "", n)
+					add(FamUnpriced, model, "", n)
 				}
 			}
 		}
 		if inc.AssistantMessages > 0 {
-			add(famFinished, model, s.label("stop_reason", inc.StopReason), int64(inc.AssistantMessages))
+			add(FamFinished, model, s.label("stop_reason", inc.StopReason), int64(inc.AssistantMessages))
 		}
 		for _, tc := range inc.ToolCalls {
-			add(famToolCalls, s.label("tool", tc.Tool), tc.Status, 1)
+			add(FamToolCalls, s.label("tool", tc.Tool), tc.Status, 1)
 		}
 		add = total
 		for _, ex := range inc.Executions {
-			add(famExecutions, ex.Outcome, "", 1)
+			add(FamExecutions, ex.Outcome, "", 1)
 			if ex.HasDuration {
-				add(famExecDurationBucket, ex.Outcome, bucketIndex(ExecutionDurationBuckets, ex.Seconds), 1)
-				add(famExecDurationSum, ex.Outcome, "", fixed(famExecDurationSum, ex.Seconds))
+				add(FamExecDurationBucket, ex.Outcome, bucketIndex(ExecutionDurationBuckets, ex.Seconds), 1)
+				add(FamExecDurationSum, ex.Outcome, "", fixed(FamExecDurationSum, ex.Seconds))
 			}
 			if ex.HasTurns {
-				add(famExecTurnsBucket, "", bucketIndex(ExecutionTurnsBuckets, ex.Turns), 1)
-				add(famExecTurnsSum, "", "", fixed(famExecTurnsSum, ex.Turns))
+				add(FamExecTurnsBucket, "", bucketIndex(ExecutionTurnsBuckets, ex.Turns), 1)
+				add(FamExecTurnsSum, "", "", fixed(FamExecTurnsSum, ex.Turns))
 			}
 		}
 		for _, tool := range inc.Denials {
-			add(famPermissionDenials, s.label("tool", tool), "", 1)
+			add(FamPermissionDenials, s.label("tool", tool), "", 1)
 		}
 	}
 	s.lastChange = s.now()
@@ -214,6 +204,9 @@ type StreamSnapshot struct {
 	totals     contribution
 	LastChange time.Time
 }
+
+// Totals are the snapshot's series, in fixed point (Unfixed converts).
+func (s StreamSnapshot) Totals() map[SeriesKey]int64 { return s.totals }
 
 // Snapshot copies what a scrape needs.
 func (s *StreamStore) Snapshot() StreamSnapshot {
@@ -250,13 +243,6 @@ func (s *StreamStore) Export() *StreamState {
 	}
 	st.Server = s.exportServer()
 	return st
-}
-
-var streamFamilies = map[family]bool{
-	famMessages: true, famPrompts: true, famTokens: true, famFinished: true, famToolCalls: true,
-	famExecutions: true, famExecDurationBucket: true, famExecDurationSum: true,
-	famExecTurnsBucket: true, famExecTurnsSum: true, famPermissionDenials: true,
-	famCost: true, famUnpriced: true,
 }
 
 // Import loads persisted state into an empty store, refusing damaged state

@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 // thread contribution it was counted into, so a state that has the file's
 // version also has what that version added.
 type ThreadDelta struct {
-	keys    []seriesKey // the store's numbered series when the delta was taken
+	keys    []SeriesKey // the store's numbered series when the delta was taken
 	tuples  *tupleTable // the store's pin tuples (safe to read without the store's lock)
 	threads []deltaThread
 	Files   map[string]*FileRecord
@@ -156,11 +156,11 @@ func (s *ThreadStore) Requeue(d *ThreadDelta) {
 
 // threadStateOf is a thread record's persisted form; keys are the store's
 // numbered series (at least those the record uses).
-func threadStateOf(keys []seriesKey, rec threadRecord) ThreadState {
+func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	series := make(SeriesList, 0, len(rec.contrib))
 	for _, e := range rec.contrib {
 		k := keys[e.id]
-		series = append(series, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: e.v})
+		series = append(series, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: e.v})
 	}
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
@@ -191,7 +191,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	}
 	c := make(compactContribution, 0, len(kept))
 	for _, sv := range kept {
-		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+		k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
 		s.totals[k] = satAdd(s.totals[k], sv.Value)
 		c = append(c, seriesValue{s.series.id(k), sv.Value})
 	}
@@ -230,10 +230,10 @@ func (s *ThreadStore) ImportFile(path string, f FileRecord) error {
 
 // knownSeries returns the series of known families, and how many it left
 // out.
-func knownSeries(series []SeriesValue, known map[family]bool) ([]SeriesValue, int) {
+func knownSeries(series []SeriesValue, known map[Family]bool) ([]SeriesValue, int) {
 	kept := series[:0:0]
 	for _, sv := range series {
-		if known[family(sv.Family)] {
+		if known[Family(sv.Family)] {
 			kept = append(kept, sv)
 		}
 	}

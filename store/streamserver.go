@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func (s *StreamStore) EnableServerDedupe(o *Owners) {
 // sharedAdder returns where the shared families of inc go: total, a
 // run's held contribution, or nowhere (the server or a local file counts
 // the thread).
-func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(family, string, string, int64)) func(family, string, string, int64) {
+func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, string, string, int64)) func(Family, string, string, int64) {
 	srv := s.server
 	if srv == nil || inc.SessionID == "" {
 		return total
@@ -56,7 +56,7 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(family, 
 	case "":
 	default:
 		delete(srv.held, id)
-		return func(family, string, string, int64) {}
+		return func(Family, string, string, int64) {}
 	}
 	h := srv.held[id]
 	if h == nil {
@@ -68,9 +68,9 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(family, 
 	if inc.Result {
 		h.result = true
 	}
-	return func(f family, l1, l2 string, v int64) {
+	return func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := seriesKey{f, l1, l2}
+			k := SeriesKey{f, l1, l2}
 			h.c[k] = satAdd(h.c[k], v)
 		}
 	}

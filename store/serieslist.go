@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"bytes"
@@ -137,19 +137,6 @@ func (p *seriesParser) end() error {
 	}
 	return nil
 }
-
-// familyNames interns the family names, so decoding does not allocate one
-// string per series for them.
-var familyNames = func() map[string]string {
-	m := map[string]string{}
-	for _, set := range []map[family]bool{knownFamilies, streamFamilies, amyFamilies} {
-		for f := range set {
-			m[string(f)] = string(f)
-		}
-	}
-	m[""] = ""
-	return m
-}()
 
 func (p *seriesParser) str() (string, error) {
 	if !p.eat('"') {

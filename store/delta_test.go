@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"encoding/json"
@@ -136,7 +136,7 @@ func TestImportThreadReadsAsFarAsKnown(t *testing.T) {
 	if err != nil || dropped != 1 {
 		t.Fatalf("dropped %d, err %v", dropped, err)
 	}
-	if got := s.Snapshot().totals[seriesKey{famTokens, "m", "output"}]; got != 5 {
+	if got := s.Snapshot().totals[SeriesKey{FamTokens, "m", "output"}]; got != 5 {
 		t.Fatalf("known series = %d, want 5", got)
 	}
 	if _, err := s.ImportThread("T-2", ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}}); err == nil {
@@ -238,7 +238,7 @@ func TestExportDeltaNeverPutsAFileAheadOfItsThread(t *testing.T) {
 		for p, f := range r.files {
 			var out int64
 			for _, sv := range r.threads[f.Key].Series {
-				if sv.Family == string(famTokens) && sv.L2 == "output" {
+				if sv.Family == string(FamTokens) && sv.L2 == "output" {
 					out = sv.Value
 				}
 			}
@@ -275,7 +275,7 @@ func TestBilledCostIsInTheNextDelta(t *testing.T) {
 	var billed int64
 	if err := d.EachThread(func(key string, ts ThreadState) error {
 		for _, sv := range ts.Series {
-			if sv.Family == string(famBilled) {
+			if sv.Family == string(FamBilled) {
 				billed += sv.Value
 			}
 		}
@@ -283,7 +283,7 @@ func TestBilledCostIsInTheNextDelta(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if billed != fixed(famBilled, 0.5) {
-		t.Errorf("the delta after a bill holds billed %d, want %d", billed, fixed(famBilled, 0.5))
+	if billed != fixed(FamBilled, 0.5) {
+		t.Errorf("the delta after a bill holds billed %d, want %d", billed, fixed(FamBilled, 0.5))
 	}
 }

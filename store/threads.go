@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"cmp"
@@ -22,54 +22,15 @@ const (
 	SourceStream  = "stream"
 )
 
-// family names a counter (or histogram part) of a thread's contribution.
-// The names are persisted in the state file: never rename one.
-type family string
-
-const (
-	famMessages       family = "messages"        // l1 role
-	famPrompts        family = "prompts"         //
-	famTokens         family = "tokens"          // l1 model, l2 token type
-	famCredits        family = "credits"         // l1 model
-	famFinished       family = "finished"        // l1 model, l2 stop reason
-	famToolCalls      family = "tool_calls"      // l1 tool, l2 status
-	famContextBucket  family = "context_bucket"  // l1 model, l2 bucket index
-	famContextSum     family = "context_sum"     // l1 model
-	famExchangeBucket family = "exchange_bucket" // l2 bucket index
-	famExchangeSum    family = "exchange_sum"    //
-	famCost           family = "cost_usd"        // l1 model
-	famUnpriced       family = "unpriced_tokens" // l1 model
-	// famTokensLong is the part of famTokens past the long-context
-	// threshold of their request (priced higher by some models); kept for
-	// pricing, not exposed.
-	famTokensLong family = "tokens_long" // l1 model, l2 token type
-)
+// Token types, the values of amp_tokens_total's token_type label.
+var TokenTypes = []string{"input", "output", "cache_read", "cache_creation"}
 
 // Prices finds a model's price (a *pricing.Pricer).
 type Prices interface {
 	Lookup(model string) (pricing.Price, bool)
 }
 
-// Values are kept as integers — fixed point for the families that are not
-// counts — so that sums are exact and do not depend on the order files are
-// read in: a restart that re-reads the same files gives bit-identical
-// totals, and a counter never moves down by a rounding error (Prometheus
-// would take that for a reset).
-var familyScale = map[family]float64{
-	famCredits:         1e9,  // nano-credits
-	famContextSum:      1e9,  // ratio × 1e9
-	famExchangeSum:     1e3,  // milliseconds
-	famExecDurationSum: 1e3,  // milliseconds
-	famCost:            1e10, // 1e-10 USD: a price of $0.0001 per million tokens is one unit per token
-	famAmyTurnDurSum:   1e3,
-	famAmyTTFTSum:      1e3,
-	famAmyAgentDurSum:  1e3,
-	famAmyCost:         1e10,
-	famAmyTurnCostSum:  1e10,
-	famAmyAgentCost:    1e10,
-}
-
-func scaleOf(f family) float64 {
+func scaleOf(f Family) float64 {
 	if sc, ok := familyScale[f]; ok {
 		return sc
 	}
@@ -77,7 +38,7 @@ func scaleOf(f family) float64 {
 }
 
 // fixed converts a value of family f to its integer representation.
-func fixed(f family, v float64) int64 { return fixedAt(scaleOf(f), v) }
+func fixed(f Family, v float64) int64 { return fixedAt(scaleOf(f), v) }
 
 // fixedAt converts a value to its integer representation at a scale.
 func fixedAt(scale, v float64) int64 {
@@ -92,7 +53,7 @@ func fixedAt(scale, v float64) int64 {
 }
 
 // unfixed converts back for exposition.
-func unfixed(f family, v int64) float64 { return float64(v) / scaleOf(f) }
+func Unfixed(f Family, v int64) float64 { return float64(v) / scaleOf(f) }
 
 // satAdd adds non-negative counts without wrapping.
 func satAdd(a, b int64) int64 {
@@ -127,9 +88,9 @@ func unitPrices(prices Prices, model string) (std, long [4]int64, ok bool) {
 		in, out, cr, cw := price.PerToken()
 		for i, usd := range []float64{in, out, cr, cw} {
 			if tier == 0 {
-				std[i] = fixed(famCost, usd)
+				std[i] = fixed(FamCost, usd)
 			} else {
-				long[i] = fixed(famCost, usd)
+				long[i] = fixed(FamCost, usd)
 			}
 		}
 	}
@@ -174,14 +135,14 @@ func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
 	return cost, unpriced
 }
 
-type seriesKey struct {
-	fam    family
-	l1, l2 string
+type SeriesKey struct {
+	Fam    Family
+	L1, L2 string
 }
 
 // contribution is one thread's share of every counter. Histograms are kept
 // as per-bucket (not cumulative) counts so that they merge like counters.
-type contribution map[seriesKey]int64
+type contribution map[SeriesKey]int64
 
 // Histogram bounds.
 var (
@@ -234,11 +195,11 @@ type threadRecord struct {
 // (number, value) pairs: ~16 bytes a series instead of ~60 in a map, and
 // nothing for the garbage collector to scan.
 type seriesIndex struct {
-	ids  map[seriesKey]uint32
-	keys []seriesKey
+	ids  map[SeriesKey]uint32
+	keys []SeriesKey
 }
 
-func (x *seriesIndex) id(k seriesKey) uint32 {
+func (x *seriesIndex) id(k SeriesKey) uint32 {
 	if id, ok := x.ids[k]; ok {
 		return id
 	}
@@ -338,7 +299,7 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	return &ThreadStore{
 		labels:  opts.Labels,
 		threads: map[string]*threadRecord{},
-		series:  seriesIndex{ids: map[seriesKey]uint32{}},
+		series:  seriesIndex{ids: map[SeriesKey]uint32{}},
 		files:   map[string]*FileRecord{},
 		totals:  contribution{},
 		now:     opts.Now,
@@ -432,7 +393,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		identityMoved = true
 	}
 	changed := false
-	grown := make(map[seriesKey]int64, len(rates))
+	grown := make(map[SeriesKey]int64, len(rates))
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
@@ -458,7 +419,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		delta := e.v - was
 		s.totals[k] = satAdd(s.totals[k], delta)
 		changed = true
-		if k.fam == famTokens || k.fam == famTokensLong {
+		if k.Fam == FamTokens || k.Fam == FamTokensLong {
 			grown[k] = delta
 		}
 	}
@@ -467,9 +428,9 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	// never re-prices tokens already counted.
 	for k, r := range rates {
 		if delta := grown[k]; delta > 0 {
-			cost, unpriced := r.charge(delta, grown[seriesKey{famTokensLong, k.l1, k.l2}])
-			s.addTo(rec, seriesKey{famCost, k.l1, ""}, cost)
-			s.addTo(rec, seriesKey{famUnpriced, k.l1, ""}, unpriced)
+			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2}])
+			s.addTo(rec, SeriesKey{FamCost, k.L1, ""}, cost)
+			s.addTo(rec, SeriesKey{FamUnpriced, k.L1, ""}, unpriced)
 		}
 	}
 	if sum.LastActivity > rec.lastActivity {
@@ -507,7 +468,7 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 	var retired contribution
 	for _, e := range rec.contrib {
 		k := s.series.keys[e.id]
-		if k.fam == famCost || k.fam == famUnpriced {
+		if k.Fam == FamCost || k.Fam == FamUnpriced {
 			continue // follow token growth
 		}
 		if v := e.v - (c[k] - fresh[k]); v > 0 {
@@ -520,7 +481,7 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 	rec.retired = s.series.compact(retired)
 }
 
-func (s *ThreadStore) addTo(rec *threadRecord, k seriesKey, v int64) {
+func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {
 	if v <= 0 {
 		return
 	}
@@ -552,31 +513,31 @@ func (s *ThreadStore) Remove(path string) {
 // data-derived label values, and prices its token series with prices. It
 // has no identities to pin: a label that changes on such a summary counts
 // again.
-func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (contribution, map[seriesKey]rate) {
+func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (contribution, map[SeriesKey]rate) {
 	// Roughly: per model, tokens, credits, stop reasons and context
 	// buckets; per tool, a few statuses; then the exchange histogram.
 	c := make(contribution, 16*len(sum.Tokens)+3*len(sum.ToolCalls)+24)
-	rates := make(map[seriesKey]rate, 4*len(sum.Tokens))
-	add := func(f family, l1, l2 string, v int64) {
+	rates := make(map[SeriesKey]rate, 4*len(sum.Tokens))
+	add := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := seriesKey{f, l1, l2}
+			k := SeriesKey{f, l1, l2}
 			c[k] = satAdd(c[k], v)
 		}
 	}
 	model := func(m string) string { return s.labels.value("model", m) }
-	add(famMessages, "user", "", int64(sum.UserMessages))
-	add(famMessages, "assistant", "", int64(sum.AssistantMessages))
-	add(famPrompts, "", "", int64(sum.Prompts))
+	add(FamMessages, "user", "", int64(sum.UserMessages))
+	add(FamMessages, "assistant", "", int64(sum.AssistantMessages))
+	add(FamPrompts, "", "", int64(sum.Prompts))
 	for raw, t := range sum.Tokens {
 		m := model(raw)
 		long := sum.TokensOverThreshold[raw]
 		units, longUnits, priced := unitPrices(prices, raw)
 		longs := []int64{long.Input, long.Output, long.CacheRead, long.CacheCreation}
 		for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
-			k := seriesKey{famTokens, m, TokenTypes[i]}
-			add(k.fam, k.l1, k.l2, n)
+			k := SeriesKey{FamTokens, m, TokenTypes[i]}
+			add(k.Fam, k.L1, k.L2, n)
 			nl := min(longs[i], n)
-			add(famTokensLong, m, TokenTypes[i], nl)
+			add(FamTokensLong, m, TokenTypes[i], nl)
 			r := rates[k]
 			r.std.tokens = satAdd(r.std.tokens, n-nl)
 			r.long.tokens = satAdd(r.long.tokens, nl)
@@ -590,18 +551,18 @@ func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (cont
 		}
 	}
 	for m, v := range sum.Credits {
-		add(famCredits, model(m), "", fixed(famCredits, v))
+		add(FamCredits, model(m), "", fixed(FamCredits, v))
 	}
 	for m, reasons := range sum.Finished {
 		m = model(m)
 		for r, n := range reasons {
-			add(famFinished, m, s.labels.value("stop_reason", r), int64(n))
+			add(FamFinished, m, s.labels.value("stop_reason", r), int64(n))
 		}
 	}
 	for tool, statuses := range sum.ToolCalls {
 		tool = s.labels.value("tool", tool)
 		for st, n := range statuses {
-			add(famToolCalls, tool, st, int64(n))
+			add(FamToolCalls, tool, st, int64(n))
 		}
 	}
 	// Observations are one per request: tally them per model in arrays
@@ -622,25 +583,25 @@ func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (cont
 			}
 		}
 		last.buckets[sort.SearchFloat64s(ContextBuckets, r.Ratio)]++
-		last.sum = satAdd(last.sum, fixed(famContextSum, r.Ratio))
+		last.sum = satAdd(last.sum, fixed(FamContextSum, r.Ratio))
 	}
 	for raw, t := range perModel {
 		m := model(raw)
 		for i, n := range t.buckets {
-			add(famContextBucket, m, strconv.Itoa(i), n)
+			add(FamContextBucket, m, strconv.Itoa(i), n)
 		}
-		add(famContextSum, m, "", t.sum)
+		add(FamContextSum, m, "", t.sum)
 	}
 	exchanges := make([]int64, len(ExchangeBuckets)+1)
 	var exchangeSum int64
 	for _, d := range sum.ExchangeSeconds {
 		exchanges[sort.SearchFloat64s(ExchangeBuckets, d)]++
-		exchangeSum = satAdd(exchangeSum, fixed(famExchangeSum, d))
+		exchangeSum = satAdd(exchangeSum, fixed(FamExchangeSum, d))
 	}
 	for i, n := range exchanges {
-		add(famExchangeBucket, "", strconv.Itoa(i), n)
+		add(FamExchangeBucket, "", strconv.Itoa(i), n)
 	}
-	add(famExchangeSum, "", "", exchangeSum)
+	add(FamExchangeSum, "", "", exchangeSum)
 	return c, rates
 }
 
@@ -651,6 +612,9 @@ type ThreadSnapshot struct {
 	LastActivity time.Time      // zero when no thread has a timestamp
 	LastChange   time.Time
 }
+
+// Totals are the snapshot's series, in fixed point (Unfixed converts).
+func (s ThreadSnapshot) Totals() map[SeriesKey]int64 { return s.totals }
 
 // Snapshot copies what a scrape needs under the read lock.
 func (s *ThreadStore) Snapshot() ThreadSnapshot {
@@ -699,7 +663,7 @@ type State struct {
 func (c contribution) series() []SeriesValue {
 	out := make([]SeriesValue, 0, len(c))
 	for k, v := range c {
-		out = append(out, SeriesValue{Family: string(k.fam), L1: k.l1, L2: k.l2, Value: v})
+		out = append(out, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: v})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -718,7 +682,7 @@ func (c contribution) series() []SeriesValue {
 func contributionOf(series []SeriesValue) contribution {
 	c := make(contribution, len(series))
 	for _, sv := range series {
-		k := seriesKey{family(sv.Family), sv.L1, sv.L2}
+		k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
 		c[k] = satAdd(c[k], sv.Value)
 	}
 	return c
@@ -726,9 +690,9 @@ func contributionOf(series []SeriesValue) contribution {
 
 // checkSeries refuses persisted series of families a store does not keep,
 // or with negative values.
-func checkSeries(series []SeriesValue, known map[family]bool) error {
+func checkSeries(series []SeriesValue, known map[Family]bool) error {
 	for _, sv := range series {
-		if !known[family(sv.Family)] {
+		if !known[Family(sv.Family)] {
 			return fmt.Errorf("unknown series family %q", sv.Family)
 		}
 		if sv.Value < 0 {
@@ -756,7 +720,7 @@ type SeriesValue struct {
 	Family string `json:"f"`
 	L1     string `json:"a,omitempty"`
 	L2     string `json:"b,omitempty"`
-	Value  int64  `json:"v"` // fixed point, see familyScale
+	Value  int64  `json:"v"` // fixed point, see families
 }
 
 // Export returns the store's state for persistence.
@@ -778,12 +742,6 @@ func (s *ThreadStore) Export() *State {
 		st.Files[p] = *f
 	}
 	return st
-}
-
-var knownFamilies = map[family]bool{
-	famMessages: true, famPrompts: true, famTokens: true, famCredits: true, famFinished: true,
-	famToolCalls: true, famContextBucket: true, famContextSum: true, famExchangeBucket: true, famExchangeSum: true,
-	famCost: true, famUnpriced: true, famTokensLong: true,
 }
 
 // Import loads persisted state into an empty store. It validates before it

@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"github.com/amp-exporter/amp-exporter/parser/amy"
 )
 
-func amyCount(s *AmyStore, upstream string, f family, l1 string) int64 {
-	for _, u := range s.snapshot() {
-		if u.name == upstream {
-			return u.totals[seriesKey{f, l1, ""}]
+func amyCount(s *AmyStore, upstream string, f Family, l1 string) int64 {
+	for _, u := range s.Snapshot() {
+		if u.Name == upstream {
+			return u.Totals[SeriesKey{f, l1, ""}]
 		}
 	}
 	return 0
@@ -53,10 +53,10 @@ func TestAmyReplayOnlyIfSeen(t *testing.T) {
 		}
 		counted := int64(0)
 		for _, e := range amy.Catalogue {
-			counted += amyCount(s, "up", famAmyEvents, e)
+			counted += amyCount(s, "up", FamAmyEvents, e)
 		}
-		if counted != n || amyCount(s, "up", famAmyDuplicates, "") != n-20 {
-			t.Fatalf("counted %d of %d events, %d duplicates", counted, n, amyCount(s, "up", famAmyDuplicates, ""))
+		if counted != n || amyCount(s, "up", FamAmyDuplicates, "") != n-20 {
+			t.Fatalf("counted %d of %d events, %d duplicates", counted, n, amyCount(s, "up", FamAmyDuplicates, ""))
 		}
 	})
 	t.Run("resumed reader first", func(t *testing.T) {
@@ -70,10 +70,10 @@ func TestAmyReplayOnlyIfSeen(t *testing.T) {
 		for id := 1; id <= n; id++ {
 			s.Observe("up", "t", strconv.Itoa(id), turnEvent(id, n), t0)
 		}
-		if got := amyCount(s, "up", famAmyStarted, ""); got != 1 {
+		if got := amyCount(s, "up", FamAmyStarted, ""); got != 1 {
 			t.Fatalf("turn.started counted %d times, want 1", got)
 		}
-		if got := amyCount(s, "up", famAmyFinished, amy.OutcomeCompleted); got != 1 {
+		if got := amyCount(s, "up", FamAmyFinished, amy.OutcomeCompleted); got != 1 {
 			t.Fatalf("turn.completed counted %d times", got)
 		}
 		if r := s.ResumeID("up", "t"); r != "35" {
@@ -93,7 +93,7 @@ func TestAmyHugeEventIDsAreRefused(t *testing.T) {
 	for i := range events {
 		s.Observe("up", "t", big+strconv.Itoa(i), amy.Record{Name: amy.EventPhase}, t0)
 	}
-	if got := amyCount(s, "up", famAmyRefused, amy.RefusedIDTooLong); got != events {
+	if got := amyCount(s, "up", FamAmyRefused, amy.RefusedIDTooLong); got != events {
 		t.Errorf("refused %d, want %d", got, events)
 	}
 	// Ids within the limit are kept as fixed-size hashes, whatever their length.
@@ -112,7 +112,7 @@ func TestAmyHugeEventIDsAreRefused(t *testing.T) {
 	}
 	// Turn ids are bounded too (they come from clients' URLs).
 	s.Observe("up", strings.Repeat("T", MaxTurnIDBytes+1), "1", amy.Record{Name: amy.EventPhase}, t0)
-	if got := amyCount(s, "up", famAmyRefused, RefusedTurnIDTooLong); got != 1 {
+	if got := amyCount(s, "up", FamAmyRefused, RefusedTurnIDTooLong); got != 1 {
 		t.Errorf("long turn id refused %d times", got)
 	}
 }
@@ -130,7 +130,7 @@ func TestAmyStateBudget(t *testing.T) {
 			s.Observe("up", "turn-"+strconv.Itoa(turn), "e-"+strconv.Itoa(id), amy.Record{Name: amy.EventPhase}, t0)
 		}
 	}
-	if amyCount(s, "up", famAmyRefused, amy.RefusedStateBudget) == 0 {
+	if amyCount(s, "up", FamAmyRefused, amy.RefusedStateBudget) == 0 {
 		t.Fatal("nothing refused past the state budget")
 	}
 	b, err := json.Marshal(s.Export())
@@ -141,9 +141,9 @@ func TestAmyStateBudget(t *testing.T) {
 		t.Errorf("state file of %d bytes for a budget of %d", len(b), budget)
 	}
 	// A monotonic stream needs no more memory: it still counts.
-	before := amyCount(s, "up", famAmyEvents, amy.EventPhase)
+	before := amyCount(s, "up", FamAmyEvents, amy.EventPhase)
 	s.Observe("up", "turn-0", "e-0", amy.Record{Name: amy.EventPhase}, t0) // a replay
-	if amyCount(s, "up", famAmyEvents, amy.EventPhase) != before {
+	if amyCount(s, "up", FamAmyEvents, amy.EventPhase) != before {
 		t.Error("a replay was counted")
 	}
 }
@@ -164,10 +164,10 @@ func TestAmyPruneKeepsUnfinishedTurns(t *testing.T) {
 	for id := 1; id <= n; id++ { // replayed from the start, then finished
 		s.Observe("up", "t", strconv.Itoa(id), turnEvent(id, n), now)
 	}
-	if got := amyCount(s, "up", famAmyStarted, ""); got != 1 {
+	if got := amyCount(s, "up", FamAmyStarted, ""); got != 1 {
 		t.Fatalf("turn.started counted %d times", got)
 	}
-	if got := amyCount(s, "up", famAmyDuplicates, ""); got != n-1 {
+	if got := amyCount(s, "up", FamAmyDuplicates, ""); got != n-1 {
 		t.Fatalf("%d duplicates, want %d", got, n-1)
 	}
 	// Finished turns still go after the replay window, unfinished ones
@@ -198,7 +198,7 @@ func TestAmyStateFromEarlierVersions(t *testing.T) {
 	t0 := time.Unix(1_750_000_000, 0)
 	s.Observe("up", "t", "5", amy.Record{Name: amy.EventPhase}, t0)
 	s.Observe("up", "t", "evt_a", amy.Record{Name: amy.EventPhase}, t0)
-	if got := amyCount(s, "up", famAmyDuplicates, ""); got != 2 {
+	if got := amyCount(s, "up", FamAmyDuplicates, ""); got != 2 {
 		t.Fatalf("%d duplicates, want 2", got)
 	}
 	if r := s.ResumeID("up", "t"); r != "7" {

@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"encoding/json"
@@ -18,18 +18,18 @@ import (
 // store kept per-item identities (issue 9).
 
 // familySum adds every series of a family, whatever its labels.
-func familySum(s *ThreadStore, f family) int64 {
+func familySum(s *ThreadStore, f Family) int64 {
 	var n int64
 	for k, v := range s.Snapshot().totals {
-		if k.fam == f {
+		if k.Fam == f {
 			n += v
 		}
 	}
 	return n
 }
 
-func series(s *ThreadStore, f family, l1, l2 string) int64 {
-	return s.Snapshot().totals[seriesKey{f, l1, l2}]
+func series(s *ThreadStore, f Family, l1, l2 string) int64 {
+	return s.Snapshot().totals[SeriesKey{f, l1, l2}]
 }
 
 // thread builds a thread document from its messages.
@@ -78,18 +78,18 @@ func TestStopReasonChangeCountsOnce(t *testing.T) {
 		`{"role":"user","messageId":2,"content":[{"type":"tool_result","toolUseID":"tu1","run":{"status":"cancelled"}}]}`)
 	for i, doc := range []string{before, after, before, after} {
 		s.Apply("/d/T-1.json", FileVersion{Size: int64(i)}, summaryOf(t, doc))
-		if got := familySum(s, famFinished); got != 1 {
+		if got := familySum(s, FamFinished); got != 1 {
 			t.Fatalf("step %d: amp_assistant_messages_total sums to %d over stop reasons, want 1", i, got)
 		}
 	}
-	if got := series(s, famFinished, "m1", "tool_use"); got != 1 {
+	if got := series(s, FamFinished, "m1", "tool_use"); got != 1 {
 		t.Errorf("the message left the stop reason it was first counted under: tool_use=%d", got)
 	}
-	if got := series(s, famMessages, "assistant", ""); got != 1 {
+	if got := series(s, FamMessages, "assistant", ""); got != 1 {
 		t.Errorf("assistant messages %d, want 1", got)
 	}
 	// The context-window observation of the message is one observation.
-	if got := familySum(s, famContextBucket); got != 1 {
+	if got := familySum(s, FamContextBucket); got != 1 {
 		t.Errorf("context-window observations %d, want 1", got)
 	}
 }
@@ -120,26 +120,26 @@ func TestModelFilledInLateCountsOnce(t *testing.T) {
 			s := newTestStore(0)
 			for i, m := range tc.steps {
 				s.Apply("/d/T-1.json", FileVersion{Size: int64(i)}, summaryOf(t, threadDoc("T-1", "", userMsg(0, "go"), m)))
-				if got := familySum(s, famFinished); got > 1 {
+				if got := familySum(s, FamFinished); got > 1 {
 					t.Fatalf("step %d: one message counted %d times in amp_assistant_messages_total", i, got)
 				}
 			}
 			var out, in int64
 			for k, v := range s.Snapshot().totals {
-				if k.fam == famTokens && k.l2 == "output" {
+				if k.Fam == FamTokens && k.L2 == "output" {
 					out += v
 				}
-				if k.fam == famTokens && k.l2 == "input" {
+				if k.Fam == FamTokens && k.L2 == "input" {
 					in += v
 				}
 			}
 			if out != tc.wantOut || in != 10 {
 				t.Errorf("tokens over all models: input %d output %d, want 10 and %d", in, out, tc.wantOut)
 			}
-			if got := series(s, famTokens, tc.wantModel, "output"); got != tc.wantOut {
+			if got := series(s, FamTokens, tc.wantModel, "output"); got != tc.wantOut {
 				t.Errorf("output tokens of %s = %d, want %d", tc.wantModel, got, tc.wantOut)
 			}
-			if got := familySum(s, famContextBucket); got != 1 {
+			if got := familySum(s, FamContextBucket); got != 1 {
 				t.Errorf("context-window observations %d, want 1", got)
 			}
 		})
@@ -160,16 +160,16 @@ func TestRaisedLabelCapMovesNothing(t *testing.T) {
 		if got := sumType(s, "output"); got != out {
 			t.Errorf("output tokens %d, want %d", got, out)
 		}
-		if got := series(s, famTokens, "other", "output"); got != other {
+		if got := series(s, FamTokens, "other", "output"); got != other {
 			t.Errorf("other output %d, want %d", got, other)
 		}
-		if got := series(s, famTokens, "m2", "output"); got != m2 {
+		if got := series(s, FamTokens, "m2", "output"); got != m2 {
 			t.Errorf("m2 output %d, want %d", got, m2)
 		}
-		if got := familySum(s, famFinished); got != 2+boolInt(m2 > 0) {
+		if got := familySum(s, FamFinished); got != 2+boolInt(m2 > 0) {
 			t.Errorf("finished messages %d", got)
 		}
-		if got := familySum(s, famCost); got != cost {
+		if got := familySum(s, FamCost); got != cost {
 			t.Errorf("cost %d (1e-10 USD), want %d", got, cost)
 		}
 	}
@@ -210,7 +210,7 @@ func TestRaisedLabelCapMovesNothing(t *testing.T) {
 func sumType(s *ThreadStore, typ string) int64 {
 	var n int64
 	for k, v := range s.Snapshot().totals {
-		if k.fam == famTokens && k.l2 == typ {
+		if k.Fam == FamTokens && k.L2 == typ {
 			n += v
 		}
 	}
@@ -248,7 +248,7 @@ func TestPinnedLabelsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, after))
-	if got := familySum(restored, famFinished); got != 1 {
+	if got := familySum(restored, FamFinished); got != 1 {
 		t.Fatalf("after a restart the rewritten message counts %d times", got)
 	}
 }
@@ -288,7 +288,7 @@ func TestStateWithoutPinsLoads(t *testing.T) {
 	}
 	restored.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, before))
 	restored.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, after))
-	if got := familySum(restored, famFinished); got != 1 {
+	if got := familySum(restored, FamFinished); got != 1 {
 		t.Fatalf("finished %d, want 1", got)
 	}
 }
@@ -303,13 +303,13 @@ func TestForkPointThatDisappearsStillExcludesCopies(t *testing.T) {
 	s := newTestStore(0)
 	s.Apply("/d/T-f.json", FileVersion{}, summaryOf(t, fork))
 	s.Apply("/d/T-f.json", FileVersion{Size: 1}, summaryOf(t, truncated))
-	if got := series(s, famTokens, "m1", "output"); got != 50 {
+	if got := series(s, FamTokens, "m1", "output"); got != 50 {
 		t.Errorf("fork output tokens %d, want its own 50", got)
 	}
-	if got := familySum(s, famPrompts); got != 1 {
+	if got := familySum(s, FamPrompts); got != 1 {
 		t.Errorf("fork prompts %d, want 1", got)
 	}
-	if got := familySum(s, famFinished); got != 1 {
+	if got := familySum(s, FamFinished); got != 1 {
 		t.Errorf("fork finished messages %d, want 1", got)
 	}
 }
@@ -324,7 +324,7 @@ func TestTruncatedAndRewrittenMessagesAreNewItems(t *testing.T) {
 	if got, want := sumType(s, "output"), int64(160); got != want {
 		t.Errorf("output %d, want %d", got, want)
 	}
-	if got := series(s, famTokens, "m2", "output"); got != 60 {
+	if got := series(s, FamTokens, "m2", "output"); got != 60 {
 		t.Errorf("m2 output %d, want 60", got)
 	}
 }
@@ -345,7 +345,7 @@ func TestPricesSetDuringItemApplyAreUsed(t *testing.T) {
 	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 1.7, Output: 9}}))
 	close(old.release)
 	<-done
-	if got := unfixed(famCost, s.Snapshot().totals[seriesKey{famCost, "m1", ""}]); got != 1.7 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); got != 1.7 {
 		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
 	}
 }
@@ -428,10 +428,10 @@ func checkRewrites(t *testing.T, name string, steps int, pick func(n int) int) {
 		}
 		s.Apply("/d/T-r.json", FileVersion{Size: int64(step)}, sum)
 		now := s.Snapshot().totals
-		if got := familySum(s, famFinished); got != int64(len(finished)) {
+		if got := familySum(s, FamFinished); got != int64(len(finished)) {
 			t.Fatalf("%s step %d: %d finished messages counted, %d distinct ones finished", name, step, got, len(finished))
 		}
-		if got := familySum(s, famToolCalls); got != int64(len(results)) {
+		if got := familySum(s, FamToolCalls); got != int64(len(results)) {
 			t.Fatalf("%s step %d: %d tool results counted, %d distinct ones", name, step, got, len(results))
 		}
 		for k, v := range prev {
@@ -470,17 +470,17 @@ func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
 			if got := sumType(s, "output"); got != 400 {
 				t.Errorf("output tokens %d, want 400 (two exchanges of 200)", got)
 			}
-			if got := familySum(s, famFinished); got != 4 {
+			if got := familySum(s, FamFinished); got != 4 {
 				t.Errorf("finished messages %d, want 4", got)
 			}
-			if got := familySum(s, famToolCalls); got != 2 {
+			if got := familySum(s, FamToolCalls); got != 2 {
 				t.Errorf("tool calls %d, want 2", got)
 			}
 			wantPrompts := int64(2)
 			if name == "one exchange kept" {
 				wantPrompts = 3 // a, b, and the edited one
 			}
-			if got := familySum(s, famPrompts); got < wantPrompts {
+			if got := familySum(s, FamPrompts); got < wantPrompts {
 				t.Errorf("prompts %d, want %d", got, wantPrompts)
 			}
 		})
@@ -505,10 +505,10 @@ func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
 	}
 	s := newTestStore(0)
 	s.Apply("/d/T-a.json", FileVersion{}, a)
-	if got := series(s, famTokens, "m1", "output"); got != 100 {
+	if got := series(s, FamTokens, "m1", "output"); got != 100 {
 		t.Errorf("m1 output %d, want 100", got)
 	}
-	if got := series(s, famTokens, "m2", "output"); got != 0 {
+	if got := series(s, FamTokens, "m2", "output"); got != 0 {
 		t.Errorf("thread a counted thread b's items: m2 output %d", got)
 	}
 }
@@ -538,7 +538,7 @@ func TestConcurrentAppliesOfOneThreadCountOnce(t *testing.T) {
 	}
 	<-done
 	<-done
-	if got := familySum(s, famFinished); got != 1 {
+	if got := familySum(s, FamFinished); got != 1 {
 		t.Errorf("one message counted %d times in amp_assistant_messages_total", got)
 	}
 	if got := sumType(s, "output"); got != 100 {

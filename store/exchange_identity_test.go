@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"fmt"
@@ -26,13 +26,13 @@ func TestExchangeMovedByAnAppendedAnswerCountsOnce(t *testing.T) {
 	s := newTestStore(0)
 	for i, st := range steps {
 		s.Apply("/d/T-x.json", FileVersion{Size: int64(i)}, summaryOf(t, threadDoc("T-x", "", st.msgs...)))
-		if got := familySum(s, famExchangeBucket); got != st.want {
+		if got := familySum(s, FamExchangeBucket); got != st.want {
 			t.Fatalf("step %d: amp_exchange_duration_seconds counts %d observations, want %d (one per exchange)", i, got, st.want)
 		}
 	}
 	// The first exchange stays in the bucket it was first counted in
 	// (le=1); its sum follows its end.
-	if got := series(s, famExchangeBucket, "", "0"); got != 1 {
+	if got := series(s, FamExchangeBucket, "", "0"); got != 1 {
 		t.Errorf("bucket le=1 holds %d, want 1 (the exchange as first counted)", got)
 	}
 	restored := newTestStore(0)
@@ -40,7 +40,7 @@ func TestExchangeMovedByAnAppendedAnswerCountsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored.Apply("/d/T-x.json", FileVersion{Size: 9}, summaryOf(t, threadDoc("T-x", "", append(second, answer(5, "2026-02-02T03:40:00Z"))...)))
-	if got := familySum(restored, famExchangeBucket); got != 2 {
+	if got := familySum(restored, FamExchangeBucket); got != 2 {
 		t.Errorf("after a restart and another appended answer: %d observations, want 2", got)
 	}
 }
