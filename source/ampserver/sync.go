@@ -73,6 +73,12 @@ type Syncer struct {
 	mu           sync.Mutex
 	lastComplete time.Time // start of the last complete sync
 	lastFull     time.Time // start of the last complete full listing
+	// unreadable holds the `v` of threads that could not be read (too
+	// large, a shape not understood): like a local file that does not
+	// parse, such a thread is a parse error once and is read again when
+	// it changes, not on every sync. Written by fetch workers under
+	// fetchAll's lock, read by Sync between fetches.
+	unreadable map[string]int64
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -113,21 +119,25 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 		opts.Clock = clock.Real{}
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
-		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock}
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock,
+		unreadable: map[string]int64{}}
 }
 
 // Stats describe one sync.
 type Stats struct {
-	Full      bool
-	Pages     int // listThreads requests
-	Listed    int // threads listed
-	Changed   int // threads whose `v` changed
-	Fetched   int // threads fetched and counted
-	Gone      int // threads that disappeared
-	Skipped   int // threads another source counts
-	Failed    int // threads that could not be fetched this time
-	Complete  bool
-	StartedAt time.Time
+	Full    bool
+	Pages   int // listThreads requests
+	Listed  int // threads listed
+	Changed int // threads whose `v` changed
+	Fetched int // threads fetched and counted
+	Gone    int // threads that disappeared
+	Skipped int // threads another source counts
+	Failed  int // threads that could not be fetched this time
+	// Unreadable threads were fetched but cannot be counted (too large,
+	// not understood): a parse error, read again when their `v` changes.
+	Unreadable int
+	Complete   bool
+	StartedAt  time.Time
 }
 
 // Sync runs one sync: list (newest first, stopping early unless a full
@@ -195,6 +205,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				st.Gone++
 			}
 		}
+		for id := range s.unreadable {
+			if !listed[id] {
+				delete(s.unreadable, id)
+			}
+		}
 	}
 	if listErr == nil && st.Failed == 0 {
 		st.Complete = true
@@ -216,6 +231,9 @@ func (s *Syncer) changed(t Summary) bool {
 		if o := s.owners.Owner(t.ID); o != "" && o != collector.SourceServer {
 			return false
 		}
+	}
+	if v, ok := s.unreadable[t.ID]; ok && v == int64(t.V) && t.V != 0 {
+		return false
 	}
 	rec, ok := s.store.File(collector.ServerPath(t.ID))
 	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
@@ -239,6 +257,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 			for t := range jobs {
 				outcome, err := s.fetchOne(ctx, p, t)
 				mu.Lock()
+				if outcome != outcomeUnreadable {
+					delete(s.unreadable, t.ID)
+				}
 				switch {
 				case outcome == outcomeCounted:
 					st.Fetched++
@@ -246,6 +267,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					st.Gone++
 				case outcome == outcomeSkipped:
 					st.Skipped++
+				case outcome == outcomeUnreadable:
+					st.Unreadable++
+					s.unreadable[t.ID] = int64(t.V)
 				default:
 					st.Failed++
 					if firstErr == nil {
@@ -279,6 +303,7 @@ const (
 	outcomeCounted
 	outcomeGone
 	outcomeSkipped
+	outcomeUnreadable
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
@@ -293,10 +318,10 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		return outcomeGone, nil
 	case errors.Is(err, ErrTooLarge):
 		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
-		return outcomeFailed, err
+		return outcomeUnreadable, err
 	case errors.Is(err, ErrBadResponse):
 		s.parseFailed("bad_response", t.ID, err)
-		return outcomeFailed, err
+		return outcomeUnreadable, err
 	case err != nil:
 		return outcomeFailed, err
 	}
@@ -304,7 +329,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	parsed, err := p.ParseBytes(doc)
 	if err != nil {
 		s.parseFailed(thread.Reason(err), t.ID, err)
-		return outcomeFailed, fmt.Errorf("thread from the server: %w", err)
+		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
 	sum := thread.Summarize(parsed)
 	if sum.ID == "" {
@@ -410,7 +435,7 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 				s.source.Synced(s.clock.Now())
 			}
 			s.log.Debug("synced with the Amp server", "full", st.Full, "pages", st.Pages, "listed", st.Listed,
-				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped)
+				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped, "unreadable", st.Unreadable)
 		}
 		t := s.clock.NewTimer(wait)
 		select {

@@ -319,7 +319,7 @@ func TestSyncOversizedThreadIsAParseError(t *testing.T) {
 	m := &parseMetrics{}
 	h.sync.metrics = m
 	st, err := h.sync.Sync(context.Background())
-	if !errors.Is(err, ErrTooLarge) || st.Fetched != 2 {
+	if err != nil || st.Fetched != 2 || st.Unreadable != 1 || !st.Complete {
 		t.Fatalf("sync %+v %v", st, err)
 	}
 	if m.failed[thread.ReasonTooLarge] != 1 {
@@ -455,5 +455,49 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 				t.Fatal("runs still held")
 			}
 		})
+	}
+}
+
+// A thread the exporter cannot read (too large, or a shape it does not
+// know) is a parse error once per version, like a local file: it is not
+// fetched again until its `v` changes, and it does not keep every sync
+// incomplete — which would hold amp_server_up at 0 and keep stream runs of
+// other accounts held (uncounted) for ever.
+func TestSyncUnreadableThreadDoesNotBlockSyncs(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
+	ids := h.srv.IDs()
+	msg := h.lastMessage(ids[0])
+	for range 300 {
+		h.srv.AppendMessage(ids[0], msg, 0)
+	}
+	m := &parseMetrics{}
+	h.sync.metrics = m
+	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+	streams.EnableServerDedupe(h.owners)
+	h.sync.streams = streams
+	streams.Apply(streamRun("T-not-on-this-account"))
+	for i := range 3 {
+		st, err := h.sync.Sync(context.Background())
+		if err != nil || !st.Complete {
+			t.Fatalf("sync %d: %+v %v", i, st, err)
+		}
+		h.clk.Advance(time.Minute)
+	}
+	if got := h.srv.Fetched()[ids[0]]; got != 1 {
+		t.Fatalf("the unreadable thread was fetched %d times, want once", got)
+	}
+	if m.failed[thread.ReasonTooLarge] != 1 {
+		t.Fatalf("parse errors %v, want one", m.failed)
+	}
+	if streams.HeldRuns() != 0 {
+		t.Fatal("a run the server does not list is still held")
+	}
+	// A new version is read again.
+	h.srv.AppendMessage(ids[0], msg, 0)
+	if _, err := h.sync.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.srv.Fetched()[ids[0]]; got != 2 {
+		t.Fatalf("the changed thread was fetched %d times in all, want 2", got)
 	}
 }
