@@ -341,12 +341,32 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	if sum.AgentMode == "" {
 		sum.AgentMode = t.AgentMode
 	}
+	// The bill is read before the thread is recorded at this version: a
+	// thread recorded as current is not fetched again, so a bill that
+	// failed after it would be lost until the thread changes.
+	took := s.clock.Now().Sub(began) // the bill's round trip is not parsing
+	var ci *CostInfo
+	if s.cfg.Billed {
+		c, err := s.client.ThreadDisplayCostInfo(ctx, t.ID)
+		switch {
+		case err == nil:
+			ci = &c
+		case errors.Is(err, ErrThreadNotFound):
+			s.store.Remove(path)
+			return outcomeGone, nil
+		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrTooLarge):
+			// Not worth a retry: the thread is counted without its bill.
+			s.log.Debug("no billed cost for a thread", "err", err)
+		default:
+			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
+		}
+	}
 	s.store.Apply(path, collector.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
 	if s.metrics != nil {
-		s.metrics.Parsed(collector.SourceServer, s.clock.Now().Sub(began))
+		s.metrics.Parsed(collector.SourceServer, took)
 	}
-	if s.cfg.Billed {
-		s.billed(ctx, t.ID)
+	if ci != nil {
+		s.billed(t.ID, *ci)
 	}
 	return outcomeCounted, nil
 }
@@ -359,15 +379,8 @@ func (s *Syncer) parseFailed(reason, id string, err error) {
 	_ = id // thread ids are not logged at warn level
 }
 
-// billed reads what Amp bills for the thread and the user's entitlement.
-// A failure here costs the thread its billed figure until it changes
-// again, never its token counts.
-func (s *Syncer) billed(ctx context.Context, id string) {
-	ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
-	if err != nil {
-		s.log.Debug("no billed cost for a thread", "err", err)
-		return
-	}
+// billed records what Amp bills for the thread and the user's entitlement.
+func (s *Syncer) billed(id string, ci CostInfo) {
 	usd := map[string]float64{}
 	if b := ci.CostBreakdown; b != nil && (b.FreeUSD != nil || b.PaidUSD != nil || b.SubscriptionUSD != nil) {
 		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {

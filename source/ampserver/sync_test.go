@@ -501,3 +501,57 @@ func TestSyncUnreadableThreadDoesNotBlockSyncs(t *testing.T) {
 		t.Fatalf("the changed thread was fetched %d times in all, want 2", got)
 	}
 }
+
+func billedTotal(s *collector.ThreadStore) int64 {
+	var n int64
+	for _, th := range s.Export().Threads {
+		for _, sv := range th.Series {
+			if sv.Family == "billed_usd" {
+				n += sv.Value
+			}
+		}
+	}
+	return n
+}
+
+// A bill that could not be read (the server was briefly down) is read at
+// the next sync: the thread's counts and its bill are taken together, so
+// a thread is not marked current while its bill is missing.
+func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{Billed: true, MaxConcurrency: 1})
+	ids := h.srv.IDs()
+	for _, id := range ids {
+		h.srv.SetCost(id, map[string]any{"title": "t", "totalCostUSD": 1.5})
+	}
+	// One bill fails more often than the client retries.
+	for range 4 {
+		h.srv.Fail(MethodThreadDisplayCostInfo, ampstandin.Fault{Status: 503})
+	}
+	st, err := h.sync.Sync(context.Background())
+	if err == nil || st.Complete || st.Failed != 1 || st.Fetched != 2 {
+		t.Fatalf("sync with a failed bill: %+v %v", st, err)
+	}
+	h.clk.Advance(time.Minute)
+	st = h.syncOK()
+	if st.Fetched != 1 {
+		t.Fatalf("resumed sync %+v", st)
+	}
+	// Every thread's bill is counted once: 3 × $1.50.
+	if got, want := billedTotal(h.store), 3*billedTotal(oneBill(t, 1.5)); got != want {
+		t.Fatalf("billed %d, want %d", got, want)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts differ from the documents")
+	}
+}
+
+// oneBill is a store holding one thread billed usd.
+func oneBill(t *testing.T, usd float64) *collector.ThreadStore {
+	t.Helper()
+	s := collector.NewThreadStore(collector.StoreOptions{})
+	s.Apply(collector.ServerPath("T-x"), collector.FileVersion{}, &thread.Summary{ID: "T-x"})
+	if !s.ApplyBilled("T-x", map[string]float64{"total": usd}) {
+		t.Fatal("bill not applied")
+	}
+	return s
+}
