@@ -332,6 +332,14 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
 	sum := thread.Summarize(parsed)
+	if sum.ID != "" && sum.ID != t.ID {
+		// The store counts a thread under its document's id; one that
+		// names another thread than the one listed and claimed would be
+		// counted under an id nobody claimed (a local thread's, say).
+		err := &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "the document names another thread"}
+		s.parseFailed("bad_response", t.ID, err)
+		return outcomeUnreadable, err
+	}
 	if sum.ID == "" {
 		sum.ID = t.ID
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
 	"testing"
@@ -554,4 +556,50 @@ func oneBill(t *testing.T, usd float64) *collector.ThreadStore {
 		t.Fatal("bill not applied")
 	}
 	return s
+}
+
+// rewriteTail replaces one thread id by another in getThreadTail answers:
+// a server whose document names another thread than the one listed.
+type rewriteTail struct{ from, to string }
+
+func (r rewriteTail) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || req.URL.RawQuery != MethodGetThreadTail {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.ReplaceAll(body, []byte(`"id":"`+r.from+`"`), []byte(`"id":"`+r.to+`"`))
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// The thread a document is counted under is the one that was listed and
+// claimed: a document that names another id (a local thread's, say) is
+// not counted, does not take that id from its owner, and is a parse error.
+func TestSyncDocumentOfAnotherThreadIsRefused(t *testing.T) {
+	h := newHarness(t, 2, SyncConfig{})
+	ids := h.srv.IDs()
+	const other = "T-00000000-0000-4000-8000-00000000beef"
+	c := newTestClient(t, h.srv.URL, h.rec, func(o *Options) { o.Transport = rewriteTail{ids[0], other} })
+	m := &parseMetrics{}
+	h.sync = NewSyncer(c, h.cfg, h.store, SyncOptions{Owners: h.owners, Clock: h.clk, Metrics: m})
+	st, err := h.sync.Sync(context.Background())
+	if err != nil || st.Fetched != 1 || st.Unreadable != 1 {
+		t.Fatalf("sync %+v %v", st, err)
+	}
+	if o := h.owners.Owner(other); o != "" {
+		t.Fatalf("the id the document names is owned by %q", o)
+	}
+	if got := h.store.ThreadKeys(); !reflect.DeepEqual(got, []string{ids[1]}) {
+		t.Fatalf("counted threads %v, want only %s", got, ids[1])
+	}
+	if m.failed["bad_response"] != 1 {
+		t.Fatalf("parse errors %v", m.failed)
+	}
 }
