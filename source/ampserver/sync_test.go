@@ -311,15 +311,22 @@ func TestSyncWrongKey(t *testing.T) {
 	}
 }
 
-func TestSyncOversizedThreadIsAParseError(t *testing.T) {
-	h := newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
-	ids := h.srv.IDs()
-	msg := h.lastMessage(ids[0])
+// oversizedHarness serves three threads, the first larger than the
+// syncer accepts; msg is a message to append to it.
+func oversizedHarness(t *testing.T) (h *harness, ids []string, msg []byte, m *parseMetrics) {
+	h = newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
+	ids = h.srv.IDs()
+	msg = h.lastMessage(ids[0])
 	for range 300 {
 		h.srv.AppendMessage(ids[0], msg, 0)
 	}
-	m := &parseMetrics{}
+	m = &parseMetrics{}
 	h.sync.metrics = m
+	return h, ids, msg, m
+}
+
+func TestSyncOversizedThreadIsAParseError(t *testing.T) {
+	h, _, _, m := oversizedHarness(t)
 	st, err := h.sync.Sync(context.Background())
 	if err != nil || st.Fetched != 2 || st.Unreadable != 1 || !st.Complete {
 		t.Fatalf("sync %+v %v", st, err)
@@ -466,14 +473,7 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 // incomplete — which would hold amp_server_up at 0 and keep stream runs of
 // other accounts held (uncounted) for ever.
 func TestSyncUnreadableThreadDoesNotBlockSyncs(t *testing.T) {
-	h := newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
-	ids := h.srv.IDs()
-	msg := h.lastMessage(ids[0])
-	for range 300 {
-		h.srv.AppendMessage(ids[0], msg, 0)
-	}
-	m := &parseMetrics{}
-	h.sync.metrics = m
+	h, ids, msg, m := oversizedHarness(t)
 	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
 	streams.EnableServerDedupe(h.owners)
 	h.sync.streams = streams
