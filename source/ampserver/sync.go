@@ -165,10 +165,14 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			break
 		}
 		allOld := true
+		fresh := 0 // threads this page lists for the first time
 		for _, t := range page {
-			if t.ID == "" || len(t.ID) > 128 {
+			if t.ID == "" || len(t.ID) > 128 || listed[t.ID] {
+				// A thread listed again (it moved up while the listing
+				// was paged) was weighed on its first page.
 				continue
 			}
+			fresh++
 			st.Listed++
 			listed[t.ID] = true
 			if s.changed(t) {
@@ -181,6 +185,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			}
 		}
 		if len(page) < s.cfg.ListLimit {
+			break
+		}
+		if fresh == 0 {
+			// A server that ignores offset would be paged for ever.
+			listErr = fmt.Errorf("list threads: %w", &Error{Method: MethodListThreads, kind: ErrBadResponse,
+				detail: "a full page lists no thread not listed before: the listing does not advance"})
 			break
 		}
 		if !st.Full && allOld {

@@ -10,7 +10,9 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -599,5 +601,55 @@ func TestSyncDocumentOfAnotherThreadIsRefused(t *testing.T) {
 	}
 	if m.failed["bad_response"] != 1 {
 		t.Fatalf("parse errors %v", m.failed)
+	}
+}
+
+// ignoreOffset makes the server answer every listThreads request as if it
+// asked for the first page (a server that ignores or lost `offset`);
+// after max list requests it fails them, so a test that loops ends.
+type ignoreOffset struct {
+	mu    sync.Mutex
+	lists int
+	max   int
+}
+
+func (o *ignoreOffset) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.RawQuery == MethodListThreads {
+		o.mu.Lock()
+		o.lists++
+		over := o.lists > o.max
+		o.mu.Unlock()
+		if over {
+			return nil, errors.New("too many list requests")
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = regexp.MustCompile(`"offset":\d+`).ReplaceAll(body, []byte(`"offset":0`))
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A listing that does not advance (every page the same) ends with an
+// error instead of paging for ever and queueing the same threads again
+// and again.
+func TestSyncListingThatDoesNotAdvanceEnds(t *testing.T) {
+	h := newHarness(t, 5, SyncConfig{ListLimit: 2})
+	tr := &ignoreOffset{max: 100}
+	c := newTestClient(t, h.srv.URL, h.rec, func(o *Options) { o.Transport = tr })
+	h.sync = NewSyncer(c, h.cfg, h.store, SyncOptions{Owners: h.owners, Clock: h.clk})
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrBadResponse) || st.Complete {
+		t.Fatalf("sync %+v %v, want an incomplete sync with ErrBadResponse", st, err)
+	}
+	if tr.lists > 2 {
+		t.Fatalf("%d list requests, want 2 (the second repeats the first)", tr.lists)
+	}
+	if st.Changed != 2 || st.Fetched != 2 {
+		t.Fatalf("sync %+v: each thread listed must be fetched once", st)
 	}
 }
