@@ -278,3 +278,20 @@ func TestClientErrorNeverCarriesPartOfTheKey(t *testing.T) {
 		}
 	}
 }
+
+// The account name is logged and shown on the landing page: what a server
+// sends for it is bounded first.
+func TestUserInfoEmailIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"email":%q}}`, strings.Repeat("a", 100_000)+"@example.com")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, &recorder{}, nil)
+	u, err := c.GetUserInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Email) > maxEmail+len("…") {
+		t.Fatalf("email of %d bytes kept", len(u.Email))
+	}
+}
