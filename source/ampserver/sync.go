@@ -331,6 +331,11 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		return outcomeUnreadable, err
 	case errors.Is(err, ErrBadResponse):
 		s.parseFailed("bad_response", t.ID, err)
+		if e := (*Error)(nil); errors.As(err, &e) && e.Status != 0 && (e.Status < 200 || e.Status > 299) {
+			// The request was refused (4xx, a redirect): nothing is
+			// known of the document; fetch it again next time.
+			return outcomeFailed, err
+		}
 		return outcomeUnreadable, err
 	case err != nil:
 		return outcomeFailed, err

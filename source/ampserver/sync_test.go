@@ -653,3 +653,24 @@ func TestSyncListingThatDoesNotAdvanceEnds(t *testing.T) {
 		t.Fatalf("sync %+v: each thread listed must be fetched once", st)
 	}
 }
+
+// A request the server refuses (HTTP 4xx) says nothing about the thread:
+// unlike a document that cannot be read, it fails the sync (amp_server_up
+// 0, so a server that refuses every fetch is not shown as up) and the
+// thread is fetched again at the next one.
+func TestSyncRefusedFetchIsRetried(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{MaxConcurrency: 1})
+	ids := h.srv.IDs()
+	h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 400, Code: "invalid-request"})
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrBadResponse) || st.Complete || st.Failed != 1 || st.Fetched != 2 {
+		t.Fatalf("sync with a refused fetch: %+v %v", st, err)
+	}
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Fetched != 1 {
+		t.Fatalf("next sync %+v, want the refused thread fetched", st)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts differ from the documents")
+	}
+}
