@@ -317,8 +317,10 @@ const (
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
-	if s.owners != nil && !s.owners.Claim(t.ID, collector.SourceServer) {
-		return outcomeSkipped, nil
+	if s.owners != nil {
+		if o := s.owners.Owner(t.ID); o != "" && o != collector.SourceServer {
+			return outcomeSkipped, nil
+		}
 	}
 	path := collector.ServerPath(t.ID)
 	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
@@ -357,6 +359,11 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	}
 	if sum.ID == "" {
 		sum.ID = t.ID
+	}
+	// Claimed only once it can be counted: a thread the server lists but
+	// the exporter cannot read stays with whichever source can.
+	if s.owners != nil && !s.owners.Claim(t.ID, collector.SourceServer) {
+		return outcomeSkipped, nil
 	}
 	if v == 0 {
 		v = int64(t.V)

@@ -674,3 +674,24 @@ func TestSyncRefusedFetchIsRetried(t *testing.T) {
 		t.Fatal("counts differ from the documents")
 	}
 }
+
+// A thread the server lists but the exporter cannot read is not taken
+// from the other sources: a stream-json run of it is still counted from
+// its stream (it would otherwise be counted nowhere).
+func TestSyncUnreadableThreadLeavesItsRunToTheStream(t *testing.T) {
+	h, ids, _, _ := oversizedHarness(t)
+	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+	streams.EnableServerDedupe(h.owners)
+	h.sync.streams = streams
+	streams.Apply(streamRun(ids[0]))
+	for range 3 {
+		h.syncOK()
+		h.clk.Advance(time.Minute)
+	}
+	if m, ex := streamMessages(streams); m != 2 || ex != 1 {
+		t.Fatalf("stream messages %d executions %d, want 2 and 1", m, ex)
+	}
+	if o := h.owners.Owner(ids[0]); o != collector.SourceStream {
+		t.Fatalf("owner %q, want the stream", o)
+	}
+}
