@@ -695,3 +695,47 @@ func TestSyncUnreadableThreadLeavesItsRunToTheStream(t *testing.T) {
 		t.Fatalf("owner %q, want the stream", o)
 	}
 }
+
+// A stream-json run counted from its stream while the server source was
+// off is the stream's for good (design: the choice is made once and
+// persisted): when the source is turned on and the server lists the run's
+// thread, the server does not count it again. The same holds for a run
+// that was held for the server and counted from the stream at a restart
+// with the source off.
+func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		h := newHarness(t, 3, SyncConfig{})
+		listed := h.srv.IDs()[1]
+		var st *collector.StreamState
+		if held {
+			// Held for the server, then restored with the source off.
+			on := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			on.EnableServerDedupe(collector.NewOwners())
+			on.Apply(streamRun(listed))
+			off := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			if err := off.Import(on.Export()); err != nil {
+				t.Fatal(err)
+			}
+			st = off.Export()
+		} else {
+			off := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+			off.Apply(streamRun(listed))
+			st = off.Export()
+		}
+		// The source is turned on: the stores are restored, owners seeded.
+		streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+		streams.EnableServerDedupe(h.owners)
+		if err := streams.Import(st); err != nil {
+			t.Fatal(err)
+		}
+		h.owners.Seed(collector.SourceStream, streams.StreamOwned())
+		h.sync.streams = streams
+		h.syncOK()
+		if m, _ := streamMessages(streams); m != 2 {
+			t.Fatalf("held %v: stream messages %d, want 2", held, m)
+		}
+		if slices.Contains(h.store.ThreadKeys(), listed) {
+			t.Fatalf("held %v: the server counted a run the stream had counted", held)
+		}
+	}
+}
