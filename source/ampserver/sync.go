@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -285,7 +286,8 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					if firstErr == nil {
 						firstErr = err
 					}
-					if errors.Is(err, ErrAuth) {
+					if errors.Is(err, ErrAuth) || rateLimited(err) {
+						// The rest waits for the next sync.
 						cancel()
 					}
 				}
@@ -304,6 +306,13 @@ feed:
 	close(jobs)
 	wg.Wait()
 	return firstErr
+}
+
+// rateLimited reports whether err is a 429 the client's retries did not
+// get past: the server wants fewer requests, not the next thread's.
+func rateLimited(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusTooManyRequests
 }
 
 type outcome int

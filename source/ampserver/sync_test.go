@@ -739,3 +739,24 @@ func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A server that keeps answering 429 (more often than the client retries)
+// is left alone for the rest of the sync: the threads still to fetch wait
+// for the next one rather than each being tried, retried and refused.
+func TestSyncStopsFetchingWhenRateLimited(t *testing.T) {
+	h := newHarness(t, 5, SyncConfig{MaxConcurrency: 1})
+	for range 4 {
+		h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 429})
+	}
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrTransient) || st.Complete || st.Fetched != 0 {
+		t.Fatalf("rate-limited sync %+v %v", st, err)
+	}
+	if n := h.srv.Requests()[MethodGetThreadTail]; n != 4 {
+		t.Fatalf("%d tail requests, want 4 (one thread, tried and retried)", n)
+	}
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Fetched != 5 {
+		t.Fatalf("next sync %+v, want every thread fetched", st)
+	}
+}
