@@ -405,6 +405,15 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 	}
 }
 
+// followStreams gives the syncer a stream-json store with the server
+// rule on, sharing the harness's owners.
+func (h *harness) followStreams() *collector.StreamStore {
+	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
+	streams.EnableServerDedupe(h.owners)
+	h.sync.streams = streams
+	return streams
+}
+
 func streamMessages(s *collector.StreamStore) (messages, executions int64) {
 	for _, sv := range s.Export().Series {
 		switch sv.Family {
@@ -433,9 +442,7 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 	for _, order := range []string{"stream first", "server first"} {
 		t.Run(order, func(t *testing.T) {
 			h := newHarness(t, 3, SyncConfig{})
-			streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
-			streams.EnableServerDedupe(h.owners)
-			h.sync.streams = streams
+			streams := h.followStreams()
 			listed := h.srv.IDs()[1]
 			if order == "stream first" {
 				streams.Apply(streamRun(listed))
@@ -474,9 +481,7 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 // other accounts held (uncounted) for ever.
 func TestSyncUnreadableThreadDoesNotBlockSyncs(t *testing.T) {
 	h, ids, msg, m := oversizedHarness(t)
-	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
-	streams.EnableServerDedupe(h.owners)
-	h.sync.streams = streams
+	streams := h.followStreams()
 	streams.Apply(streamRun("T-not-on-this-account"))
 	for i := range 3 {
 		st, err := h.sync.Sync(context.Background())
@@ -680,9 +685,7 @@ func TestSyncRefusedFetchIsRetried(t *testing.T) {
 // its stream (it would otherwise be counted nowhere).
 func TestSyncUnreadableThreadLeavesItsRunToTheStream(t *testing.T) {
 	h, ids, _, _ := oversizedHarness(t)
-	streams := collector.NewStreamStore(collector.NewLabelCap(100, nil), nil)
-	streams.EnableServerDedupe(h.owners)
-	h.sync.streams = streams
+	streams := h.followStreams()
 	streams.Apply(streamRun(ids[0]))
 	for range 3 {
 		h.syncOK()
