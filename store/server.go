@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -56,6 +57,11 @@ func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 			was = rec.contrib[i].v
 		}
 		if n > was {
+			if !changed {
+				// A delta taken earlier shares the record's series and
+				// reads them without the lock: change a copy.
+				rec.contrib = slices.Clone(rec.contrib)
+			}
 			s.addTo(rec, k, n-was)
 			changed = true
 		}

@@ -24,7 +24,7 @@ type heldRun struct {
 }
 
 type streamServer struct {
-	owners *Owners
+	owners *Owners // nil while the server source is off
 	held   map[string]*heldRun
 	owned  map[string]bool // runs counted from the stream
 }
@@ -41,14 +41,34 @@ func (s *StreamStore) EnableServerDedupe(o *Owners) {
 	s.server = &streamServer{owners: o, held: map[string]*heldRun{}, owned: map[string]bool{}}
 }
 
+// dedupeOn reports whether the server source is on (the rule applies).
+func (s *StreamStore) dedupeOn() bool { return s.server != nil && s.server.owners != nil }
+
+// ownedOff records, while the server source is off, that run id is
+// counted from its stream: the choice is persisted, so that turning the
+// source on does not count the run again from the server.
+func (s *StreamStore) ownedOff(id string) {
+	if s.server == nil {
+		s.server = &streamServer{held: map[string]*heldRun{}, owned: map[string]bool{}}
+	}
+	if !s.server.owned[id] {
+		s.server.owned[id] = true
+		s.generation++
+	}
+}
+
 // sharedAdder returns where the shared families of inc go: total, a
 // run's held contribution, or nowhere (the server or a local file counts
 // the thread).
 func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, string, string, int64)) func(Family, string, string, int64) {
-	srv := s.server
-	if srv == nil || inc.SessionID == "" {
+	if inc.SessionID == "" {
 		return total
 	}
+	if !s.dedupeOn() {
+		s.ownedOff(inc.SessionID)
+		return total
+	}
+	srv := s.server
 	id := inc.SessionID
 	switch srv.owners.Owner(id) {
 	case SourceStream:
@@ -82,10 +102,10 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, 
 func (s *StreamStore) ServerSynced() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	srv := s.server
-	if srv == nil {
+	if !s.dedupeOn() {
 		return
 	}
+	srv := s.server
 	changed := false
 	for id, h := range srv.held {
 		switch srv.owners.Owner(id) {
@@ -188,24 +208,28 @@ func checkServerState(st *StreamServerState) error {
 }
 
 // importServer restores the rule's state; with the server source off,
-// runs still held are counted from the stream at once.
+// runs still held are counted from the stream at once, and are the
+// stream's from then on.
 func (s *StreamStore) importServer(st *StreamServerState) {
 	if st == nil {
 		return
 	}
 	for id, hs := range st.Held {
 		h := &heldRun{c: contributionOf(hs.Series), result: hs.Result, syncs: hs.Syncs}
-		if s.server == nil {
+		if !s.dedupeOn() {
 			for k, v := range h.c {
 				s.totals[k] = satAdd(s.totals[k], v)
 			}
+			s.ownedOff(id)
 			continue
 		}
 		s.server.held[id] = h
 	}
-	if s.server != nil {
-		for _, id := range st.Owned {
+	for _, id := range st.Owned {
+		if s.dedupeOn() {
 			s.server.owned[id] = true
+		} else {
+			s.ownedOff(id)
 		}
 	}
 }

@@ -28,12 +28,6 @@ type Env struct {
 	Stat func(string) (fs.FileInfo, error)
 }
 
-// FromOS reads the process environment.
-func FromOS() Env {
-	home, _ := os.UserHomeDir()
-	return Env{Getenv: os.Getenv, Home: home}
-}
-
 // HomeAlways reports whether, on this OS, the CLI also keeps data in
 // ~/.local/share/amp when XDG_DATA_HOME points elsewhere (macOS, Windows).
 const HomeAlways = homeAlways

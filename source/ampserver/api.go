@@ -14,10 +14,15 @@ type UserInfo struct {
 	Email string `json:"email"`
 }
 
+// maxEmail bounds the account name (an address has at most 254 bytes):
+// it is logged and shown on the landing page.
+const maxEmail = 254
+
 // GetUserInfo checks the key and names the account.
 func (c *Client) GetUserInfo(ctx context.Context) (UserInfo, error) {
 	var u UserInfo
 	err := c.Call(ctx, MethodGetUserInfo, nil, &u)
+	u.Email = bounded(u.Email, maxEmail)
 	return u, err
 }
 

@@ -296,8 +296,10 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	}
 	e := &Error{Method: method, Status: resp.StatusCode}
 	if envErr == nil && env.Error != nil {
-		e.Code = scrub(bounded(env.Error.Code, 64), key)
-		e.detail = scrub(bounded(env.Error.Message, 200), key)
+		// Scrubbed before it is cut: a key across the cut would
+		// otherwise be left half in.
+		e.Code = bounded(scrub(env.Error.Code, key), 64)
+		e.detail = bounded(scrub(env.Error.Message, key), 200)
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "auth-required":

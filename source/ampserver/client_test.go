@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -250,5 +251,47 @@ func TestRetryAfter(t *testing.T) {
 		if got := retryAfter(h, now, time.Minute); got != want {
 			t.Errorf("retryAfter(%q) = %v, want %v", h, got, want)
 		}
+	}
+}
+
+// A hostile or confused server that echoes the key in its error message
+// must not get even a part of it into the error: the message is cut to
+// its bound only after the key is taken out, so a key that straddles the
+// cut is not left half in.
+func TestClientErrorNeverCarriesPartOfTheKey(t *testing.T) {
+	for _, pad := range []int{0, 50, 150, 190, 199} {
+		for _, field := range []string{"code", "message"} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				text := strings.Repeat("x", pad) + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = fmt.Fprintf(w, `{"ok":false,"error":{%q:%q}}`, field, text)
+			}))
+			c := newTestClient(t, srv.URL, &recorder{}, nil)
+			_, err := c.GetUserInfo(context.Background())
+			srv.Close()
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("pad %d %s: err %v, want ErrBadResponse", pad, field, err)
+			}
+			if strings.Contains(err.Error(), testKey[:8]) {
+				t.Errorf("pad %d %s: error carries part of the key: %v", pad, field, err)
+			}
+		}
+	}
+}
+
+// The account name is logged and shown on the landing page: what a server
+// sends for it is bounded first.
+func TestUserInfoEmailIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"email":%q}}`, strings.Repeat("a", 100_000)+"@example.com")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, &recorder{}, nil)
+	u, err := c.GetUserInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Email) > maxEmail+len("…") {
+		t.Fatalf("email of %d bytes kept", len(u.Email))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -74,6 +75,12 @@ type Syncer struct {
 	mu           sync.Mutex
 	lastComplete time.Time // start of the last complete sync
 	lastFull     time.Time // start of the last complete full listing
+	// unreadable holds the `v` of threads that could not be read (too
+	// large, a shape not understood): like a local file that does not
+	// parse, such a thread is a parse error once and is read again when
+	// it changes, not on every sync. Written by fetch workers under
+	// fetchAll's lock, read by Sync between fetches.
+	unreadable map[string]int64
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -114,21 +121,25 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 		opts.Clock = clock.Real{}
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
-		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock}
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock,
+		unreadable: map[string]int64{}}
 }
 
 // Stats describe one sync.
 type Stats struct {
-	Full      bool
-	Pages     int // listThreads requests
-	Listed    int // threads listed
-	Changed   int // threads whose `v` changed
-	Fetched   int // threads fetched and counted
-	Gone      int // threads that disappeared
-	Skipped   int // threads another source counts
-	Failed    int // threads that could not be fetched this time
-	Complete  bool
-	StartedAt time.Time
+	Full    bool
+	Pages   int // listThreads requests
+	Listed  int // threads listed
+	Changed int // threads whose `v` changed
+	Fetched int // threads fetched and counted
+	Gone    int // threads that disappeared
+	Skipped int // threads another source counts
+	Failed  int // threads that could not be fetched this time
+	// Unreadable threads were fetched but cannot be counted (too large,
+	// not understood): a parse error, read again when their `v` changes.
+	Unreadable int
+	Complete   bool
+	StartedAt  time.Time
 }
 
 // Sync runs one sync: list (newest first, stopping early unless a full
@@ -156,10 +167,14 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			break
 		}
 		allOld := true
+		fresh := 0 // threads this page lists for the first time
 		for _, t := range page {
-			if t.ID == "" || len(t.ID) > 128 {
+			if t.ID == "" || len(t.ID) > 128 || listed[t.ID] {
+				// A thread listed again (it moved up while the listing
+				// was paged) was weighed on its first page.
 				continue
 			}
+			fresh++
 			st.Listed++
 			listed[t.ID] = true
 			if s.changed(t) {
@@ -172,6 +187,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			}
 		}
 		if len(page) < s.cfg.ListLimit {
+			break
+		}
+		if fresh == 0 {
+			// A server that ignores offset would be paged for ever.
+			listErr = fmt.Errorf("list threads: %w", &Error{Method: MethodListThreads, kind: ErrBadResponse,
+				detail: "a full page lists no thread not listed before: the listing does not advance"})
 			break
 		}
 		if !st.Full && allOld {
@@ -196,6 +217,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				st.Gone++
 			}
 		}
+		for id := range s.unreadable {
+			if !listed[id] {
+				delete(s.unreadable, id)
+			}
+		}
 	}
 	if listErr == nil && st.Failed == 0 {
 		st.Complete = true
@@ -217,6 +243,9 @@ func (s *Syncer) changed(t Summary) bool {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return false
 		}
+	}
+	if v, ok := s.unreadable[t.ID]; ok && v == int64(t.V) && t.V != 0 {
+		return false
 	}
 	rec, ok := s.store.File(store.ServerPath(t.ID))
 	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
@@ -240,6 +269,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 			for t := range jobs {
 				outcome, err := s.fetchOne(ctx, p, t)
 				mu.Lock()
+				if outcome != outcomeUnreadable {
+					delete(s.unreadable, t.ID)
+				}
 				switch {
 				case outcome == outcomeCounted:
 					st.Fetched++
@@ -247,12 +279,16 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					st.Gone++
 				case outcome == outcomeSkipped:
 					st.Skipped++
+				case outcome == outcomeUnreadable:
+					st.Unreadable++
+					s.unreadable[t.ID] = int64(t.V)
 				default:
 					st.Failed++
 					if firstErr == nil {
 						firstErr = err
 					}
-					if errors.Is(err, ErrAuth) {
+					if errors.Is(err, ErrAuth) || rateLimited(err) {
+						// The rest waits for the next sync.
 						cancel()
 					}
 				}
@@ -273,6 +309,13 @@ feed:
 	return firstErr
 }
 
+// rateLimited reports whether err is a 429 the client's retries did not
+// get past: the server wants fewer requests, not the next thread's.
+func rateLimited(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusTooManyRequests
+}
+
 type outcome int
 
 const (
@@ -280,11 +323,14 @@ const (
 	outcomeCounted
 	outcomeGone
 	outcomeSkipped
+	outcomeUnreadable
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
-	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
-		return outcomeSkipped, nil
+	if s.owners != nil {
+		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
+			return outcomeSkipped, nil
+		}
 	}
 	path := store.ServerPath(t.ID)
 	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
@@ -294,10 +340,15 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		return outcomeGone, nil
 	case errors.Is(err, ErrTooLarge):
 		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
-		return outcomeFailed, err
+		return outcomeUnreadable, err
 	case errors.Is(err, ErrBadResponse):
 		s.parseFailed("bad_response", t.ID, err)
-		return outcomeFailed, err
+		if e := (*Error)(nil); errors.As(err, &e) && e.Status != 0 && (e.Status < 200 || e.Status > 299) {
+			// The request was refused (4xx, a redirect): nothing is
+			// known of the document; fetch it again next time.
+			return outcomeFailed, err
+		}
+		return outcomeUnreadable, err
 	case err != nil:
 		return outcomeFailed, err
 	}
@@ -305,11 +356,24 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	parsed, err := p.ParseBytes(doc)
 	if err != nil {
 		s.parseFailed(thread.Reason(err), t.ID, err)
-		return outcomeFailed, fmt.Errorf("thread from the server: %w", err)
+		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
 	sum := thread.Summarize(parsed)
+	if sum.ID != "" && sum.ID != t.ID {
+		// The store counts a thread under its document's id; one that
+		// names another thread than the one listed and claimed would be
+		// counted under an id nobody claimed (a local thread's, say).
+		err := &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "the document names another thread"}
+		s.parseFailed("bad_response", t.ID, err)
+		return outcomeUnreadable, err
+	}
 	if sum.ID == "" {
 		sum.ID = t.ID
+	}
+	// Claimed only once it can be counted: a thread the server lists but
+	// the exporter cannot read stays with whichever source can.
+	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
+		return outcomeSkipped, nil
 	}
 	if v == 0 {
 		v = int64(t.V)
@@ -317,12 +381,32 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	if sum.AgentMode == "" {
 		sum.AgentMode = t.AgentMode
 	}
+	// The bill is read before the thread is recorded at this version: a
+	// thread recorded as current is not fetched again, so a bill that
+	// failed after it would be lost until the thread changes.
+	took := s.clock.Now().Sub(began) // the bill's round trip is not parsing
+	var ci *CostInfo
+	if s.cfg.Billed {
+		c, err := s.client.ThreadDisplayCostInfo(ctx, t.ID)
+		switch {
+		case err == nil:
+			ci = &c
+		case errors.Is(err, ErrThreadNotFound):
+			s.store.Remove(path)
+			return outcomeGone, nil
+		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrTooLarge):
+			// Not worth a retry: the thread is counted without its bill.
+			s.log.Debug("no billed cost for a thread", "err", err)
+		default:
+			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
+		}
+	}
 	s.store.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
 	if s.metrics != nil {
-		s.metrics.Parsed(store.SourceServer, s.clock.Now().Sub(began))
+		s.metrics.Parsed(store.SourceServer, took)
 	}
-	if s.cfg.Billed {
-		s.billed(ctx, t.ID)
+	if ci != nil {
+		s.billed(t.ID, *ci)
 	}
 	return outcomeCounted, nil
 }
@@ -335,15 +419,8 @@ func (s *Syncer) parseFailed(reason, id string, err error) {
 	_ = id // thread ids are not logged at warn level
 }
 
-// billed reads what Amp bills for the thread and the user's entitlement.
-// A failure here costs the thread its billed figure until it changes
-// again, never its token counts.
-func (s *Syncer) billed(ctx context.Context, id string) {
-	ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
-	if err != nil {
-		s.log.Debug("no billed cost for a thread", "err", err)
-		return
-	}
+// billed records what Amp bills for the thread and the user's entitlement.
+func (s *Syncer) billed(id string, ci CostInfo) {
 	usd := map[string]float64{}
 	if b := ci.CostBreakdown; b != nil && (b.FreeUSD != nil || b.PaidUSD != nil || b.SubscriptionUSD != nil) {
 		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
@@ -411,7 +488,7 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 				s.source.Synced(s.clock.Now())
 			}
 			s.log.Debug("synced with the Amp server", "full", st.Full, "pages", st.Pages, "listed", st.Listed,
-				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped)
+				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped, "unreadable", st.Unreadable)
 		}
 		t := s.clock.NewTimer(wait)
 		select {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,6 +196,7 @@ func TestSyncDeletedAndArchived(t *testing.T) {
 	ids := h.srv.IDs()
 	h.syncOK()
 	before := h.store.Snapshot()
+	counted := countedThreads(h.store)
 	h.srv.Delete(ids[2])
 	h.srv.SetArchived(ids[3], true)
 	// A routine sync does not notice; the full one an hour later does.
@@ -217,11 +222,8 @@ func TestSyncDeletedAndArchived(t *testing.T) {
 	if total(before.Threads) != 6 || total(after.Threads) != 4 {
 		t.Fatalf("amp_threads %v → %v", before.Threads, after.Threads)
 	}
-	// Counters keep the deleted threads.
-	if !reflect.DeepEqual(countedThreads(h.store), h.want(ids[:2])) && len(countedThreads(h.store)) != 6 {
-		t.Fatal("counts of deleted threads were dropped")
-	}
-	if len(h.store.Export().Threads) != 6 {
+	// Counters keep the deleted threads, every series of them.
+	if !reflect.DeepEqual(countedThreads(h.store), counted) {
 		t.Fatal("counts of deleted threads were dropped")
 	}
 }
@@ -309,17 +311,24 @@ func TestSyncWrongKey(t *testing.T) {
 	}
 }
 
-func TestSyncOversizedThreadIsAParseError(t *testing.T) {
-	h := newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
-	ids := h.srv.IDs()
-	msg := h.lastMessage(ids[0])
+// oversizedHarness serves three threads, the first larger than the
+// syncer accepts; msg is a message to append to it.
+func oversizedHarness(t *testing.T) (h *harness, ids []string, msg []byte, m *parseMetrics) {
+	h = newHarness(t, 3, SyncConfig{MaxThreadBytes: 150_000})
+	ids = h.srv.IDs()
+	msg = h.lastMessage(ids[0])
 	for range 300 {
 		h.srv.AppendMessage(ids[0], msg, 0)
 	}
-	m := &parseMetrics{}
+	m = &parseMetrics{}
 	h.sync.metrics = m
+	return h, ids, msg, m
+}
+
+func TestSyncOversizedThreadIsAParseError(t *testing.T) {
+	h, _, _, m := oversizedHarness(t)
 	st, err := h.sync.Sync(context.Background())
-	if !errors.Is(err, ErrTooLarge) || st.Fetched != 2 {
+	if err != nil || st.Fetched != 2 || st.Unreadable != 1 || !st.Complete {
 		t.Fatalf("sync %+v %v", st, err)
 	}
 	if m.failed[thread.ReasonTooLarge] != 1 {
@@ -396,6 +405,15 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 	}
 }
 
+// followStreams gives the syncer a stream-json store with the server
+// rule on, sharing the harness's owners.
+func (h *harness) followStreams() *store.StreamStore {
+	streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
+	streams.EnableServerDedupe(h.owners)
+	h.sync.streams = streams
+	return streams
+}
+
 func streamMessages(s *store.StreamStore) (messages, executions int64) {
 	for _, sv := range s.Export().Series {
 		switch sv.Family {
@@ -424,9 +442,7 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 	for _, order := range []string{"stream first", "server first"} {
 		t.Run(order, func(t *testing.T) {
 			h := newHarness(t, 3, SyncConfig{})
-			streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
-			streams.EnableServerDedupe(h.owners)
-			h.sync.streams = streams
+			streams := h.followStreams()
 			listed := h.srv.IDs()[1]
 			if order == "stream first" {
 				streams.Apply(streamRun(listed))
@@ -455,5 +471,295 @@ func TestStreamRunsAndServerSync(t *testing.T) {
 				t.Fatal("runs still held")
 			}
 		})
+	}
+}
+
+// A thread the exporter cannot read (too large, or a shape it does not
+// know) is a parse error once per version, like a local file: it is not
+// fetched again until its `v` changes, and it does not keep every sync
+// incomplete — which would hold amp_server_up at 0 and keep stream runs of
+// other accounts held (uncounted) for ever.
+func TestSyncUnreadableThreadDoesNotBlockSyncs(t *testing.T) {
+	h, ids, msg, m := oversizedHarness(t)
+	streams := h.followStreams()
+	streams.Apply(streamRun("T-not-on-this-account"))
+	for i := range 3 {
+		st, err := h.sync.Sync(context.Background())
+		if err != nil || !st.Complete {
+			t.Fatalf("sync %d: %+v %v", i, st, err)
+		}
+		h.clk.Advance(time.Minute)
+	}
+	if got := h.srv.Fetched()[ids[0]]; got != 1 {
+		t.Fatalf("the unreadable thread was fetched %d times, want once", got)
+	}
+	if m.failed[thread.ReasonTooLarge] != 1 {
+		t.Fatalf("parse errors %v, want one", m.failed)
+	}
+	if streams.HeldRuns() != 0 {
+		t.Fatal("a run the server does not list is still held")
+	}
+	// A new version is read again.
+	h.srv.AppendMessage(ids[0], msg, 0)
+	if _, err := h.sync.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.srv.Fetched()[ids[0]]; got != 2 {
+		t.Fatalf("the changed thread was fetched %d times in all, want 2", got)
+	}
+}
+
+func billedTotal(s *store.ThreadStore) int64 {
+	var n int64
+	for _, th := range s.Export().Threads {
+		for _, sv := range th.Series {
+			if sv.Family == "billed_usd" {
+				n += sv.Value
+			}
+		}
+	}
+	return n
+}
+
+// A bill that could not be read (the server was briefly down) is read at
+// the next sync: the thread's counts and its bill are taken together, so
+// a thread is not marked current while its bill is missing.
+func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{Billed: true, MaxConcurrency: 1})
+	ids := h.srv.IDs()
+	for _, id := range ids {
+		h.srv.SetCost(id, map[string]any{"title": "t", "totalCostUSD": 1.5})
+	}
+	// One bill fails more often than the client retries.
+	for range 4 {
+		h.srv.Fail(MethodThreadDisplayCostInfo, ampstandin.Fault{Status: 503})
+	}
+	st, err := h.sync.Sync(context.Background())
+	if err == nil || st.Complete || st.Failed != 1 || st.Fetched != 2 {
+		t.Fatalf("sync with a failed bill: %+v %v", st, err)
+	}
+	h.clk.Advance(time.Minute)
+	st = h.syncOK()
+	if st.Fetched != 1 {
+		t.Fatalf("resumed sync %+v", st)
+	}
+	// Every thread's bill is counted once: 3 × $1.50.
+	if got, want := billedTotal(h.store), 3*billedTotal(oneBill(t, 1.5)); got != want {
+		t.Fatalf("billed %d, want %d", got, want)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts differ from the documents")
+	}
+}
+
+// oneBill is a store holding one thread billed usd.
+func oneBill(t *testing.T, usd float64) *store.ThreadStore {
+	t.Helper()
+	s := store.NewThreadStore(store.StoreOptions{})
+	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, &thread.Summary{ID: "T-x"})
+	if !s.ApplyBilled("T-x", map[string]float64{"total": usd}) {
+		t.Fatal("bill not applied")
+	}
+	return s
+}
+
+// rewriteTail replaces one thread id by another in getThreadTail answers:
+// a server whose document names another thread than the one listed.
+type rewriteTail struct{ from, to string }
+
+func (r rewriteTail) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || req.URL.RawQuery != MethodGetThreadTail {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	body = bytes.ReplaceAll(body, []byte(`"id":"`+r.from+`"`), []byte(`"id":"`+r.to+`"`))
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// The thread a document is counted under is the one that was listed and
+// claimed: a document that names another id (a local thread's, say) is
+// not counted, does not take that id from its owner, and is a parse error.
+func TestSyncDocumentOfAnotherThreadIsRefused(t *testing.T) {
+	h := newHarness(t, 2, SyncConfig{})
+	ids := h.srv.IDs()
+	const other = "T-00000000-0000-4000-8000-00000000beef"
+	c := newTestClient(t, h.srv.URL, h.rec, func(o *Options) { o.Transport = rewriteTail{ids[0], other} })
+	m := &parseMetrics{}
+	h.sync = NewSyncer(c, h.cfg, h.store, SyncOptions{Owners: h.owners, Clock: h.clk, Metrics: m})
+	st, err := h.sync.Sync(context.Background())
+	if err != nil || st.Fetched != 1 || st.Unreadable != 1 {
+		t.Fatalf("sync %+v %v", st, err)
+	}
+	if o := h.owners.Owner(other); o != "" {
+		t.Fatalf("the id the document names is owned by %q", o)
+	}
+	if got := h.store.ThreadKeys(); !reflect.DeepEqual(got, []string{ids[1]}) {
+		t.Fatalf("counted threads %v, want only %s", got, ids[1])
+	}
+	if m.failed["bad_response"] != 1 {
+		t.Fatalf("parse errors %v", m.failed)
+	}
+}
+
+// ignoreOffset makes the server answer every listThreads request as if it
+// asked for the first page (a server that ignores or lost `offset`);
+// after max list requests it fails them, so a test that loops ends.
+type ignoreOffset struct {
+	mu    sync.Mutex
+	lists int
+	max   int
+}
+
+func (o *ignoreOffset) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.RawQuery == MethodListThreads {
+		o.mu.Lock()
+		o.lists++
+		over := o.lists > o.max
+		o.mu.Unlock()
+		if over {
+			return nil, errors.New("too many list requests")
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = regexp.MustCompile(`"offset":\d+`).ReplaceAll(body, []byte(`"offset":0`))
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A listing that does not advance (every page the same) ends with an
+// error instead of paging for ever and queueing the same threads again
+// and again.
+func TestSyncListingThatDoesNotAdvanceEnds(t *testing.T) {
+	h := newHarness(t, 5, SyncConfig{ListLimit: 2})
+	tr := &ignoreOffset{max: 100}
+	c := newTestClient(t, h.srv.URL, h.rec, func(o *Options) { o.Transport = tr })
+	h.sync = NewSyncer(c, h.cfg, h.store, SyncOptions{Owners: h.owners, Clock: h.clk})
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrBadResponse) || st.Complete {
+		t.Fatalf("sync %+v %v, want an incomplete sync with ErrBadResponse", st, err)
+	}
+	if tr.lists > 2 {
+		t.Fatalf("%d list requests, want 2 (the second repeats the first)", tr.lists)
+	}
+	if st.Changed != 2 || st.Fetched != 2 {
+		t.Fatalf("sync %+v: each thread listed must be fetched once", st)
+	}
+}
+
+// A request the server refuses (HTTP 4xx) says nothing about the thread:
+// unlike a document that cannot be read, it fails the sync (amp_server_up
+// 0, so a server that refuses every fetch is not shown as up) and the
+// thread is fetched again at the next one.
+func TestSyncRefusedFetchIsRetried(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{MaxConcurrency: 1})
+	ids := h.srv.IDs()
+	h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 400, Code: "invalid-request"})
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrBadResponse) || st.Complete || st.Failed != 1 || st.Fetched != 2 {
+		t.Fatalf("sync with a refused fetch: %+v %v", st, err)
+	}
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Fetched != 1 {
+		t.Fatalf("next sync %+v, want the refused thread fetched", st)
+	}
+	if got, want := countedThreads(h.store), h.want(ids); !reflect.DeepEqual(got, want) {
+		t.Fatal("counts differ from the documents")
+	}
+}
+
+// A thread the server lists but the exporter cannot read is not taken
+// from the other sources: a stream-json run of it is still counted from
+// its stream (it would otherwise be counted nowhere).
+func TestSyncUnreadableThreadLeavesItsRunToTheStream(t *testing.T) {
+	h, ids, _, _ := oversizedHarness(t)
+	streams := h.followStreams()
+	streams.Apply(streamRun(ids[0]))
+	for range 3 {
+		h.syncOK()
+		h.clk.Advance(time.Minute)
+	}
+	if m, ex := streamMessages(streams); m != 2 || ex != 1 {
+		t.Fatalf("stream messages %d executions %d, want 2 and 1", m, ex)
+	}
+	if o := h.owners.Owner(ids[0]); o != store.SourceStream {
+		t.Fatalf("owner %q, want the stream", o)
+	}
+}
+
+// A stream-json run counted from its stream while the server source was
+// off is the stream's for good (design: the choice is made once and
+// persisted): when the source is turned on and the server lists the run's
+// thread, the server does not count it again. The same holds for a run
+// that was held for the server and counted from the stream at a restart
+// with the source off.
+func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		h := newHarness(t, 3, SyncConfig{})
+		listed := h.srv.IDs()[1]
+		var st *store.StreamState
+		if held {
+			// Held for the server, then restored with the source off.
+			on := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
+			on.EnableServerDedupe(store.NewOwners())
+			on.Apply(streamRun(listed))
+			off := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
+			if err := off.Import(on.Export()); err != nil {
+				t.Fatal(err)
+			}
+			st = off.Export()
+		} else {
+			off := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
+			off.Apply(streamRun(listed))
+			st = off.Export()
+		}
+		// The source is turned on: the stores are restored, owners seeded.
+		streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
+		streams.EnableServerDedupe(h.owners)
+		if err := streams.Import(st); err != nil {
+			t.Fatal(err)
+		}
+		h.owners.Seed(store.SourceStream, streams.StreamOwned())
+		h.sync.streams = streams
+		h.syncOK()
+		if m, _ := streamMessages(streams); m != 2 {
+			t.Fatalf("held %v: stream messages %d, want 2", held, m)
+		}
+		if slices.Contains(h.store.ThreadKeys(), listed) {
+			t.Fatalf("held %v: the server counted a run the stream had counted", held)
+		}
+	}
+}
+
+// A server that keeps answering 429 (more often than the client retries)
+// is left alone for the rest of the sync: the threads still to fetch wait
+// for the next one rather than each being tried, retried and refused.
+func TestSyncStopsFetchingWhenRateLimited(t *testing.T) {
+	h := newHarness(t, 5, SyncConfig{MaxConcurrency: 1})
+	for range 4 {
+		h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 429})
+	}
+	st, err := h.sync.Sync(context.Background())
+	if !errors.Is(err, ErrTransient) || st.Complete || st.Fetched != 0 {
+		t.Fatalf("rate-limited sync %+v %v", st, err)
+	}
+	if n := h.srv.Requests()[MethodGetThreadTail]; n != 4 {
+		t.Fatalf("%d tail requests, want 4 (one thread, tried and retried)", n)
+	}
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Fetched != 5 {
+		t.Fatalf("next sync %+v, want every thread fetched", st)
 	}
 }
