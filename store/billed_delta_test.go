@@ -1,4 +1,4 @@
-package collector
+package store
 
 import (
 	"testing"
