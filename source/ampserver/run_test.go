@@ -70,7 +70,10 @@ func TestRunRefusedKeyRetriesSlowlyAndNeverLogsIt(t *testing.T) {
 	h.srv.SetKey(testKey)
 	echo := ampstandin.Fault{Status: 500, Code: "boom " + testKey}
 	h.srv.Fail(MethodListThreads, echo, echo, echo, echo) // more than the client retries
-	for {
+	for i := 0; ; i++ {
+		if i > 24*3600 {
+			t.Fatal("the source did not come up within a day of fake time")
+		}
 		h.clk.Advance(time.Second)
 		time.Sleep(time.Millisecond)
 		select {
