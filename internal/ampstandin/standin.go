@@ -57,6 +57,10 @@ type Server struct {
 	faults  map[string][]Fault
 	// vanish: threads listed but gone when fetched.
 	vanish map[string]bool
+	// unlisted: threads a paged listing skips though they exist, as when
+	// a deletion during the paging moves one across a page boundary;
+	// asked for by id (threadIDs) they are listed.
+	unlisted map[string]bool
 	// bumpWhilePaging: threads that get a new message after their first
 	// page is served.
 	bumpWhilePaging map[string]bool
@@ -73,6 +77,7 @@ type ListCall struct {
 	Limit, Offset   int
 	IncludeArchived bool
 	InstallationID  string
+	ThreadIDs       int // how many ids a listing by id asked for
 }
 
 // New starts a stand-in that accepts key and answers getUserInfo with
@@ -83,6 +88,7 @@ func New(key, email string) *Server {
 		threads:         map[string]*Thread{},
 		faults:          map[string][]Fault{},
 		vanish:          map[string]bool{},
+		unlisted:        map[string]bool{},
 		bumpWhilePaging: map[string]bool{},
 		oversize:        map[string]bool{},
 		requests:        map[string]int{},
@@ -196,6 +202,15 @@ func (s *Server) Vanish(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vanish[id] = true
+}
+
+// SkipInListing makes a paged listing leave out a thread that still
+// exists (a listing by threadIDs still shows it), as when a thread deleted
+// while the listing was paged shifts it past a page boundary.
+func (s *Server) SkipInListing(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unlisted[id] = true
 }
 
 // BumpWhilePaging makes a thread gain a message (and a new `v`) right
@@ -334,13 +349,14 @@ type request struct {
 }
 
 type params struct {
-	IncludeArchived bool   `json:"includeArchived"`
-	InstallationID  string `json:"installationID"`
-	Limit           *int   `json:"limit"`
-	Offset          int    `json:"offset"`
-	Thread          string `json:"thread"`
-	ThreadID        string `json:"threadID"`
-	FromIndex       int    `json:"fromIndex"`
+	IncludeArchived bool     `json:"includeArchived"`
+	InstallationID  string   `json:"installationID"`
+	Limit           *int     `json:"limit"`
+	Offset          int      `json:"offset"`
+	Thread          string   `json:"thread"`
+	ThreadID        string   `json:"threadID"`
+	ThreadIDs       []string `json:"threadIDs"`
+	FromIndex       int      `json:"fromIndex"`
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -415,13 +431,18 @@ func (s *Server) list(w http.ResponseWriter, p params) {
 	if p.Limit != nil {
 		limit = *p.Limit
 	}
-	if limit < 1 || limit > 500 || p.Offset < 0 {
-		s.fail(w, http.StatusBadRequest, "invalid-request", "limit 1–500")
+	if limit < 1 || limit > 500 || p.Offset < 0 || len(p.ThreadIDs) > 100 {
+		s.fail(w, http.StatusBadRequest, "invalid-request", "limit 1–500, at most 100 threadIDs")
 		return
 	}
 	s.mu.Lock()
-	s.listCalls = append(s.listCalls, ListCall{Limit: limit, Offset: p.Offset, IncludeArchived: p.IncludeArchived, InstallationID: p.InstallationID})
+	s.listCalls = append(s.listCalls, ListCall{Limit: limit, Offset: p.Offset, IncludeArchived: p.IncludeArchived, InstallationID: p.InstallationID, ThreadIDs: len(p.ThreadIDs)})
 	all := s.sortedLocked(p.IncludeArchived)
+	if len(p.ThreadIDs) > 0 {
+		all = slices.DeleteFunc(all, func(t *Thread) bool { return !slices.Contains(p.ThreadIDs, t.ID) })
+	} else {
+		all = slices.DeleteFunc(all, func(t *Thread) bool { return s.unlisted[t.ID] })
+	}
 	var page []map[string]any
 	for i := p.Offset; i < len(all) && i < p.Offset+limit; i++ {
 		t := all[i]

@@ -32,7 +32,12 @@ type ListParams struct {
 	InstallationID  string `json:"installationID,omitempty"`
 	Limit           int    `json:"limit"`
 	Offset          int    `json:"offset"`
+	// ThreadIDs lists only these threads (at most MaxThreadIDs).
+	ThreadIDs []string `json:"threadIDs,omitempty"`
 }
+
+// MaxThreadIDs is how many ids one listThreads may name.
+const MaxThreadIDs = 100
 
 // Summary is one thread in a listing. Every field is optional on the
 // wire.

@@ -142,6 +142,39 @@ type Stats struct {
 	StartedAt  time.Time
 }
 
+// confirmGone asks the server, by id, about threads a full listing did not
+// show, and returns those it does not list: the gone ones. The listing is
+// paged by offset, so a thread deleted while it is paged moves every later
+// thread up one place, and one of them can fall between two pages; taking
+// that one for deleted would lower amp_threads until the next full
+// listing. Deletions are rare, so this is a request or two.
+func (s *Syncer) confirmGone(ctx context.Context, missing []string) ([]string, error) {
+	var gone []string
+	for len(missing) > 0 {
+		batch := missing[:min(len(missing), MaxThreadIDs)]
+		missing = missing[len(batch):]
+		page, err := s.client.ListThreads(ctx, ListParams{
+			IncludeArchived: s.cfg.IncludeArchived,
+			InstallationID:  s.cfg.InstallationID,
+			Limit:           len(batch),
+			ThreadIDs:       batch,
+		})
+		if err != nil {
+			return gone, fmt.Errorf("list threads by id: %w", err)
+		}
+		present := make(map[string]bool, len(page))
+		for _, t := range page {
+			present[t.ID] = true
+		}
+		for _, id := range batch {
+			if !present[id] {
+				gone = append(gone, id)
+			}
+		}
+	}
+	return gone, nil
+}
+
 // Sync runs one sync: list (newest first, stopping early unless a full
 // listing is due), fetch what changed, drop what is gone. A sync that
 // fails half-way keeps what it counted; the next one resumes.
@@ -211,11 +244,20 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		// A full listing shows every thread there is: what it does not
 		// list was deleted (or archived, without include_archived). Its
 		// counts stay; it only leaves amp_threads.
+		var missing []string
 		for _, p := range s.store.ServerPaths() {
-			if !listed[p[len(store.ServerPathPrefix):]] {
-				s.store.Remove(p)
-				st.Gone++
+			if id := p[len(store.ServerPathPrefix):]; !listed[id] {
+				missing = append(missing, id)
 			}
+		}
+		gone, err := s.confirmGone(ctx, missing)
+		if err != nil {
+			// Those not confirmed stay present until the next full listing.
+			s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
+		}
+		for _, id := range gone {
+			s.store.Remove(store.ServerPath(id))
+			st.Gone++
 		}
 		for id := range s.unreadable {
 			if !listed[id] {
