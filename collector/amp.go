@@ -61,7 +61,7 @@ func NewAmpCollector(threads *store.ThreadStore, stream *store.StreamStore) *Amp
 			"Tools denied permission in stream-json runs, by normalized tool name.",
 			[]string{"tool"}, nil),
 		threadsPresent: prometheus.NewDesc("amp_threads",
-			"Amp thread files currently present and readable, by agent mode.",
+			"Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode.",
 			[]string{"agent_mode"}, nil),
 		messages: prometheus.NewDesc("amp_messages_total",
 			"Amp messages seen, by role (user, assistant).",

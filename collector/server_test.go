@@ -40,7 +40,7 @@ amp_billed_cost_usd_total{kind="free",source="server"} 0.75
 amp_billed_cost_usd_total{kind="paid",source="server"} 0.5
 amp_billed_cost_usd_total{kind="subscription",source="server"} 0
 amp_billed_cost_usd_total{kind="total",source="server"} 0
-# HELP amp_threads Amp thread files currently present and readable, by agent mode.
+# HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode.
 # TYPE amp_threads gauge
 amp_threads{agent_mode="smart"} 2
 # HELP amp_messages_total Amp messages seen, by role (user, assistant).

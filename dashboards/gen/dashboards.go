@@ -86,7 +86,7 @@ func overview() *dash {
 		"cpm",
 		t(fleetRate("stop_reason", "amp_assistant_messages_total", "")+perMinute, "{{stop_reason}}")))
 	d.add(d.stacked("Threads present by agent mode",
-		"Amp thread files currently present and readable (amp_threads), by agent mode; stacked. Deleting a thread lowers this, never the counters.",
+		"Amp threads currently present and readable (amp_threads: local thread files and, with the server source, threads on the Amp server), by agent mode; stacked. Deleting a thread lowers this, never the counters.",
 		"short",
 		t(`sum by (agent_mode) (amp_threads{$F})`, "{{agent_mode}}")))
 	d.add(d.timeseries("Prompts",
