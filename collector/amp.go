@@ -142,12 +142,32 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	for mode, n := range snap.Threads {
 		emit(ch, c.threadsPresent, prometheus.GaugeValue, float64(n), mode)
 	}
-	c.collectShared(ch, snap.Totals(), store.SourceThreads)
+	c.collectThreadStore(ch, snap, store.SourceThreads, contextBuckets, contextSums)
+	for model, b := range contextBuckets {
+		ch <- constHistogram(c.contextUtil, store.ContextBuckets, b, contextSums[model], model)
+	}
+	if !snap.LastActivity.IsZero() {
+		emit(ch, c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
+	}
+	if c.stream != nil {
+		c.collectStream(ch)
+	}
+}
+
+// collectThreadStore emits what a thread store (local files or the Amp
+// server) counted under source src: the shared families, credits, the
+// exchange histogram and the last change; its context observations are
+// added to contextBuckets and contextSums, which both stores share
+// (amp_context_window_utilization_ratio has no source label).
+func (c *AmpCollector) collectThreadStore(ch chan<- prometheus.Metric, snap store.ThreadSnapshot, src string,
+	contextBuckets histograms, contextSums map[string]float64) {
+	totals := snap.Totals()
+	c.collectShared(ch, totals, src)
 	exchange := histograms{"": make([]float64, len(store.ExchangeBuckets)+1)}
-	for k, v := range snap.Totals() {
+	for k, v := range totals {
 		switch k.Fam {
 		case store.FamCredits:
-			emit(ch, c.credits, prometheus.CounterValue, store.Unfixed(k.Fam, v), store.SourceThreads, k.L1)
+			emit(ch, c.credits, prometheus.CounterValue, store.Unfixed(k.Fam, v), src, k.L1)
 		case store.FamContextBucket:
 			contextBuckets.add(k.L1, k.L2, len(store.ContextBuckets), v)
 		case store.FamContextSum:
@@ -156,18 +176,10 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 			exchange.add("", k.L2, len(store.ExchangeBuckets), v)
 		}
 	}
-	for model, b := range contextBuckets {
-		ch <- constHistogram(c.contextUtil, store.ContextBuckets, b, contextSums[model], model)
-	}
-	ch <- constHistogram(c.exchange, store.ExchangeBuckets, exchange[""], store.Unfixed(store.FamExchangeSum, snap.Totals()[store.SeriesKey{Fam: store.FamExchangeSum, L1: "", L2: ""}]), store.SourceThreads)
-	if !snap.LastActivity.IsZero() {
-		emit(ch, c.lastActivity, prometheus.GaugeValue, float64(snap.LastActivity.UnixMilli())/1000)
-	}
+	exchangeSum := totals[store.SeriesKey{Fam: store.FamExchangeSum}]
+	ch <- constHistogram(c.exchange, store.ExchangeBuckets, exchange[""], store.Unfixed(store.FamExchangeSum, exchangeSum), src)
 	if !snap.LastChange.IsZero() {
-		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, store.SourceThreads)
-	}
-	if c.stream != nil {
-		c.collectStream(ch)
+		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, src)
 	}
 }
 

@@ -25,27 +25,9 @@ func (c *AmpCollector) collectServer(ch chan<- prometheus.Metric, threads map[st
 	for mode, n := range snap.Threads {
 		threads[mode] += n
 	}
-	c.collectShared(ch, snap.Totals(), store.SourceServer)
-	exchange := make([]float64, len(store.ExchangeBuckets)+1)
-	h := histograms{"": exchange}
-	for k, v := range snap.Totals() {
-		switch k.Fam {
-		case store.FamCredits:
-			emit(ch, c.credits, prometheus.CounterValue, store.Unfixed(k.Fam, v), store.SourceServer, k.L1)
-		case store.FamContextBucket:
-			contextBuckets.add(k.L1, k.L2, len(store.ContextBuckets), v)
-		case store.FamContextSum:
-			contextSums[k.L1] += store.Unfixed(k.Fam, v)
-		case store.FamExchangeBucket:
-			h.add("", k.L2, len(store.ExchangeBuckets), v)
-		}
-	}
-	ch <- constHistogram(c.exchange, store.ExchangeBuckets, exchange, store.Unfixed(store.FamExchangeSum, snap.Totals()[store.SeriesKey{Fam: store.FamExchangeSum, L1: "", L2: ""}]), store.SourceServer)
+	c.collectThreadStore(ch, snap, store.SourceServer, contextBuckets, contextSums)
 	for _, kind := range store.BilledKinds {
 		emit(ch, c.billed, prometheus.CounterValue, store.Unfixed(store.FamBilled, snap.Totals()[store.SeriesKey{Fam: store.FamBilled, L1: kind, L2: ""}]), store.SourceServer, kind)
-	}
-	if !snap.LastChange.IsZero() {
-		emit(ch, c.lastChange, prometheus.GaugeValue, float64(snap.LastChange.UnixMilli())/1000, store.SourceServer)
 	}
 	return snap
 }
