@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -36,7 +35,14 @@ type SourceMetrics interface {
 	Up(ok bool)
 	Synced(at time.Time)
 	SetEntitlement(e collector.Entitlement)
+	// ThreadSkipped counts a listed thread that is not counted, once per
+	// thread and reason.
+	ThreadSkipped(reason string)
 }
+
+// SkipOtherUser is the reason a thread another user created (a workspace
+// thread shared with the account) is not counted.
+const SkipOtherUser = "other_user"
 
 // Syncing tells the stream-json store how the server's syncs go, so a
 // run the server does not list is counted from its stream.
@@ -72,9 +78,18 @@ type Syncer struct {
 	log     *slog.Logger
 	clock   clock.Clock
 
+	onAccount func(UserInfo)
+
 	mu           sync.Mutex
 	lastComplete time.Time // start of the last complete sync
 	lastFull     time.Time // start of the last complete full listing
+	// user is the account, once getUserInfo answered.
+	user *UserInfo
+	// otherUser holds the threads skipped as another user's (counted in
+	// the metric once each).
+	otherUser map[string]bool
+	bugMu     sync.Mutex
+	bugLogged map[string]bool // methods whose invalid-argument was logged
 	// unreadable holds the `v` of threads that could not be read (too
 	// large, a shape not understood): like a local file that does not
 	// parse, such a thread is a parse error once and is read again when
@@ -92,6 +107,9 @@ type SyncOptions struct {
 	Streams Syncing
 	Logger  *slog.Logger
 	Clock   clock.Clock
+	// OnAccount is called once, when getUserInfo first answers (also
+	// when the key was refused at start-up and works later).
+	OnAccount func(UserInfo)
 }
 
 // NewSyncer returns a syncer; nothing happens until Run or Sync.
@@ -121,8 +139,8 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 		opts.Clock = clock.Real{}
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
-		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock,
-		unreadable: map[string]int64{}}
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount,
+		unreadable: map[string]int64{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
 }
 
 // Stats describe one sync.
@@ -183,6 +201,20 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	defer s.mu.Unlock()
 	start := s.clock.Now()
 	st := Stats{StartedAt: start}
+	if s.user == nil {
+		// The account's id tells its own threads from those shared with
+		// it; asked until it answers (a key refused at start-up may work
+		// later).
+		u, err := s.client.GetUserInfo(ctx)
+		if err != nil {
+			s.noteBug(err)
+			return st, fmt.Errorf("user info: %w", err)
+		}
+		s.user = &u
+		if s.onAccount != nil {
+			s.onAccount(u)
+		}
+	}
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
 	var changed []Summary
@@ -210,6 +242,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			fresh++
 			st.Listed++
 			listed[t.ID] = true
+			if s.otherUsers(t.CreatorUserID) {
+				s.skipOther(t.ID)
+				st.Skipped++
+				continue
+			}
 			if s.changed(t) {
 				changed = append(changed, t)
 				allOld = false
@@ -278,6 +315,40 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	return st, errors.Join(listErr, fetchErr)
 }
 
+// otherUsers reports whether creator is another user than the account (a
+// thread with no creator is the account's).
+func (s *Syncer) otherUsers(creator string) bool {
+	return creator != "" && s.user != nil && s.user.ID != "" && creator != s.user.ID
+}
+
+// skipOther counts a thread of another user once.
+func (s *Syncer) skipOther(id string) {
+	if s.otherUser[id] {
+		return
+	}
+	s.otherUser[id] = true
+	if s.source != nil {
+		s.source.ThreadSkipped(SkipOtherUser)
+	}
+}
+
+// noteBug logs an invalid-argument answer once per method: the exporter
+// asked for something the server's API does not accept.
+func (s *Syncer) noteBug(err error) {
+	var e *Error
+	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) {
+		return
+	}
+	s.bugMu.Lock()
+	first := !s.bugLogged[e.Method]
+	s.bugLogged[e.Method] = true
+	s.bugMu.Unlock()
+	if first {
+		s.log.Error("the Amp server refused a request as invalid: a bug of the exporter or a change of Amp's API; please report it",
+			"method", e.Method, "err", err)
+	}
+}
+
 // changed reports whether a listed thread needs fetching: its `v` differs
 // from the one counted, and no other source counts it.
 func (s *Syncer) changed(t Summary) bool {
@@ -321,6 +392,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					st.Gone++
 				case outcome == outcomeSkipped:
 					st.Skipped++
+				case outcome == outcomeOtherUser:
+					st.Skipped++
+					s.skipOther(t.ID)
 				case outcome == outcomeUnreadable:
 					st.Unreadable++
 					s.unreadable[t.ID] = int64(t.V)
@@ -329,7 +403,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					if firstErr == nil {
 						firstErr = err
 					}
-					if errors.Is(err, ErrAuth) || rateLimited(err) {
+					if errors.Is(err, ErrAuth) || errors.Is(err, ErrRateLimited) {
 						// The rest waits for the next sync.
 						cancel()
 					}
@@ -351,13 +425,6 @@ feed:
 	return firstErr
 }
 
-// rateLimited reports whether err is a 429 the client's retries did not
-// get past: the server wants fewer requests, not the next thread's.
-func rateLimited(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusTooManyRequests
-}
-
 type outcome int
 
 const (
@@ -366,6 +433,7 @@ const (
 	outcomeGone
 	outcomeSkipped
 	outcomeUnreadable
+	outcomeOtherUser
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
@@ -375,7 +443,8 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		}
 	}
 	path := store.ServerPath(t.ID)
-	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	ex, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	doc, v := ex.Doc, ex.V
 	switch {
 	case errors.Is(err, ErrThreadNotFound):
 		s.store.Remove(path)
@@ -383,16 +452,19 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	case errors.Is(err, ErrTooLarge):
 		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
 		return outcomeUnreadable, err
-	case errors.Is(err, ErrBadResponse):
+	case errors.Is(err, ErrBadDocument):
+		// The document is there and cannot be read: a parse error, read
+		// again when its `v` changes.
 		s.parseFailed("bad_response", t.ID, err)
-		if e := (*Error)(nil); errors.As(err, &e) && e.Status != 0 && (e.Status < 200 || e.Status > 299) {
-			// The request was refused (4xx, a redirect): nothing is
-			// known of the document; fetch it again next time.
-			return outcomeFailed, err
-		}
 		return outcomeUnreadable, err
 	case err != nil:
+		// Refused, rate limited, invalid, transient: nothing is known of
+		// the document; it is fetched again at the next sync.
+		s.noteBug(err)
 		return outcomeFailed, err
+	}
+	if s.otherUsers(ex.CreatorUserID) {
+		return outcomeOtherUser, nil
 	}
 	began := s.clock.Now()
 	parsed, err := p.ParseBytes(doc)
@@ -405,7 +477,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		// The store counts a thread under its document's id; one that
 		// names another thread than the one listed and claimed would be
 		// counted under an id nobody claimed (a local thread's, say).
-		err := &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "the document names another thread"}
+		err := &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "the document names another thread"}
 		s.parseFailed("bad_response", t.ID, err)
 		return outcomeUnreadable, err
 	}
@@ -436,8 +508,9 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		case errors.Is(err, ErrThreadNotFound):
 			s.store.Remove(path)
 			return outcomeGone, nil
-		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrTooLarge):
+		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInvalidArgument):
 			// Not worth a retry: the thread is counted without its bill.
+			s.noteBug(err)
 			s.log.Debug("no billed cost for a thread", "err", err)
 		default:
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
