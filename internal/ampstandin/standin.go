@@ -89,6 +89,7 @@ type Server struct {
 	// (overlapping pages).
 	pageOverlap map[string]bool
 	noGzip      bool
+	legacyShape bool
 	delay       time.Duration
 	requests    map[string]int
 	fetched     map[string]int // getThreadTail per thread
@@ -217,6 +218,16 @@ func (s *Server) OverlapPages(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pageOverlap[id] = true
+}
+
+// LegacyShape makes getThreadTail and getThread answer as an earlier,
+// wrong description of the API had it: the document itself as `thread`,
+// with no record header. Only for showing that the conformance test with
+// the real CLI catches a stand-in that drifts from the real shapes.
+func (s *Server) LegacyShape() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.legacyShape = true
 }
 
 // DisableGzip makes the stand-in answer uncompressed even when asked for
@@ -604,7 +615,7 @@ func (s *Server) find(id string) (*Thread, bool) {
 
 // header is the record header the server wraps a document in:
 // {id, title, updatedAt, creatorUserID, data}.
-func (s *Server) header(t *Thread) map[string]any {
+func (s *Server) header(t *Thread) any {
 	data := t.head
 	if t.staleMessages && len(t.messages) > 0 {
 		data = make(map[string]json.RawMessage, len(t.head)+1)
@@ -612,6 +623,9 @@ func (s *Server) header(t *Thread) map[string]any {
 			data[k] = v
 		}
 		data["messages"] = json.RawMessage("[" + string(t.messages[0]) + "]")
+	}
+	if s.legacyShape {
+		return data
 	}
 	h := map[string]any{"id": t.ID, "creatorUserID": t.CreatorUserID, "data": data}
 	if t.Title != "" {
