@@ -40,6 +40,10 @@ type SourceMetrics interface {
 	ThreadSkipped(reason string)
 }
 
+// ErrListingTooLong ends a sync whose listing passed the bounds of one
+// sync (SyncConfig.MaxListPages, MaxListed).
+var ErrListingTooLong = errors.New("amp server: the thread listing does not end within the bounds of one sync")
+
 // SkipOtherUser is the reason a thread another user created (a workspace
 // thread shared with the account) is not counted.
 const SkipOtherUser = "other_user"
@@ -62,6 +66,11 @@ type SyncConfig struct {
 	MaxThreadBytes  int64 // largest thread document
 	// ListLimit is listThreads' page size (default and maximum 500).
 	ListLimit int
+	// MaxListPages and MaxListed bound one sync's listing: a server whose
+	// pages never end must not grow the exporter without bound (defaults
+	// 1,000 pages and 100,000 threads).
+	MaxListPages int
+	MaxListed    int
 	// Billed turns on threadDisplayCostInfo for changed threads.
 	Billed bool
 }
@@ -131,6 +140,12 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	}
 	if cfg.ListLimit <= 0 || cfg.ListLimit > 500 {
 		cfg.ListLimit = 500
+	}
+	if cfg.MaxListPages <= 0 {
+		cfg.MaxListPages = 1000
+	}
+	if cfg.MaxListed <= 0 {
+		cfg.MaxListed = 100_000
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -220,6 +235,10 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	var changed []Summary
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
+		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
+			listErr = fmt.Errorf("list threads: %w (%d pages, %d threads)", ErrListingTooLong, st.Pages, st.Listed)
+			break
+		}
 		page, err := s.client.ListThreads(ctx, ListParams{
 			IncludeArchived: s.cfg.IncludeArchived,
 			InstallationID:  s.cfg.InstallationID,
@@ -269,7 +288,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			break
 		}
 	}
-	if errors.Is(listErr, ErrAuth) {
+	if errors.Is(listErr, ErrAuth) || errors.Is(listErr, ErrListingTooLong) {
+		// A listing past its bounds is not a listing to act on: its
+		// threads could be any number of ids that lead nowhere.
 		return st, listErr
 	}
 	st.Changed = len(changed)
@@ -572,6 +593,7 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 		}
 	}
 	refused := false // the key was refused, and that was logged
+	tooLong := false // a listing too long was logged
 	for {
 		wait := s.cfg.Interval
 		st, err := s.Sync(ctx)
@@ -593,11 +615,21 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 			s.log.Log(ctx, level, "the Amp server refused the API key; retrying slowly (log in again, or set amp_server.enabled: false to stop)",
 				"err", err, "retry_in", wait)
 			s.up(false)
+		case errors.Is(err, ErrListingTooLong):
+			level := slog.LevelError // once, not once per sync
+			if tooLong {
+				level = slog.LevelDebug
+			}
+			tooLong = true
+			s.log.Log(ctx, level, "the Amp server's thread listing does not end; each sync stops at its bound (what was listed is counted)",
+				"err", err, "fetched", st.Fetched)
+			s.up(false)
 		case err != nil:
 			s.log.Warn("sync with the Amp server incomplete; what was fetched is counted, the rest is retried",
 				"err", err, "fetched", st.Fetched, "failed", st.Failed)
 			s.up(false)
 		default:
+			tooLong = false
 			s.up(true)
 			if s.source != nil {
 				s.source.Synced(s.clock.Now())
