@@ -360,3 +360,29 @@ func TestSyncNamesTheAccountOnceTheKeyWorks(t *testing.T) {
 		t.Fatalf("named %v, want alice once", named)
 	}
 }
+
+// A bill is one amount: the breakdown's kinds, and under "total" only what
+// totalCostUSD has beyond them.
+func TestBillSplit(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	type bd = struct {
+		FreeUSD         *float64 `json:"freeUSD"`
+		PaidUSD         *float64 `json:"paidUSD"`
+		SubscriptionUSD *float64 `json:"subscriptionUSD"`
+	}
+	cases := []struct {
+		ci   CostInfo
+		want map[string]float64
+	}{
+		{CostInfo{TotalCostUSD: f(10), CostBreakdown: &bd{FreeUSD: f(10), PaidUSD: f(0), SubscriptionUSD: f(0)}}, map[string]float64{"free": 10}},
+		{CostInfo{TotalCostUSD: f(2)}, map[string]float64{"total": 2}},
+		{CostInfo{TotalCostUSD: f(3), CostBreakdown: &bd{PaidUSD: f(1)}}, map[string]float64{"paid": 1, "total": 2}},
+		{CostInfo{TotalCostUSD: nil, CostBreakdown: &bd{SubscriptionUSD: f(4)}}, map[string]float64{"subscription": 4}},
+		{CostInfo{}, map[string]float64{}},
+	}
+	for i, tc := range cases {
+		if got := billSplit(tc.ci); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("case %d: %v, want %v", i, got, tc.want)
+		}
+	}
+}

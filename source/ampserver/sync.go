@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -555,19 +556,29 @@ func (s *Syncer) parseFailed(reason, id string, err error) {
 	_ = id // thread ids are not logged at warn level
 }
 
-// billed records what Amp bills for the thread and the user's entitlement.
-func (s *Syncer) billed(id string, ci CostInfo) {
+// billSplit is a thread's bill as one amount split by kind: the breakdown's
+// kinds, and under "total" what totalCostUSD has beyond them (all of it
+// when there is no breakdown).
+func billSplit(ci CostInfo) map[string]float64 {
 	usd := map[string]float64{}
-	if b := ci.CostBreakdown; b != nil && (b.FreeUSD != nil || b.PaidUSD != nil || b.SubscriptionUSD != nil) {
+	var split float64
+	if b := ci.CostBreakdown; b != nil {
 		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
-			if v != nil {
+			if v != nil && *v > 0 && !math.IsInf(*v, 0) {
 				usd[kind] = *v
+				split += *v
 			}
 		}
-	} else if ci.TotalCostUSD != nil {
-		usd["total"] = *ci.TotalCostUSD
 	}
-	s.store.ApplyBilled(id, usd)
+	if t := ci.TotalCostUSD; t != nil && *t-split > 1e-9 && !math.IsInf(*t, 0) {
+		usd["total"] = *t - split
+	}
+	return usd
+}
+
+// billed records what Amp bills for the thread and the user's entitlement.
+func (s *Syncer) billed(id string, ci CostInfo) {
+	s.store.ApplyBilled(id, billSplit(ci))
 	if e := ci.Entitlement; e != nil && s.source != nil {
 		ent := collector.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
 		if e.PercentUsed != nil {
