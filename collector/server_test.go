@@ -82,3 +82,31 @@ amp_entitlement_limit_usd{window="other"} 10
 		t.Fatal(err)
 	}
 }
+
+// Response bytes by encoding and skipped threads start at zero; an
+// encoding the exporter does not know is "other".
+func TestServerMetricsBytesAndSkipped(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewServerMetrics(reg, []string{"listThreads"})
+	m.Bytes("gzip", 100)
+	m.Bytes("decoded", 700)
+	m.Bytes("br", 5)
+	m.ThreadSkipped("other_user")
+	want := `
+# HELP amp_server_response_bytes_total Bytes received from the Amp server: on the wire by content encoding (gzip, identity), and decompressed (decoded).
+# TYPE amp_server_response_bytes_total counter
+amp_server_response_bytes_total{encoding="decoded"} 700
+amp_server_response_bytes_total{encoding="gzip"} 100
+amp_server_response_bytes_total{encoding="identity"} 0
+amp_server_response_bytes_total{encoding="other"} 5
+# HELP amp_server_threads_skipped_total Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread.
+# TYPE amp_server_threads_skipped_total counter
+amp_server_threads_skipped_total{reason="other_user"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "amp_server_response_bytes_total", "amp_server_threads_skipped_total"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
