@@ -234,6 +234,16 @@ func TestSyncSkipsOtherUsersThreads(t *testing.T) {
 	if r := h.srv.Fetched(); r[ids[0]] != 0 {
 		t.Fatalf("another user's thread fetched %d times", r[ids[0]])
 	}
+
+	// A thread counted before it was known to be another user's leaves
+	// amp_threads.
+	h.srv.SetCreator(ids[2], "user-3")
+	h.clk.Advance(time.Minute)
+	h.srv.Touch(ids[2], t0.Add(2*time.Hour).UnixMilli())
+	h.syncOK()
+	if _, ok := h.store.File(store.ServerPath(ids[2])); ok || m.skip[SkipOtherUser] != 2 {
+		t.Fatalf("a thread that turned out to be another user's is still present (skipped %v)", m.skip)
+	}
 }
 
 // rate-limit-exceeded, on a 200 with retryAfterSeconds in the body, backs

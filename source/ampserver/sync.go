@@ -343,12 +343,17 @@ func (s *Syncer) otherUsers(creator string) bool {
 	return creator != "" && s.user != nil && s.user.ID != "" && creator != s.user.ID
 }
 
-// skipOther counts a thread of another user once.
+// skipOther counts a thread of another user once. One counted before
+// (by a version that did not tell them apart) leaves amp_threads; what it
+// counted stays, as counters do.
 func (s *Syncer) skipOther(id string) {
 	if s.otherUser[id] {
 		return
 	}
 	s.otherUser[id] = true
+	if _, ok := s.store.File(store.ServerPath(id)); ok {
+		s.store.Remove(store.ServerPath(id))
+	}
 	if s.source != nil {
 		s.source.ThreadSkipped(SkipOtherUser)
 	}
