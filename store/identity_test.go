@@ -12,7 +12,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
-// The tests of this file hold the store to design.md's first counting rule:
+// The tests of this file hold the store to counting rule 1 (docs/counting.md):
 // every counted thing has an identity and counts once, under the labels it
 // had when it was first counted. Each case was a wrong total before the
 // store kept per-item identities (issue 9).
