@@ -52,6 +52,7 @@ func TestForkPointIndexesTheWholeMessagesArray(t *testing.T) {
 
 // Also checked: ledger events a fork copied from its parent (they bill the
 // copied messages, or predate the fork) are the parent's spending.
+// Counting rules 11 and 14 (docs/counting.md).
 func TestLedgerEventsCopiedIntoAForkAreNotCounted(t *testing.T) {
 	doc := `{"v":3,"id":"T-f","created":1770000100000,"forkPointIndex":1,"messages":[
 	 {"role":"user","messageId":0,"content":"p"},
