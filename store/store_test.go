@@ -156,6 +156,7 @@ func TestCountingRules(t *testing.T) {
 	}
 }
 
+// Counting rule 9 (docs/counting.md): values past the cap fold into "other".
 func TestLabelCapFoldsIntoOther(t *testing.T) {
 	var folded []string
 	s := NewThreadStore(StoreOptions{MaxLabelValues: 2, OnFold: func(l string) { folded = append(folded, l) }})

@@ -17,7 +17,7 @@ func (r *reloader) currentConfig() *config.Config {
 	return r.current
 }
 
-// sourceServer is the `source` label of the Amp server source (design.md).
+// sourceServer is the `source` label of the Amp server source (docs/metrics.md).
 const sourceServer = "server"
 
 // sourceProviders are the landing page's rows, one provider per source, in

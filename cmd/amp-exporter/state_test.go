@@ -103,6 +103,7 @@ func mustRestore(t testing.TB, s *testState) {
 	t.Cleanup(func() { s.keeper.close() })
 }
 
+// Counting rule 5 (docs/counting.md).
 func TestStateSurvivesRestartsIncrementally(t *testing.T) {
 	dir := t.TempDir()
 	gen := threadgen.New(threadgen.Options{Threads: 60, TotalBytes: 60 * 20_000, Seed: 3})

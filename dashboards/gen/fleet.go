@@ -7,8 +7,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
-// Fleets: laptops push with remote-write, labelled user and host (README
-// "Counting a team"). Every dashboard filters on both; where no series has
+// Fleets: laptops push with remote-write, labelled user and host
+// (docs/team.md). Every dashboard filters on both; where no series has
 // them (a plain scrape), "All" is ".*", which matches the absent label, so
 // every panel works unchanged.
 //

@@ -1,5 +1,5 @@
 // Package ampstandin is a stand-in for the Amp server's internal API
-// (shared/spec/amp-server.md) for tests and benchmarks: an httptest server
+// (docs/formats/amp-server.md) for tests and benchmarks: an httptest server
 // that speaks the {ok, result | error} envelope and the methods the
 // exporter calls, over thread documents a test puts in (usually generated
 // by internal/threadgen), with the failures a real server has: 429 with

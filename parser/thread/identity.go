@@ -1,6 +1,6 @@
 package thread
 
-// Identities of the things a thread counts (design.md, "Counting rules"):
+// Identities of the things a thread counts (docs/counting.md, rule 1):
 // a message is identified by its messageId, a ledger event by its id, a tool
 // result by its toolUseID, an exchange by the prompt that opened it. The
 // collector pins each item's labels when it is first counted, so an item

@@ -22,7 +22,7 @@ const (
 )
 
 // Tokens are a model's token counts, by type, as the files give them
-// (formats §1.8 says what they mean per provider).
+// (docs/formats/amp-threads.md §1.8 says what they mean per provider).
 type Tokens struct {
 	Input         int64 `json:"input"`
 	Output        int64 `json:"output"`

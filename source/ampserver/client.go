@@ -1,7 +1,7 @@
 // Package ampserver reads the user's Amp threads from the Amp server
 // (ampcode.com) the way the Amp CLI does: POST {url}/api/internal?{method}
 // with the user's API key and a {"ok", "result" | "error"} envelope
-// (shared/spec/amp-server.md). Client is the transport; Syncer keeps the
+// (docs/formats/amp-server.md). Client is the transport; Syncer keeps the
 // counting store in step with the account's threads.
 package ampserver
 

@@ -162,6 +162,8 @@ func TestSyncFirstAndIncremental(t *testing.T) {
 	}
 }
 
+// Counting rules 5 and 20 (docs/counting.md): a restart on saved state
+// fetches no thread whose version did not change.
 func TestSyncRestartWithStateFetchesNothing(t *testing.T) {
 	h := newHarness(t, 8, SyncConfig{ListLimit: 500})
 	h.syncOK()
