@@ -10,11 +10,11 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Watcher fallback reasons.
+// Watcher fallback reasons (store.FallbackReasons).
 const (
-	FallbackOverflow   = "overflow"
-	FallbackWatchError = "watch_error"
-	FallbackAddFailed  = "add_failed"
+	FallbackOverflow   = store.FallbackOverflow
+	FallbackWatchError = store.FallbackWatchError
+	FallbackAddFailed  = store.FallbackAddFailed
 )
 
 // ExporterMetrics are the exporter's own metrics (amp_exporter_*). Sources

@@ -100,15 +100,8 @@ func (m *ServerMetrics) Up(ok bool) {
 // Synced records the end of a complete sync.
 func (m *ServerMetrics) Synced(at time.Time) { m.lastSync.Set(float64(at.UnixMilli()) / 1000) }
 
-// Entitlement is the user's current entitlement window; nil fields are
-// unknown.
-type Entitlement struct {
-	Window       string
-	LimitUSD     *float64
-	RemainingUSD *float64
-	UsedRatio    *float64
-	ResetsAt     time.Time
-}
+// Entitlement is the user's current entitlement window (store.Entitlement).
+type Entitlement = store.Entitlement
 
 // maxWindowLabel bounds the window label (it comes from the server).
 const maxWindowLabel = 32
