@@ -32,6 +32,14 @@ const outputGolden = "testdata/output.prom"
 // left out: their values are the machine's.
 func fixtureRegistry(t *testing.T) *prometheus.Registry {
 	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	registerFixture(t, reg)
+	return reg
+}
+
+// registerFixture registers the fixture's collectors and instruments on reg.
+func registerFixture(t *testing.T, reg prometheus.Registerer) {
+	t.Helper()
 	now := func() time.Time { return fixedNow }
 	labels := store.NewLabelCap(100, nil)
 	owners := store.NewOwners()
@@ -57,7 +65,6 @@ func fixtureRegistry(t *testing.T) *prometheus.Registry {
 
 	amp := NewAmpCollector(local, streamStore(t))
 	amp.SetServerStore(server)
-	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(amp, NewAmyCollector(amyFixtureStore(t, labels)))
 
 	em := NewExporterMetrics(reg)
@@ -80,7 +87,6 @@ func fixtureRegistry(t *testing.T) *prometheus.Registry {
 	sm.SetEntitlement(store.Entitlement{Window: "daily", LimitUSD: &limit, RemainingUSD: &remaining, UsedRatio: &used, ResetsAt: fixedNow.Add(6 * time.Hour)})
 
 	remotewrite.NewMetrics(reg)
-	return reg
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.

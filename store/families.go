@@ -173,3 +173,12 @@ func familiesOf(o owner) map[Family]bool {
 	}
 	return m
 }
+
+// Families lists every family the stores keep, in the table's order.
+func Families() []Family {
+	out := make([]Family, len(families))
+	for i, f := range families {
+		out[i] = f.name
+	}
+	return out
+}
