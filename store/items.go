@@ -22,12 +22,6 @@ import (
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
 func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
-	if sum.Items == nil || !sum.ItemsValid() {
-		// Built by hand, or kept past its parser's next parse (a caller's
-		// bug): its totals are still right, its items no longer.
-		c, rates := s.contributeTotals(sum, prices)
-		return c, rates, base, nil, false
-	}
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
 	add := func(f Family, l1, l2 string, v int64) {
