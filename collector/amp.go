@@ -20,17 +20,17 @@ func NewAmpCollector(threads *store.ThreadStore, stream *store.StreamStore) *Amp
 	return &AmpCollector{threads: threads, stream: stream}
 }
 
-// ampMetrics are the rows the Amp collector renders.
-var ampMetrics = []string{NameThreads, NameMessages, NamePrompts, NameTokens, NameCredits, NameCost, NameUnpriced,
-	NameAssistantMessages, NameToolCalls, NameContextUtil, NameExchangeDuration, NameLastActivity, NameSourceLastChange,
-	NameExecutions, NameExecutionDuration, NameExecutionTurns, NamePermissionDenials}
-
-// Describe implements prometheus.Collector.
+// Describe implements prometheus.Collector: every row of a thread or
+// stream-json store family (the billed cost with the server store only),
+// and the gauges set from the snapshots.
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
-	describe(ch, ampMetrics...)
-	if c.server != nil {
-		describe(ch, NameBilledCost)
+	for i := range Metrics {
+		m := &Metrics[i]
+		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Name != NameBilledCost || c.server != nil) {
+			ch <- descs[m.Name]
+		}
 	}
+	describe(ch, NameThreads, NameLastActivity, NameSourceLastChange)
 }
 
 // Collect implements prometheus.Collector.

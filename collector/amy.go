@@ -17,15 +17,16 @@ func NewAmyCollector(s *store.AmyStore) *AmyCollector {
 	return &AmyCollector{store: s}
 }
 
-// amyMetrics are the rows the Amy collector renders.
-var amyMetrics = []string{NameAmyTurnsStarted, NameAmyTurnsFinished, NameAmyTurnsInFlight, NameAmyTurnDuration,
-	NameAmyTimeToFirstToken, NameAmyCost, NameAmyTurnCost, NameAmyAgentRuns, NameAmyAgentDuration, NameAmyAgentCost,
-	NameAmyValidations, NameAmyValidationGates, NameAmyRouting, NameAmyFactCheckIssues, NameAmyMemoryEntries,
-	NameAmyCostWarnings, NameAmyEvents, NameAmyStreamUp, NameAmyReconnects, NameAmyDuplicates, NameAmyTurnsGivenUp,
-	NameAmyBadEvents, NameAmyRefusedEvents}
-
-// Describe implements prometheus.Collector.
-func (c *AmyCollector) Describe(ch chan<- *prometheus.Desc) { describe(ch, amyMetrics...) }
+// Describe implements prometheus.Collector: every row of an Amy store
+// family, and the gauges set from the snapshot.
+func (c *AmyCollector) Describe(ch chan<- *prometheus.Desc) {
+	for i := range Metrics {
+		if f := Metrics[i].Family; f != "" && store.AmyFamily(f) {
+			ch <- descs[Metrics[i].Name]
+		}
+	}
+	describe(ch, NameAmyTurnsInFlight, NameAmyStreamUp)
+}
 
 // amyEvents are the event names whose series start at zero.
 var amyEvents = append(append([]string{}, amy.Catalogue...), amy.EventUnknown)

@@ -182,3 +182,6 @@ func Families() []Family {
 	}
 	return out
 }
+
+// AmyFamily reports whether f is a family of the Amy store.
+func AmyFamily(f Family) bool { return amyFamilies[f] }
