@@ -30,6 +30,7 @@ const (
 	NameExecutionTurns    = "amp_execution_turns"
 	NamePermissionDenials = "amp_permission_denials_total"
 	NameBilledCost        = "amp_billed_cost_usd_total"
+	NameWithoutUsage      = "amp_messages_without_usage_total"
 
 	// The Amp server source.
 	NameServerUp              = "amp_server_up"
@@ -161,6 +162,8 @@ var Metrics = []Metric{
 		Help: "Tokens of models the price table does not know; they are missing from amp_cost_usd_total."},
 	{Name: NameAssistantMessages, Type: Counter, Scope: "source", Labels: []string{"model", "stop_reason"}, Family: store.FamFinished, Source: fromAmp,
 		Help: "Finished Amp model turns by stop reason; cancelled and error turns under those names."},
+	{Name: NameWithoutUsage, Type: Counter, Scope: "source", Family: store.FamNoUsage, Source: fromThreads,
+		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."},
 	{Name: NameToolCalls, Type: Counter, Scope: "source", Labels: []string{"tool", "status"}, Family: store.FamToolCalls, Source: fromAmp,
 		Help: "Amp tool results that reached a terminal status, by normalized tool name."},
 	{Name: NameContextUtil, Type: Histogram, Labels: []string{"model"}, Family: store.FamContextBucket, Sum: store.FamContextSum, Buckets: store.ContextBuckets, Source: fromThreads,

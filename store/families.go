@@ -37,6 +37,8 @@ const (
 	// FamBilled is what Amp bills for a thread (threadDisplayCostInfo),
 	// per kind; l1 kind (server.go).
 	FamBilled Family = "billed_usd"
+	// FamNoUsage counts finished assistant messages without a usage block.
+	FamNoUsage Family = "no_usage"
 
 	// stream-json only.
 	FamExecutions         Family = "executions"           // l1 outcome
@@ -110,6 +112,7 @@ var families = []familySpec{
 	{FamUnpriced, scaleCount, ownerThreads | ownerStreams},
 	{FamTokensLong, scaleCount, ownerThreads},
 	{FamBilled, scaleUSD, ownerThreads},
+	{FamNoUsage, scaleCount, ownerThreads},
 
 	{FamExecutions, scaleCount, ownerStreams},
 	{FamExecDurationBucket, scaleCount, ownerStreams},

@@ -132,7 +132,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		d.spend = grow(d.spend[:0], len(d.tuples))
 		d.tools = grow(d.tools[:0], len(d.tuples))
 		d.exch = grow(d.exch[:0], len(d.tuples))
-		var users, prompts, assistants int64
+		var users, prompts, assistants, noUsage int64
 		count := len(sum.Items)
 		if !all {
 			count = len(only)
@@ -173,6 +173,9 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 				continue
 			case it.IsMessage() && it.Role == thread.RoleAssistant:
 				assistants++
+				if it.NoUsage && it.StopReason != "" {
+					noUsage++
+				}
 				changed := false
 				if t.a == "" {
 					if it.Model == "" && it.StopReason == "" {
@@ -256,6 +259,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		add(FamMessages, "user", "", users)
 		add(FamMessages, "assistant", "", assistants)
 		add(FamPrompts, "", "", prompts)
+		add(FamNoUsage, "", "", noUsage)
 		for i := range d.spend {
 			if d.spend[i].any {
 				emit(d.tuples[i], &d.spend[i])

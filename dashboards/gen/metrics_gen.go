@@ -13,6 +13,7 @@ const (
 	NameCost                  = "amp_cost_usd_total"
 	NameUnpriced              = "amp_unpriced_tokens_total"
 	NameAssistantMessages     = "amp_assistant_messages_total"
+	NameWithoutUsage          = "amp_messages_without_usage_total"
 	NameToolCalls             = "amp_tool_calls_total"
 	NameContextUtil           = "amp_context_window_utilization_ratio"
 	NameExchangeDuration      = "amp_exchange_duration_seconds"
@@ -84,6 +85,7 @@ var metricTypes = map[string]string{
 	NameCost:                  "counter",
 	NameUnpriced:              "counter",
 	NameAssistantMessages:     "counter",
+	NameWithoutUsage:          "counter",
 	NameToolCalls:             "counter",
 	NameContextUtil:           "histogram",
 	NameExchangeDuration:      "histogram",
