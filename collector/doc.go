@@ -11,4 +11,4 @@
 //	go test ./collector -update
 package collector
 
-//go:generate go test -run TestMetricsDoc|TestWholeOutputGolden -update .
+//go:generate go test -run . -update .

@@ -122,7 +122,7 @@ func renderMetricsDoc() []byte {
 	b.WriteString(`# Metrics
 
 <!-- Generated from the table in collector/metrics.go by
-     go test ./collector -run TestMetricsDoc -update (or go generate ./collector).
+     go test ./collector -update (or go generate ./collector).
      Do not edit by hand: TestMetricsDoc fails when this file is stale. -->
 
 Every family amp-exporter exposes on ` + "`/metrics`" + `, with its type, its
@@ -134,6 +134,14 @@ come from data (` + "`model`, `tool`, `agent`, `agent_mode`, `stop_reason`" + `)
 ` + "`limits.max_label_values`" + `; values past the cap are counted under ` + "`other`" + `.
 The Go runtime and process collectors (` + "`go_*`, `process_*`" + `) are exposed too and
 are not listed here.
+
+Adding a counter to a source that exists: the parser's item carries the new
+value, the store declares a family (` + "`store/families.go`" + `) and counts it
+item by item, the family gets one row in ` + "`collector/metrics.go`" + `, and
+` + "`go test ./collector -update`" + ` rewrites the golden output
+(` + "`collector/testdata/output.prom`" + `), this page and the dashboard generator's
+names. A family registered or kept by a store without a row fails
+` + "`TestMetricsDoc`" + `.
 
 `)
 	for _, sec := range docSections {
