@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs or fetches what `make test` needs, pinned, and caches it under
-# .cache/ (git-ignored), so the README's `make test` works on a fresh
+# .cache/ (git-ignored), so `make test` works on a fresh
 # machine. A second run finds everything and takes about a second.
 #
 #   bash scripts/test-deps.sh              everything: prometheus/promtool,

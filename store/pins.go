@@ -9,7 +9,7 @@ import (
 )
 
 // Every counted thing has an identity and counts once, under the labels it
-// had when it was first counted (design.md, "Counting rules"). A thread's
+// had when it was first counted (docs/counting.md, rule 1). A thread's
 // items (thread.Item: its messages, ledger events, tool results and
 // exchanges) are pinned here: the labels an item is first counted under,
 // folded by the label cap at that moment, are remembered by its key, and

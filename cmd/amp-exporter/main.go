@@ -40,7 +40,7 @@ import (
 // DefaultListenAddress is the exporter's port. The Prometheus wiki's
 // 9100–9999 exporter range has been fully claimed since 2023; 9974 was free
 // in every copy of the allocation list and every code search available when
-// it was chosen (see the README).
+// it was chosen (see docs/running.md, "Flags and endpoints").
 const DefaultListenAddress = ":9974"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -16,7 +16,7 @@ import (
 )
 
 // benchThreads is the number of threads the state benchmarks keep:
-// AMP_BENCH_THREADS, default 2,000 (the README's figures also use 30,000).
+// AMP_BENCH_THREADS, default 2,000 (docs/performance.md also uses 30,000).
 func benchThreads(b *testing.B) int {
 	if v := os.Getenv("AMP_BENCH_THREADS"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -1,6 +1,6 @@
 package thread
 
-// Identities of the things a thread counts (design.md, "Counting rules"):
+// Identities of the things a thread counts (docs/counting.md, rule 1):
 // a message is identified by its messageId, a ledger event by its id, a tool
 // result by its toolUseID, an exchange by the prompt that opened it. The
 // collector pins each item's labels when it is first counted, so an item
@@ -81,6 +81,8 @@ type Item struct {
 	// StopReason is a finished assistant message's stop_reason
 	// (FinishReason), "" while it is still moving.
 	StopReason string
+	// NoUsage is set on an assistant message that carries no usage block.
+	NoUsage bool
 	// Tool and Status of a tool result: the normalized tool name and the
 	// terminal status.
 	Tool   string

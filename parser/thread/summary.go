@@ -22,7 +22,7 @@ const (
 )
 
 // Tokens are a model's token counts, by type, as the files give them
-// (formats §1.8 says what they mean per provider).
+// (docs/formats/amp-threads.md §1.8 says what they mean per provider).
 type Tokens struct {
 	Input         int64 `json:"input"`
 	Output        int64 `json:"output"`
@@ -229,6 +229,7 @@ func Summarize(t *Thread) *Summary {
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
+			it.NoUsage = m.Usage == nil
 			if u := m.Usage; u != nil {
 				if !byLedger {
 					it.Tokens, it.Over = requestTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation, u.TotalTokens)

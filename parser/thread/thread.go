@@ -2,7 +2,7 @@
 // the exporter counts, and summarizes a thread into its contribution to every
 // metric. It is pure: bytes in, values out; no clock, no file system.
 //
-// The format is described in shared/spec/formats.md §1; the rules that make
+// The format is described in docs/formats/amp-threads.md §1; the rules that make
 // the numbers agree with ccusage are in Summarize.
 package thread
 

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -35,7 +34,7 @@ type Metrics interface {
 type SourceMetrics interface {
 	Up(ok bool)
 	Synced(at time.Time)
-	SetEntitlement(e collector.Entitlement)
+	SetEntitlement(e store.Entitlement)
 	// ThreadSkipped counts a listed thread that is not counted, once per
 	// thread and reason.
 	ThreadSkipped(reason string)
@@ -585,7 +584,7 @@ func billSplit(ci CostInfo) map[string]float64 {
 func (s *Syncer) billed(id string, ci CostInfo) {
 	s.store.ApplyBilled(id, billSplit(ci))
 	if e := ci.Entitlement; e != nil && s.source != nil {
-		ent := collector.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
+		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
 		if e.PercentUsed != nil {
 			r := *e.PercentUsed / 100
 			ent.UsedRatio = &r

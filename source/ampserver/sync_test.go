@@ -20,6 +20,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -163,6 +164,8 @@ func TestSyncFirstAndIncremental(t *testing.T) {
 	}
 }
 
+// Counting rules 5 and 20 (docs/counting.md): a restart on saved state
+// fetches no thread whose version did not change.
 func TestSyncRestartWithStateFetchesNothing(t *testing.T) {
 	h := newHarness(t, 8, SyncConfig{ListLimit: 500})
 	h.syncOK()
@@ -560,7 +563,7 @@ func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
 func oneBill(t *testing.T, usd float64) *store.ThreadStore {
 	t.Helper()
 	s := store.NewThreadStore(store.StoreOptions{})
-	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, &thread.Summary{ID: "T-x"})
+	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, threadtest.Summary(threadtest.Thread{ID: "T-x"}))
 	if !s.ApplyBilled("T-x", map[string]float64{"total": usd}) {
 		t.Fatal("bill not applied")
 	}
