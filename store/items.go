@@ -19,9 +19,12 @@ import (
 // that Apply can keep what the missing items counted and add the new ones
 // in full (see retire).
 //
+// A partial summary (a window of the thread, window.go) lacks items by
+// design: none of its thread's items is taken for missing.
+//
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
 	add := func(f Family, l1, l2 string, v int64) {
@@ -279,7 +282,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 	}
 	pass(true, nil)
 	for i, seen := range d.seen {
-		if !seen && !d.tuples[d.ns[i]-1].none {
+		if !partial && !seen && !d.tuples[d.ns[i]-1].none {
 			vanished = true
 			break
 		}

@@ -19,6 +19,8 @@ import (
 type Store interface {
 	File(path string) (store.FileRecord, bool)
 	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
+	Window(path string) (store.Window, bool)
+	ApplyWindow(path string, v store.FileVersion, sum *thread.Summary, w store.Window, next *store.NextWindow) (bool, error)
 	Remove(path string)
 	ApplyBilled(key string, usd map[string]float64) bool
 	ServerPaths() []string
@@ -73,6 +75,10 @@ type SyncConfig struct {
 	MaxListed    int
 	// Billed turns on threadDisplayCostInfo for changed threads.
 	Billed bool
+	// WindowOverlap is how many of the messages counted last time a
+	// thread counted before is read again with what is new (window.go;
+	// default 16). Negative: threads are always read whole.
+	WindowOverlap int
 }
 
 // Syncer keeps a store in step with the account's threads on the server.
@@ -105,6 +111,8 @@ type Syncer struct {
 	// it changes, not on every sync. Written by fetch workers under
 	// fetchAll's lock, read by Sync between fetches.
 	unreadable map[string]int64
+	winMu      sync.Mutex
+	winStats   WindowStats
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -147,6 +155,9 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	if cfg.MaxListed <= 0 {
 		cfg.MaxListed = 100_000
 	}
+	if cfg.WindowOverlap == 0 {
+		cfg.WindowOverlap = 16
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -160,7 +171,9 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 
 // Stats describe one sync.
 type Stats struct {
-	Full    bool
+	Full bool
+	// Whole: changed threads are read whole, not by window.
+	Whole   bool
 	Pages   int // listThreads requests
 	Listed  int // threads listed
 	Changed int // threads whose `v` changed
@@ -294,6 +307,10 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		return st, listErr
 	}
 	st.Changed = len(changed)
+	// A full listing reads changed threads whole, not by window, but for
+	// the first (a window restored from the state is as good as one
+	// counted by this process).
+	st.Whole = st.Full && !s.lastFull.IsZero()
 	fetchErr := s.fetchAll(ctx, changed, &st)
 	if errors.Is(fetchErr, ErrAuth) || ctx.Err() != nil {
 		return st, errors.Join(listErr, fetchErr)
@@ -404,9 +421,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := thread.NewParser()
+			p := &parsers{whole: thread.NewParser(), part: thread.NewParser()}
 			for t := range jobs {
-				outcome, err := s.fetchOne(ctx, p, t)
+				outcome, err := s.fetchOne(ctx, p, t, st.Whole)
 				mu.Lock()
 				if outcome != outcomeUnreadable {
 					delete(s.unreadable, t.ID)
@@ -462,43 +479,69 @@ const (
 	outcomeOtherUser
 )
 
-func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
+// fetchOne reads a changed thread and counts it: its window when it has
+// one (window.go), else, with whole, or when the window cannot be
+// counted, the whole thread.
+func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool) (outcome, error) {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return outcomeSkipped, nil
 		}
 	}
 	path := store.ServerPath(t.ID)
+	if w, ok := s.store.Window(path); ok && !whole && s.cfg.WindowOverlap >= 0 && (t.MessageCount == 0 || t.MessageCount >= w.Count) {
+		out, err, done := s.fetchWindow(ctx, p, t, w)
+		if done {
+			return out, err
+		}
+	}
 	ex, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
-	doc, v := ex.Doc, ex.V
-	switch {
-	case errors.Is(err, ErrThreadNotFound):
-		s.store.Remove(path)
-		return outcomeGone, nil
-	case errors.Is(err, ErrTooLarge):
-		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
-		return outcomeUnreadable, err
-	case errors.Is(err, ErrBadDocument):
-		// The document is there and cannot be read: a parse error, read
-		// again when its `v` changes.
-		s.parseFailed("bad_response", t.ID, err)
-		return outcomeUnreadable, err
-	case err != nil:
-		// Refused, rate limited, invalid, transient: nothing is known of
-		// the document; it is fetched again at the next sync.
-		s.noteBug(err)
-		return outcomeFailed, err
+	if out, err, done := s.exportFailed(path, t, err); done {
+		return out, err
 	}
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil
 	}
 	began := s.clock.Now()
-	parsed, err := p.ParseBytes(doc)
+	parsed, err := p.whole.ParseBytes(ex.Doc)
 	if err != nil {
 		s.parseFailed(thread.Reason(err), t.ID, err)
 		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
 	sum := thread.Summarize(parsed)
+	next := s.next(p, parsed, sum, ex, 1)
+	return s.count(ctx, t, ex, sum, store.Window{}, next, began)
+}
+
+// exportFailed sorts out a failed read of a thread; done is false when
+// there was no failure.
+func (s *Syncer) exportFailed(path string, t Summary, err error) (outcome, error, bool) {
+	switch {
+	case err == nil:
+		return 0, nil, false
+	case errors.Is(err, ErrThreadNotFound):
+		s.store.Remove(path)
+		return outcomeGone, nil, true
+	case errors.Is(err, ErrTooLarge):
+		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
+		return outcomeUnreadable, err, true
+	case errors.Is(err, ErrBadDocument):
+		// The document is there and cannot be read: a parse error, read
+		// again when its `v` changes.
+		s.parseFailed("bad_response", t.ID, err)
+		return outcomeUnreadable, err, true
+	default:
+		// Refused, rate limited, invalid, transient: nothing is known of
+		// the document; it is fetched again at the next sync.
+		s.noteBug(err)
+		return outcomeFailed, err, true
+	}
+}
+
+// count counts a thread read whole (w is zero) or as its window, with its
+// bill, and keeps next as its next window.
+func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Summary, w store.Window, next *store.NextWindow, began time.Time) (outcome, error) {
+	path := store.ServerPath(t.ID)
 	if sum.ID != "" && sum.ID != t.ID {
 		// The store counts a thread under its document's id; one that
 		// names another thread than the one listed and claimed would be
@@ -515,6 +558,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
 		return outcomeSkipped, nil
 	}
+	v := ex.V
 	if v == 0 {
 		v = int64(t.V)
 	}
@@ -542,7 +586,9 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	s.store.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
+	if _, err := s.store.ApplyWindow(path, store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v}, sum, w, next); err != nil {
+		return outcomeFailed, err
+	}
 	if s.metrics != nil {
 		s.metrics.Parsed(store.SourceServer, took)
 	}
