@@ -146,3 +146,50 @@ func BenchmarkIncrementalSync10Changed(b *testing.B) {
 	cost.report(b)
 	b.ReportMetric(float64(changedBytes)/float64(b.N)/1e6, "MB-changed/op")
 }
+
+// BenchmarkGrowingThread: a 5 MB thread that grows by one exchange (with
+// 4 KB of tool output) per sync, read by window and, as the baseline in the
+// same run, whole. wire-%-of-thread is the bytes on the wire per sync over
+// the thread's size (AMP_BENCH_GZIP=0: an uncompressing server).
+func BenchmarkGrowingThread(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		overlap int
+	}{{"window", 0}, {"whole", -1}} {
+		b.Run(mode.name, func(b *testing.B) {
+			g := newGrowingThread(b, 5e6)
+			defer g.srv.Close()
+			if os.Getenv("AMP_BENCH_GZIP") == "0" {
+				g.srv.DisableGzip()
+			}
+			clk := clock.NewFake(time.Now())
+			c, err := NewClient(Options{URL: g.srv.URL, Key: func() (string, error) { return testKey, nil }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+			s := NewSyncer(c, SyncConfig{WindowOverlap: mode.overlap, Billed: true}, st, SyncOptions{Clock: clk})
+			if _, err := s.Sync(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			var cost syncCost
+			var size int64
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				clk.Advance(time.Minute)
+				g.grow(clk.Now().UnixMilli(), 4)
+				size += int64(len(g.srv.Document(g.id)))
+				b.StartTimer()
+				measure(b, g.srv, &cost, func() {
+					if st, err := s.Sync(context.Background()); err != nil || st.Fetched != 1 {
+						b.Fatalf("sync %+v %v", st, err)
+					}
+				})
+			}
+			cost.report(b)
+			b.ReportMetric(float64(size)/float64(b.N)/1e6, "MB-thread/op")
+			b.ReportMetric(100*float64(cost.bytes)/float64(size), "wire-%-of-thread")
+		})
+	}
+}

@@ -489,9 +489,11 @@ func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool
 		}
 	}
 	path := store.ServerPath(t.ID)
-	if w, ok := s.store.Window(path); ok && !whole && s.cfg.WindowOverlap >= 0 && (t.MessageCount == 0 || t.MessageCount >= w.Count) {
-		out, err, done := s.fetchWindow(ctx, p, t, w)
-		if done {
+	if w, ok := s.store.Window(path); ok && !whole && s.cfg.WindowOverlap >= 0 {
+		if t.MessageCount != 0 && t.MessageCount < w.Count {
+			// Fewer messages than counted: truncated.
+			s.windowed(true, true)
+		} else if out, err, done := s.fetchWindow(ctx, p, t, w); done {
 			return out, err
 		}
 	}
