@@ -87,3 +87,60 @@ func TestSilentConnectionsCannotLockScrapesOut(t *testing.T) {
 		})
 	}
 }
+
+// TestHijackedConnectionsKeepTheirPlace: a connection taken over from the
+// server (an upgrade) is still open, so it stays counted, and is never
+// closed to make room, until it is closed (issue 19's tunnels were
+// uncounted). No handler of the exporter hijacks today; this keeps any
+// future one bounded.
+func TestHijackedConnectionsKeepTheirPlace(t *testing.T) {
+	hijacked := make(chan net.Conn, 2)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hijack", func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		hijacked <- c
+	})
+	mux.HandleFunc("/fast", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	const limit = 2
+	addr, stop := startServer(t, mux, limit, hardenServer)
+	defer stop()
+	var held []net.Conn
+	for range limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprint(c, "GET /hijack HTTP/1.1\r\nHost: x\r\n\r\n")
+		held = append(held, <-hijacked)
+	}
+	got := make(chan error, 1)
+	go func() {
+		client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get("http://" + addr + "/fast")
+		if err == nil {
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // it is waiting, not answered
+	select {
+	case err := <-got:
+		t.Fatalf("answered while the limit was full of hijacked connections (err %v)", err)
+	default:
+	}
+	for _, c := range held {
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatalf("a hijacked connection was closed to make room: %v", err)
+		}
+	}
+	held[0].Close()
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting request failed once a hijacked connection closed: %v", err)
+	}
+	held[1].Close()
+}
