@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/version"
 
 	"github.com/amp-exporter/amp-exporter/collector"
@@ -47,7 +48,13 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	if a.Enabled == config.AmpServerOff {
 		return nil, nil
 	}
-	key, err := ampserver.FindKey(a.APIKeyFile, a.URL, ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home})
+	oauthHTTP, err := promconfig.NewClientFromConfig(a.HTTPClient, "amp_oauth")
+	if err != nil {
+		return nil, fmt.Errorf("amp_server: %w", err)
+	}
+	key, err := ampserver.FindKeyWith(ampserver.KeyOptions{APIKeyFile: a.APIKeyFile, URL: a.URL,
+		Env: ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home}, RefreshLogin: a.RefreshLogin,
+		OAuth: ampserver.OAuthOptions{HTTP: oauthHTTP, Logger: logger, Version: version.Version}})
 	if err != nil {
 		if errors.Is(err, ampserver.ErrNoKey) && a.Enabled == config.AmpServerAuto {
 			logger.Info("Amp server source off: no API key found (log in with the Amp CLI, set AMP_API_KEY or amp_server.api_key_file)")
@@ -58,7 +65,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	sm := collector.NewServerMetrics(reg, ampserver.Methods)
 	client, err := ampserver.NewClient(ampserver.Options{
 		URL:              a.URL,
-		Key:              key.Read,
+		Keys:             key,
 		HTTP:             a.HTTPClient,
 		Version:          version.Version,
 		MaxResponseBytes: int64(cfg.Limits.MaxFileBytes) + 1<<20,
