@@ -69,7 +69,3 @@ func unblockFIFOs(t *testing.T) {
 		}
 	}
 }
-
-func envOf(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
-}

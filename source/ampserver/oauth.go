@@ -50,9 +50,20 @@ type OAuthOptions struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Version goes into the User-Agent.
 	Version string
-	// Margin: refresh when less validity than this is left (default
-	// 120 s, as the CLI).
+	// Margin is the CLI's: a CLI process refreshes when less validity
+	// than this is left (default 120 s).
 	Margin time.Duration
+	// Lead: the exporter refreshes this much earlier than a CLI process
+	// would (default 60 s, a sync interval), so that the two seldom
+	// refresh at the same moment: the protocol has a window, between the
+	// issuer rotating a token and its new holder storing it, in which the
+	// other side would take its own refused refresh for a lost login.
+	Lead time.Duration
+	// Pause: when the token is already within Margin (where CLI processes
+	// refresh too), wait this long and read the login again before
+	// refreshing, so a CLI process in the middle of its refresh finishes
+	// first (default 1 s).
+	Pause time.Duration
 	// Timeout bounds one request (default 10 s, as the CLI).
 	Timeout time.Duration
 	// RetryFailedAfter: after a refresh that failed (not invalid_grant),
@@ -79,6 +90,12 @@ func (o *OAuthOptions) defaults() {
 	}
 	if o.Margin <= 0 {
 		o.Margin = 120 * time.Second
+	}
+	if o.Lead <= 0 {
+		o.Lead = time.Minute
+	}
+	if o.Pause <= 0 {
+		o.Pause = time.Second
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
@@ -114,7 +131,12 @@ type Login struct {
 	// retryAt: a refresh failed; the next waits until then.
 	retryAt time.Time
 	lastErr string
-	warned  string // the last warning logged, not to repeat it
+	// own is the access token this process stored last, and short says
+	// it was issued with less than Margin+Lead of validity (then it is
+	// refreshed at Margin only, not at every use).
+	own    string
+	short  bool
+	warned string // the last warning logged, not to repeat it
 }
 
 func newLogin(path, url string, refresh bool, o OAuthOptions) *Login {
@@ -160,8 +182,29 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 	now := l.o.Now()
 	exp, hasExp := jwtExpiry(s.access)
 	valid := !hasExp || now.Before(exp)
-	if hasExp && exp.Sub(now) > l.o.Margin {
+	early := l.o.Margin + l.o.Lead
+	if s.access == l.own && l.short {
+		early = l.o.Margin
+	}
+	if hasExp && exp.Sub(now) > early {
 		return s.access, nil
+	}
+	if l.refresh && s.refresh != "" && s.refresh != l.dead && valid && !now.Before(l.retryAt) && (!hasExp || exp.Sub(now) <= l.o.Margin) {
+		// Where CLI processes refresh too: let one that is refreshing
+		// now finish, then read again.
+		if err := l.o.Sleep(ctx, l.o.Pause); err != nil {
+			return "", err
+		}
+		again, err := readLogin(l.path, l.url)
+		if err != nil {
+			return "", err
+		}
+		if again.access != s.access {
+			if e2, ok := jwtExpiry(again.access); !isJWT(again.access) || (ok && e2.Sub(l.o.Now()) > l.o.Margin) {
+				return again.access, nil
+			}
+			s = again
+		}
 	}
 	switch {
 	case s.refresh == "":
@@ -194,6 +237,9 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 	switch {
 	case err == nil:
 		l.retryAt, l.lastErr, l.warned = time.Time{}, "", ""
+		l.own = access
+		exp, ok := jwtExpiry(access)
+		l.short = ok && exp.Sub(l.o.Now()) <= l.o.Margin+l.o.Lead
 		return access, nil
 	case ctx.Err() != nil:
 		return "", ctx.Err()
@@ -214,10 +260,6 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 	}
 	return "", fmt.Errorf("%w and refreshing it failed: %w", ErrLoginExpired, err)
 }
-
-// errRotatedElsewhere: invalid_grant, and the stored refresh token is
-// another one now.
-var errRotatedElsewhere = errors.New("rotated by another process")
 
 func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 	conf, err := l.config(ctx)
