@@ -28,6 +28,7 @@ type serverSource struct {
 	syncer  *ampserver.Syncer
 	client  *ampserver.Client
 	keyFrom string
+	urlFrom string
 	log     *slog.Logger
 	// firstScan is closed when the thread directories were first scanned:
 	// a thread present as a local file is claimed by the file.
@@ -91,7 +92,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
 	})
-	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where,
+	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
 		log: logger, firstScan: make(chan struct{})}, nil
 }
 
@@ -111,11 +112,11 @@ func (s *serverSource) run(ctx context.Context) error {
 		return nil
 	case err != nil:
 		// The syncer logs the failure and retries; this only names it.
-		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "key_from", s.keyFrom, "err", err)
+		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom, "err", err)
 	default:
 		s.account.Store(&u.Email)
 		s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
-			"account", u.Email, "url", s.client.URL(), "key_from", s.keyFrom)
+			"account", u.Email, "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom)
 	}
 	return s.syncer.Run(ctx, s.firstScan)
 }
