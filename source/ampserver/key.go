@@ -98,7 +98,7 @@ var (
 	ErrLoginExpired = errors.New("the Amp OAuth session token has expired")
 	// ErrLoginGone says the OAuth login's refresh token is no longer
 	// valid and no other process rotated it: run `amp login`.
-	ErrLoginGone = errors.New("the Amp CLI login is no longer valid (run `amp login`)")
+	ErrLoginGone = errors.New("the Amp CLI login is no longer valid (its refresh token was refused and no other process had replaced it): run `amp login`, the exporter follows the new login by itself")
 	// errNotRegular: a FIFO, device or directory where a file belongs.
 	errNotRegular = regfile.ErrNotRegular
 )

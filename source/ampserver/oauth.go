@@ -186,7 +186,7 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 	if s.access == l.own && l.short {
 		early = l.o.Margin
 	}
-	if hasExp && exp.Sub(now) > early {
+	if (hasExp && exp.Sub(now) > early) || (!hasExp && s.access == l.own) {
 		return s.access, nil
 	}
 	if l.refresh && s.refresh != "" && s.refresh != l.dead && valid && !now.Before(l.retryAt) && (!hasExp || exp.Sub(now) <= l.o.Margin) {
@@ -244,9 +244,8 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 	case ctx.Err() != nil:
 		return "", ctx.Err()
 	case errors.Is(err, ErrLoginGone):
+		// Not logged here: the error is what the sync logs, once.
 		l.dead = s.refresh
-		l.o.Logger.Error("the Amp CLI login is no longer valid: run `amp login` (the exporter follows the new login by itself)",
-			"secrets", l.path, "url", l.url)
 		return "", fmt.Errorf("%q: %w", l.path, ErrLoginGone)
 	}
 	l.lastErr = err.Error()
@@ -285,7 +284,7 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			if err := storeLogin(l.path, s.url, *tok.RefreshToken, *tok.AccessToken); err != nil {
 				return "", err
 			}
-			l.o.Logger.Info("refreshed the Amp CLI login", "secrets", l.path, "url", l.url)
+			l.o.Logger.Debug("refreshed the Amp CLI login", "secrets", l.path, "url", l.url)
 			return *tok.AccessToken, nil
 		}
 		var oerr struct {
@@ -329,7 +328,7 @@ func (l *Login) invalidGrant(ctx context.Context, sent stored) (string, error) {
 			return "", err
 		}
 		if now.refresh != "" && now.refresh != sent.refresh {
-			l.o.Logger.Info("the Amp CLI login was refreshed by another process", "secrets", l.path, "url", l.url)
+			l.o.Logger.Debug("the Amp CLI login was refreshed by another process", "secrets", l.path, "url", l.url)
 			if exp, ok := jwtExpiry(now.access); ok && !l.o.Now().Before(exp) {
 				return "", fmt.Errorf("%w (the one stored by the other process too)", ErrLoginExpired)
 			}
