@@ -250,7 +250,11 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", method, ctx.Err())
 		}
-		return &Error{Method: method, kind: ErrAuth, detail: "cannot read the API key: " + scrub(err.Error(), "")}
+		kind := ErrAuth
+		if errors.Is(err, ErrTransient) { // a login that could not be refreshed yet
+			kind = ErrTransient
+		}
+		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), "")}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)

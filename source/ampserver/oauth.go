@@ -131,6 +131,8 @@ type Login struct {
 	// retryAt: a refresh failed; the next waits until then.
 	retryAt time.Time
 	lastErr string
+	// lastTransient: that failure was a transient one (429, 5xx, network).
+	lastTransient bool
 	// own is the access token this process stored last, and short says
 	// it was issued with less than Margin+Lead of validity (then it is
 	// refreshed at Margin only, not at every use).
@@ -224,7 +226,11 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 		if valid {
 			return s.access, nil
 		}
-		return "", fmt.Errorf("%w at %s and refreshing it failed (%s); retrying after %s", ErrLoginExpired, fmtTime(exp), l.lastErr, fmtTime(l.retryAt))
+		err := fmt.Errorf("%w at %s and refreshing it failed (%s); retrying after %s", ErrLoginExpired, fmtTime(exp), l.lastErr, fmtTime(l.retryAt))
+		if l.lastTransient {
+			err = fmt.Errorf("%w: %w", err, ErrTransient)
+		}
+		return "", err
 	}
 	return l.refreshLocked(ctx, s, valid)
 }
@@ -249,6 +255,7 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 		return "", fmt.Errorf("%q: %w", l.path, ErrLoginGone)
 	}
 	l.lastErr = err.Error()
+	l.lastTransient = errors.Is(err, ErrTransient)
 	l.retryAt = l.o.Now().Add(l.o.RetryFailedAfter)
 	if l.warned != l.lastErr {
 		l.warned = l.lastErr
@@ -307,7 +314,9 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			err = fmt.Errorf("oauth refresh: HTTP %d", status)
 		}
 		if attempt >= len(refreshDelays) {
-			return "", fmt.Errorf("%w (after %d tries)", err, attempt+1)
+			// Worth trying again soon: the sync treats it as a transient
+			// failure, not as a refused key.
+			return "", fmt.Errorf("%w (after %d tries): %w", err, attempt+1, ErrTransient)
 		}
 		wait := max(refreshDelays[attempt], min(retryAfter, maxRefreshRetryAfter)) + rand.N(refreshJitter)
 		if err := l.o.Sleep(ctx, wait); err != nil {

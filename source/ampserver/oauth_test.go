@@ -435,8 +435,17 @@ func TestOAuthTransientFailuresRetried(t *testing.T) {
 		t.Fatalf("%d requests, want 6 (no new try right after a failure)", req)
 	}
 	e.clk.Advance(2 * time.Second) // expired, still before the next try
-	if _, err := k.APIKey(context.Background()); !errors.Is(err, ErrLoginExpired) {
+	if _, err := k.APIKey(context.Background()); !errors.Is(err, ErrLoginExpired) || !errors.Is(err, ErrTransient) {
 		t.Fatalf("expired during the pause: %v", err)
+	}
+	// To the sync that is a transient failure (retried at the next
+	// interval), not a refused key (retried slowly).
+	c, err := NewClient(Options{URL: e.o.URL + "/", Keys: k, Sleep: e.sleep, Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetUserInfo(context.Background()); !errors.Is(err, ErrTransient) || errors.Is(err, ErrAuth) {
+		t.Fatalf("client: %v", err)
 	}
 	e.clk.Advance(30 * time.Second)
 	if _, err := k.APIKey(context.Background()); err != nil {
