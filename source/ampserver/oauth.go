@@ -285,8 +285,8 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 				RefreshToken *string `json:"refresh_token"`
 			}
 			if json.Unmarshal(body, &tok) != nil || tok.AccessToken == nil || tok.RefreshToken == nil ||
-				*tok.AccessToken == "" || *tok.RefreshToken == "" {
-				return "", errors.New("oauth refresh: unexpected answer (no access_token and refresh_token)")
+				!tokenLike(*tok.AccessToken) || !tokenLike(*tok.RefreshToken) {
+				return "", errors.New("oauth refresh: unexpected answer (no usable access_token and refresh_token)")
 			}
 			if err := storeLogin(l.path, s.url, *tok.RefreshToken, *tok.AccessToken); err != nil {
 				return "", err
@@ -436,6 +436,19 @@ func (l *Login) post(ctx context.Context, endpoint string, form url.Values) (sta
 		retryAfterD = time.Duration(min(n, 3600)) * time.Second
 	}
 	return resp.StatusCode, body, retryAfterD, nil
+}
+
+// tokenLike: what can go into secrets.json and an Authorization header.
+func tokenLike(s string) bool {
+	if s == "" || len(s) > 16<<10 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 var jwtShape = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$`)
