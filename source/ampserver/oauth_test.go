@@ -739,3 +739,22 @@ func TestOAuthRaceWithTheCLI(t *testing.T) {
 		t.Fatalf("the exporter gave the login up:\n%s", e.log)
 	}
 }
+
+func TestTokenLike(t *testing.T) {
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{
+		{"eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjF9.c2ln", true},
+		{"rt_000001_ab", true},
+		{"", false},
+		{"a b", false},
+		{"a\nb", false},
+		{"é", false},
+		{strings.Repeat("a", 16<<10+1), false},
+	} {
+		if got := tokenLike(tc.s); got != tc.ok {
+			t.Errorf("tokenLike(%.20q) = %v", tc.s, got)
+		}
+	}
+}
