@@ -28,7 +28,8 @@ type AmpServerConfig struct {
 	// Enabled is auto (on when an API key is found), true or false.
 	Enabled string `yaml:"enabled"`
 	// URL of the Amp server; empty means what the Amp CLI uses: $AMP_URL,
-	// else amp.url in its settings file, else DefaultAmpURL.
+	// else amp.url in its managed settings, else in its settings file,
+	// else DefaultAmpURL.
 	URL string `yaml:"url"`
 	// URLFrom says where URL came from (for the log line): "amp_server.url",
 	// "AMP_URL", the CLI's settings file, or "default".

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 
 	"github.com/amp-exporter/amp-exporter/internal/regfile"
 )
 
-// The Amp CLI's user settings: $AMP_SETTINGS_FILE, else
-// ${XDG_CONFIG_HOME:-~/.config}/amp/settings.json (settings.jsonc when
-// there is no settings.json), on every OS. The file is JSON with comments
-// and trailing commas, a flat object of "amp."-prefixed keys; the server
-// URL is "amp.url".
+// The Amp CLI's settings. An administrator's managed-settings.json (in
+// /etc/ampcode, /Library/Application Support/ampcode on macOS,
+// %ProgramData%\ampcode on Windows) wins over the user's settings:
+// $AMP_SETTINGS_FILE, else ${XDG_CONFIG_HOME:-~/.config}/amp/settings.json
+// (settings.jsonc when there is no settings.json), on every OS. Both are
+// JSON with comments and trailing commas, a flat object of "amp."-prefixed
+// keys; the server URL is "amp.url".
 
 // maxCLISettings bounds the settings file read.
 const maxCLISettings = 4 << 20
@@ -31,9 +34,38 @@ func cliSettingsFile(env Env) string {
 	return filepath.Join(base, "amp", "settings.json")
 }
 
-// cliSettingsURL returns amp.url from the CLI's settings and the file it
-// came from; "" when the file or the key is not there.
+// managedSettingsDir is where an administrator puts the CLI's managed
+// settings ("" where the CLI has none); a variable for tests.
+var managedSettingsDir = func(env Env) string {
+	switch runtime.GOOS {
+	case "darwin":
+		return "/Library/Application Support/ampcode"
+	case "windows":
+		if d := env.Getenv("ProgramData"); d != "" {
+			return filepath.Join(d, "ampcode")
+		}
+		return `C:\ProgramData\ampcode`
+	case "linux", "android", "freebsd", "netbsd", "openbsd":
+		return "/etc/ampcode"
+	}
+	return ""
+}
+
+// cliSettingsURL returns amp.url from the CLI's settings (managed, then
+// the user's) and the file it came from; "" when no file has the key.
 func cliSettingsURL(env Env) (url, file string, err error) {
+	if dir := managedSettingsDir(env); dir != "" {
+		file = filepath.Join(dir, "managed-settings.json")
+		b, err := regfile.ReadFile(file, maxCLISettings)
+		switch {
+		case err == nil:
+			if url, err := settingsURL(b, file); err != nil || url != "" {
+				return url, file, err
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", file, err
+		}
+	}
 	file = cliSettingsFile(env)
 	b, err := regfile.ReadFile(file, maxCLISettings)
 	if errors.Is(err, fs.ErrNotExist) && env.Getenv("AMP_SETTINGS_FILE") == "" {
@@ -46,18 +78,24 @@ func cliSettingsURL(env Env) (url, file string, err error) {
 	if err != nil {
 		return "", file, err
 	}
+	url, err = settingsURL(b, file)
+	return url, file, err
+}
+
+// settingsURL reads amp.url from a settings file's content.
+func settingsURL(b []byte, file string) (url string, err error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(stripJSONC(b), &m); err != nil || m == nil {
-		return "", file, fmt.Errorf("the Amp CLI's settings %q are not a JSON object", file)
+		return "", fmt.Errorf("the Amp CLI's settings %q are not a JSON object", file)
 	}
 	raw, ok := m["amp.url"]
 	if !ok || string(raw) == "null" {
-		return "", file, nil
+		return "", nil
 	}
 	if err := json.Unmarshal(raw, &url); err != nil {
-		return "", file, fmt.Errorf("the Amp CLI's settings %q: amp.url is not a string", file)
+		return "", fmt.Errorf("the Amp CLI's settings %q: amp.url is not a string", file)
 	}
-	return url, file, nil
+	return url, nil
 }
 
 // stripJSONC turns JSON with comments (// and /* */) and trailing commas

@@ -7,6 +7,50 @@ import (
 	"testing"
 )
 
+// The tests never read the machine's own managed settings.
+func init() { managedSettingsDir = func(Env) string { return "" } }
+
+func TestManagedSettingsWin(t *testing.T) {
+	managed, xdg := t.TempDir(), t.TempDir()
+	saved := managedSettingsDir
+	managedSettingsDir = func(Env) string { return managed }
+	t.Cleanup(func() { managedSettingsDir = saved })
+	if err := os.MkdirAll(filepath.Join(xdg, "amp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(xdg, "amp", "settings.json"), []byte(`{"amp.url": "https://user.example"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(managed, "managed-settings.json")
+	for _, tc := range []struct {
+		name, managed, ampURL, want, from string
+	}{
+		{name: "no managed file", want: "https://user.example/", from: "settings.json"},
+		{name: "managed without amp.url", managed: `{"amp.updates.mode": "disabled"}`, want: "https://user.example/", from: "settings.json"},
+		{name: "managed amp.url wins", managed: "{\n  // pinned\n  \"amp.url\": \"https://corp.example\",\n}", want: "https://corp.example/", from: "managed-settings.json"},
+		{name: "AMP_URL wins over managed", managed: `{"amp.url": "https://corp.example"}`, ampURL: "http://127.0.0.1:5", want: "http://127.0.0.1:5/", from: "AMP_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(mp)
+			if tc.managed != "" {
+				if err := os.WriteFile(mp, []byte(tc.managed), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := Load("", testEnv(map[string]string{"XDG_CONFIG_HOME": xdg, "AMP_URL": tc.ampURL}))
+			if err != nil || cfg.AmpServer.URL != tc.want || !strings.HasSuffix(cfg.AmpServer.URLFrom, tc.from) {
+				t.Fatalf("%v: %q from %q, want %q from …%s", err, cfg.AmpServer.URL, cfg.AmpServer.URLFrom, tc.want, tc.from)
+			}
+		})
+	}
+	if err := os.WriteFile(mp, []byte(`{"amp.url": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load("", testEnv(map[string]string{"XDG_CONFIG_HOME": xdg})); err == nil || !strings.Contains(err.Error(), "managed-settings.json") {
+		t.Fatalf("broken managed settings: %v", err)
+	}
+}
+
 func TestAmpServerURLLikeTheCLI(t *testing.T) {
 	write := func(t *testing.T, dir, name, content string) string {
 		t.Helper()
