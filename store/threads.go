@@ -638,6 +638,18 @@ func (s *ThreadStore) Snapshot() ThreadSnapshot {
 	return snap
 }
 
+// PresentThreads is the number of distinct threads present now (what
+// amp_threads adds up for this store), without copying the totals.
+func (s *ThreadStore) PresentThreads() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := make(map[string]struct{}, len(s.files))
+	for _, f := range s.files {
+		seen[f.Key] = struct{}{}
+	}
+	return len(seen)
+}
+
 // Generation changes whenever the store does; the state writer saves only
 // when it moved.
 func (s *ThreadStore) Generation() uint64 {
