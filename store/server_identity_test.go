@@ -164,3 +164,19 @@ func TestServerStateWrittenBeforeProtocolIDs(t *testing.T) {
 		t.Fatalf("after the restore: %+v, want %+v", got, want)
 	}
 }
+
+// A child thread (parentThreadID: create_thread, plugin agents, scheduled
+// runs) is a thread of its own: counted once, in full, beside its parent,
+// and not taken for a fork of it.
+func TestServerChildThreadIsAThreadOfItsOwn(t *testing.T) {
+	s := newTestStore(0)
+	s.Apply(ServerPath("T-019a7c21-5e0f-7d3a-b1c4-2f9e8d7c6b5a"), FileVersion{ServerV: 23}, serverDoc(t, "edit-before.json"))
+	s.Apply(ServerPath("T-019a7c30-0b1c-7d2e-8f3a-4b5c6d7e8f90"), FileVersion{ServerV: 4}, serverDoc(t, "child-thread.json"))
+	want := counts{user: 4, assistant: 5, prompts: 3, output: 1390, input: 72, tools: 1, exchanges: 3}
+	if got := countsOf(s); got != want {
+		t.Fatalf("parent and child: %+v, want %+v", got, want)
+	}
+	if n := s.PresentThreads(); n != 2 {
+		t.Errorf("%d threads present, want 2", n)
+	}
+}
