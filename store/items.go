@@ -21,12 +21,16 @@ import (
 //
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
+//
+// reidentified reports a snapshot in which every message the thread had is
+// gone and every message is new and keyed by a protocol id: the whole
+// thread changed identity at once (see Apply).
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished, reidentified bool) {
 	if sum.Items == nil || !sum.ItemsValid() {
 		// Built by hand, or kept past its parser's next parse (a caller's
 		// bug): its totals are still right, its items no longer.
 		c, rates := s.contributeTotals(sum, prices)
-		return c, rates, base, nil, false
+		return c, rates, base, nil, false, false
 	}
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
@@ -288,6 +292,9 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		}
 	}
 	if vanished {
+		reidentified = s.reidentified(sum, d)
+	}
+	if vanished {
 		// The items that left count nothing from now on: what they counted
 		// goes to the thread's retired part (Apply, retire).
 		for i, seen := range d.seen {
@@ -302,7 +309,41 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		pass(false, d.fresh)
 		fresh, c, rates = c, all, allRates
 	}
-	return c, rates, pg.result(), fresh, vanished
+	return c, rates, pg.result(), fresh, vanished, reidentified
+}
+
+// reidentified reports whether no message pinned before is in the snapshot
+// (there was at least one), and every message of the snapshot is new and
+// keyed by a protocol id. d holds the pass over the snapshot.
+func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
+	had := false
+	for i, k := range d.keys {
+		if thread.IsMessageKind(thread.KeyKind(k)) && !d.tuples[d.ns[i]-1].none {
+			if d.seen[i] {
+				return false
+			}
+			had = true
+		}
+	}
+	if !had {
+		return false
+	}
+	fresh := 0
+	for _, i := range d.fresh {
+		it := &sum.Items[i]
+		if it.IsMessage() {
+			if it.Alias == 0 {
+				return false
+			}
+			fresh++
+		}
+	}
+	for i := range sum.Items {
+		if it := &sum.Items[i]; it.IsMessage() && !it.Copied {
+			fresh--
+		}
+	}
+	return fresh == 0
 }
 
 // adopt lets an item take over the pin of its alias (thread.Item.Alias:

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,6 +97,14 @@ func TestServerImportedThreadDoesNotCountAgain(t *testing.T) {
 	}
 	want := s.Snapshot().Totals()
 
+	// The same thread served with string ids: local-era numeric ids
+	// before the import, "M-" messageIds after it (no numeric id left to
+	// match): the thread still counts once.
+	s3 := newTestStore(0)
+	s3.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before-string-ids.json"))
+	s3.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after-string-ids.json"))
+	assertSameTotals(t, "string ids", want, s3.Snapshot().Totals())
+
 	// Imported and continued between two syncs: the same totals.
 	s2 := newTestStore(0)
 	s2.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before.json"))
@@ -178,5 +187,27 @@ func TestServerChildThreadIsAThreadOfItsOwn(t *testing.T) {
 	}
 	if n := s.PresentThreads(); n != 2 {
 		t.Errorf("%d threads present, want 2", n)
+	}
+}
+
+// The rule for a thread whose messages all change identity at once takes
+// the new messages for the old ones only when they give at least what the
+// old ones counted: a first prompt edited between two syncs, answered
+// with less, is a new prompt and a new answer.
+func TestServerFirstPromptEditedIsNotAnImport(t *testing.T) {
+	doc := func(v int, prompt, answer string, out int) string {
+		return fmt.Sprintf(`{"v":%d,"id":"T-019a7c40-aaaa-7bbb-8ccc-dddddddddddd","created":1774512000000,"agentMode":"smart","messages":[
+		 {"role":"user","messageId":1,"protocolMessageID":%q,"meta":{"sentAt":1774512001000},"content":[{"type":"text","text":"hello"}]},
+		 {"role":"assistant","messageId":2,"protocolMessageID":%q,"content":[{"type":"text","text":"hi"}],"state":{"type":"complete","stopReason":"end_turn"},
+		  "usage":{"model":"claude-opus-4-6","maxInputTokens":168000,"inputTokens":5,"outputTokens":%d,"cacheCreationInputTokens":0,"cacheReadInputTokens":0,"totalInputTokens":5,"timestamp":"2026-03-26T08:00:09.000Z"}}]}`,
+			v, prompt, answer, out)
+	}
+	s := newTestStore(0)
+	path := ServerPath("T-019a7c40-aaaa-7bbb-8ccc-dddddddddddd")
+	s.Apply(path, FileVersion{ServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
+	s.Apply(path, FileVersion{ServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", 500)))
+	want := counts{user: 2, assistant: 2, prompts: 2, output: 1200, input: 10, exchanges: 2}
+	if got := countsOf(s); got != want {
+		t.Fatalf("%+v, want %+v", got, want)
 	}
 }

@@ -38,6 +38,14 @@ func ItemKey(kind ItemKind, id uint64) uint64 {
 	return uint64(kind)<<kindShift | id&idMask
 }
 
+// KeyKind returns the kind of an item key.
+func KeyKind(key uint64) ItemKind { return ItemKind(key >> kindShift) }
+
+// IsMessageKind reports whether items of kind k are messages.
+func IsMessageKind(k ItemKind) bool {
+	return k == ItemMessage || k == ItemMessageStringID || k == ItemMessageAt
+}
+
 // Kind returns the kind of an item.
 func (it *Item) Kind() ItemKind { return ItemKind(it.Key >> kindShift) }
 
