@@ -69,3 +69,23 @@ func TestLandingPageWithOnlyServerThreads(t *testing.T) {
 		t.Errorf("thread-files row state %q", got)
 	}
 }
+
+// asNewMessage returns a copy of a thread's message as a new message of it
+// (a new messageId, and a new protocol id where it had one): appended, it
+// is one more message. A copy that kept its id would be the same message
+// listed twice, which counts once.
+func asNewMessage(msg json.RawMessage, n int) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return msg
+	}
+	m["messageId"] = json.RawMessage(fmt.Sprint(1_000_000 + n))
+	if _, ok := m["protocolMessageID"]; ok {
+		m["protocolMessageID"] = json.RawMessage(fmt.Sprintf(`"M-e2e%017d"`, n))
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
