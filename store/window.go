@@ -125,6 +125,7 @@ func (s *ThreadStore) windowBase(rec *threadRecord, sum *thread.Summary, w Windo
 		keys[i] = sum.Items[i].Key
 	}
 	slices.Sort(keys)
+	// keys: the window's items, to find the region's in.
 	// Every item the window had must be there (no truncation, no
 	// cancelled message gone), and none of the thread's pinned items that
 	// lies outside it (before it, or retired) may come back in it.
@@ -136,11 +137,17 @@ func (s *ThreadStore) windowBase(rec *threadRecord, sum *thread.Summary, w Windo
 	d := decodedPool.Get().(*decodedPins)
 	defer decodedPool.Put(d)
 	d.decode(rec.pins)
-	for _, k := range keys {
-		if _, pinned := slices.BinarySearch(d.keys, k); pinned {
-			if _, inRegion := slices.BinarySearch(win.region, k); !inRegion {
-				return nil, ErrWindowStale
-			}
+	outside := func(k uint64) bool {
+		_, pinned := slices.BinarySearch(d.keys, k)
+		_, inRegion := slices.BinarySearch(win.region, k)
+		return pinned && !inRegion
+	}
+	for i := range sum.Items {
+		// An item's alias (the key it had before its message got a
+		// protocol id) pinned outside the window could be an item of its
+		// own before it, which a whole snapshot would hold.
+		if it := &sum.Items[i]; outside(it.Key) || it.Alias != 0 && outside(it.Alias) {
+			return nil, ErrWindowStale
 		}
 	}
 	return win.prefix, nil
@@ -173,7 +180,7 @@ func (s *ThreadStore) nextWindow(pins pinBlob, c contribution, sum *thread.Summa
 	}
 	slices.Sort(region)
 	region = slices.Compact(region)
-	cn, _, pinned, _, _ := s.contribute(next.Sum, s.prices, pins, true)
+	cn, _, pinned, _, _, _ := s.contribute(next.Sum, s.prices, pins, true)
 	if len(pinned) != len(pins) || len(pinned) > 0 && &pinned[0] != &pins[0] {
 		return nil
 	}

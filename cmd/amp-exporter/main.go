@@ -231,7 +231,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger:        logger,
 		maxRequests:   f.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
-		sources:       sourceProviders(rl.currentConfig, ready.Load, ampSrv.accountName),
+		sources: sourceProviders(landingInputs{
+			cfg: rl.currentConfig, ready: ready.Load, account: ampSrv.accountName,
+			defaultDirs: config.DefaultThreadsDirs(env),
+			threads:     storeThreads(store, ampSrv.threadStore()),
+		}),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
