@@ -163,6 +163,11 @@ type FileVersion struct {
 	CtimeNs  int64  `json:"ctime_ns"`
 	// ServerV is the `v` of a thread read from the Amp server (server.go).
 	ServerV int64 `json:"server_v,omitempty"`
+	// ServerCount and ServerLast are the thread's messageCount and last
+	// interaction (epoch ms) as the server listed them when it was read:
+	// what tells a change of a thread listed without `v`.
+	ServerCount int64 `json:"server_count,omitempty"`
+	ServerLast  int64 `json:"server_last_ms,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.

@@ -91,11 +91,13 @@ type Server struct {
 	pageOverlap map[string]bool
 	noGzip      bool
 	legacyShape bool
-	delay       time.Duration
-	requests    map[string]int
-	fetched     map[string]int // getThreadTail per thread
-	bytes       int64
-	listCalls   []ListCall
+	// noVersion: threads listed without `v` (their documents keep it).
+	noVersion map[string]bool
+	delay     time.Duration
+	requests  map[string]int
+	fetched   map[string]int // getThreadTail per thread
+	bytes     int64
+	listCalls []ListCall
 }
 
 // ListCall records the params of one listThreads request.
@@ -229,6 +231,17 @@ func (s *Server) LegacyShape() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.legacyShape = true
+}
+
+// OmitVersion lists a thread without its `v`, as a listing that does not
+// carry one.
+func (s *Server) OmitVersion(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noVersion == nil {
+		s.noVersion = map[string]bool{}
+	}
+	s.noVersion[id] = true
 }
 
 // DisableGzip makes the stand-in answer uncompressed even when asked for
@@ -598,6 +611,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p params) {
 			"creatorUserID": t.CreatorUserID,
 			"summaryStats":  map[string]any{"messageCount": len(t.messages)},
 		})
+		if s.noVersion[t.ID] {
+			delete(page[len(page)-1], "v")
+		}
 	}
 	s.mu.Unlock()
 	if page == nil {

@@ -75,6 +75,13 @@ type SyncConfig struct {
 	MaxListed    int
 	// Billed turns on threadDisplayCostInfo for changed threads.
 	Billed bool
+	// BillRecheck: at a full listing, the bills of threads active within
+	// it (by their last interaction) are read again even when the thread
+	// did not change, for Amp may re-price a thread without a new `v`
+	// (default 72h; negative: never). At most MaxBillRechecks a listing
+	// (default 500).
+	BillRecheck     time.Duration
+	MaxBillRechecks int
 	// WindowOverlap is how many of the messages counted last time a
 	// thread counted before is read again with what is new (window.go;
 	// default 16). Negative: threads are always read whole.
@@ -110,7 +117,7 @@ type Syncer struct {
 	// parse, such a thread is a parse error once and is read again when
 	// it changes, not on every sync. Written by fetch workers under
 	// fetchAll's lock, read by Sync between fetches.
-	unreadable map[string]int64
+	unreadable map[string]listing
 	winMu      sync.Mutex
 	winStats   WindowStats
 }
@@ -155,6 +162,12 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	if cfg.MaxListed <= 0 {
 		cfg.MaxListed = 100_000
 	}
+	if cfg.BillRecheck == 0 {
+		cfg.BillRecheck = 72 * time.Hour
+	}
+	if cfg.MaxBillRechecks <= 0 {
+		cfg.MaxBillRechecks = 500
+	}
 	if cfg.WindowOverlap == 0 {
 		cfg.WindowOverlap = 16
 	}
@@ -166,7 +179,7 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
 		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount,
-		unreadable: map[string]int64{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
+		unreadable: map[string]listing{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
 }
 
 // Stats describe one sync.
@@ -181,6 +194,8 @@ type Stats struct {
 	Gone    int // threads that disappeared
 	Skipped int // threads another source counts
 	Failed  int // threads that could not be fetched this time
+	// Rebilled threads had their bill read again (SyncConfig.BillRecheck).
+	Rebilled int
 	// Unreadable threads were fetched but cannot be counted (too large,
 	// not understood): a parse error, read again when their `v` changes.
 	Unreadable int
@@ -246,6 +261,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
 	var changed []Summary
+	var rebill []string // unchanged threads whose bill is read again
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
 		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
@@ -279,9 +295,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				st.Skipped++
 				continue
 			}
-			if s.changed(t) {
+			if s.changed(t, st.Full) {
 				changed = append(changed, t)
 				allOld = false
+			} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
+				t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
+				rebill = append(rebill, t.ID)
 			} else if !s.lastComplete.IsZero() && t.LastActivity() >= s.lastComplete.UnixMilli() {
 				allOld = false
 			} else if s.lastComplete.IsZero() {
@@ -315,6 +334,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	if errors.Is(fetchErr, ErrAuth) || ctx.Err() != nil {
 		return st, errors.Join(listErr, fetchErr)
 	}
+	s.rebill(ctx, rebill, &st)
 	if st.Full && listErr == nil {
 		// A full listing shows every thread there is: what it does not
 		// list was deleted (or archived, without include_archived). Its
@@ -351,6 +371,36 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		}
 	}
 	return st, errors.Join(listErr, fetchErr)
+}
+
+// counted reports whether the server source counts the thread.
+func (s *Syncer) counted(id string) bool {
+	if s.owners != nil {
+		if o := s.owners.Owner(id); o != "" && o != store.SourceServer {
+			return false
+		}
+	}
+	_, ok := s.store.File(store.ServerPath(id))
+	return ok
+}
+
+// rebill reads the bills of unchanged threads again (SyncConfig.BillRecheck).
+// A bill that cannot be read now is read at the next full listing; only a
+// refused key stops the rest.
+func (s *Syncer) rebill(ctx context.Context, ids []string, st *Stats) {
+	for _, id := range ids {
+		ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
+		switch {
+		case err == nil:
+			s.billed(id, ci)
+			st.Rebilled++
+		case errors.Is(err, ErrAuth) || ctx.Err() != nil:
+			return
+		default:
+			s.noteBug(err)
+			s.log.Debug("cannot read a thread's bill again", "err", err)
+		}
+	}
 }
 
 // otherUsers reports whether creator is another user than the account (a
@@ -393,18 +443,39 @@ func (s *Syncer) noteBug(err error) {
 }
 
 // changed reports whether a listed thread needs fetching: its `v` differs
-// from the one counted, and no other source counts it.
-func (s *Syncer) changed(t Summary) bool {
+// from the one counted, and no other source counts it. A thread listed
+// without `v` is read again at a full listing (full), or when its
+// messageCount or last interaction differs from what was listed when it
+// was read: a change that touches neither (an answer still streaming, a
+// tool result filled in) waits for the next of those.
+func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return false
 		}
 	}
-	if v, ok := s.unreadable[t.ID]; ok && v == int64(t.V) && t.V != 0 {
-		return false
+	now := listedAs(t)
+	if was, ok := s.unreadable[t.ID]; ok {
+		return t.V == 0 && full || was != now
 	}
 	rec, ok := s.store.File(store.ServerPath(t.ID))
-	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
+	if !ok {
+		return true
+	}
+	if t.V == 0 {
+		return full || rec.Version.ServerCount != int64(t.MessageCount) || rec.Version.ServerLast != t.LastActivity()
+	}
+	return rec.Version.ServerV != int64(t.V)
+}
+
+// listing is how a listing shows a thread, to tell a change.
+type listing struct {
+	v, last int64
+	count   int
+}
+
+func listedAs(t Summary) listing {
+	return listing{v: int64(t.V), last: t.LastActivity(), count: t.MessageCount}
 }
 
 func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) error {
@@ -440,7 +511,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					s.skipOther(t.ID)
 				case outcome == outcomeUnreadable:
 					st.Unreadable++
-					s.unreadable[t.ID] = int64(t.V)
+					s.unreadable[t.ID] = listedAs(t)
 				default:
 					st.Failed++
 					if firstErr == nil {
@@ -588,7 +659,8 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	if _, err := s.store.ApplyWindow(path, store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v}, sum, w, next); err != nil {
+	fv := store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	if _, err := s.store.ApplyWindow(path, fv, sum, w, next); err != nil {
 		return outcomeFailed, err
 	}
 	if s.metrics != nil {
