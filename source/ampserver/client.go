@@ -146,6 +146,10 @@ type Options struct {
 	// the wire by content encoding ("gzip", "identity"), then with its
 	// decompressed size ("decoded").
 	OnBytes func(encoding string, n int64)
+	// LegacyDecode decodes every answer with encoding/json, as before
+	// thread pages were scanned (envelope.scan): the baseline of the
+	// benchmarks.
+	LegacyDecode bool
 	// Transport replaces the transport built from HTTP (tests).
 	Transport http.RoundTripper
 }
@@ -322,21 +326,18 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	if out == nil {
 		out = new(json.RawMessage)
 	}
-	env := struct {
-		OK     *bool `json:"ok"`
-		Result any   `json:"result"`
-		Error  *struct {
-			Code              string   `json:"code"`
-			Message           string   `json:"message"`
-			RetryAfterSeconds *float64 `json:"retryAfterSeconds"`
-		} `json:"error"`
-		RetryAfterSeconds *float64 `json:"retryAfterSeconds"`
-	}{Result: out}
-	envErr := json.Unmarshal(data, &env)
-	var typeErr *json.UnmarshalTypeError
-	resultErr := errors.As(envErr, &typeErr) // the envelope decoded; the result has another shape
-	if resultErr {
-		envErr = nil
+	env := envelope{Result: out}
+	var envErr error
+	var resultErr bool // the envelope decoded; the result has another shape
+	var resultDetail string
+	if sr, ok := out.(scannedResult); ok && !c.opts.LegacyDecode {
+		envErr, resultErr, resultDetail = env.scan(data, sr)
+	} else {
+		envErr = json.Unmarshal(data, &env)
+		var typeErr *json.UnmarshalTypeError
+		if resultErr = errors.As(envErr, &typeErr); resultErr {
+			envErr, resultDetail = nil, typeErr.Error()
+		}
 	}
 	e := &Error{Method: method, Status: resp.StatusCode}
 	var retryAfterBody *float64
@@ -386,7 +387,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 			}
 		case resultErr:
 			e.kind = ErrBadDocument
-			e.detail = "result: " + scrub(typeErr.Error(), key)
+			e.detail = "result: " + scrub(resultDetail, key)
 		default:
 			return nil
 		}
