@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
@@ -91,6 +92,9 @@ type Server struct {
 	pageOverlap map[string]bool
 	noGzip      bool
 	legacyShape bool
+	// zstd: answer zstd-compressed to a client that asks for it
+	// (EnableZstd).
+	zstd bool
 	// noVersion: threads listed without `v` (their documents keep it).
 	noVersion map[string]bool
 	delay     time.Duration
@@ -242,6 +246,14 @@ func (s *Server) OmitVersion(id string) {
 		s.noVersion = map[string]bool{}
 	}
 	s.noVersion[id] = true
+}
+
+// EnableZstd makes the stand-in answer zstd-compressed to a client that
+// accepts it (and gzip to one that accepts only that).
+func (s *Server) EnableZstd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zstd = true
 }
 
 // DisableGzip makes the stand-in answer uncompressed even when asked for
@@ -795,8 +807,13 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, status int, body 
 	w.Header().Set("Content-Type", "application/json")
 	s.mu.Lock()
 	gz := !s.noGzip && acceptsGzip(r)
+	zs := s.zstd && strings.Contains(r.Header.Get("Accept-Encoding"), "zstd")
 	s.mu.Unlock()
-	if gz {
+	if zs {
+		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		body = zw.EncodeAll(body, nil)
+		w.Header().Set("Content-Encoding", "zstd")
+	} else if gz {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 		_, _ = zw.Write(body)
