@@ -112,8 +112,8 @@ type Syncer struct {
 	otherUser map[string]bool
 	bugMu     sync.Mutex
 	bugLogged map[string]bool // methods whose invalid-argument was logged
-	// unreadable holds the `v` of threads that could not be read (too
-	// large, a shape not understood): like a local file that does not
+	// unreadable holds how threads that could not be read (too
+	// large, a shape not understood) were listed: like a local file that does not
 	// parse, such a thread is a parse error once and is read again when
 	// it changes, not on every sync. Written by fetch workers under
 	// fetchAll's lock, read by Sync between fetches.
