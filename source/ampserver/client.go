@@ -333,7 +333,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	var resultErr bool // the envelope decoded; the result has another shape
 	var resultDetail string
 	if sr, ok := out.(scannedResult); ok && !c.opts.LegacyDecode {
-		envErr, resultErr, resultDetail = env.scan(data, sr)
+		resultErr, resultDetail, envErr = env.scan(data, sr)
 	} else {
 		envErr = json.Unmarshal(data, &env)
 		var typeErr *json.UnmarshalTypeError

@@ -44,10 +44,10 @@ func (e errShape) Error() string { return fmt.Sprintf("member %q has another sha
 
 // scan decodes an envelope whose result r reads: envErr when it is not an
 // envelope, resultErr (with a detail) when its result has another shape.
-func (env *envelope) scan(body []byte, r scannedResult) (envErr error, resultErr bool, detail string) {
+func (env *envelope) scan(body []byte, r scannedResult) (resultErr bool, detail string, envErr error) {
 	sc := jsonscan.NewBytes(body)
 	if sc.Peek() != jsonscan.Object {
-		return errors.New("not an object"), false, ""
+		return false, "", errors.New("not an object")
 	}
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
@@ -97,12 +97,12 @@ func (env *envelope) scan(body []byte, r scannedResult) (envErr error, resultErr
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err, false, ""
+		return false, "", err
 	}
 	if !sc.AtEOF() {
-		return errors.New("data after the envelope"), false, ""
+		return false, "", errors.New("data after the envelope")
 	}
-	return nil, resultErr, detail
+	return resultErr, detail, nil
 }
 
 // span returns the bytes of the value the scanner is at, skipping it (nil
