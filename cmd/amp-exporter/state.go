@@ -55,6 +55,9 @@ var legacyStateFiles = []string{"threads-state.json", "stream-state.json", "amy-
 // log without it is one whose first commit (a migration) did not finish.
 type stateMeta struct {
 	Version int `json:"version"`
+	// Began is when the log was started, epoch ms: when these counters
+	// began (the default end of `amp-exporter backfill`).
+	Began int64 `json:"began_ms,omitempty"`
 }
 
 // stateStores are the stores whose state is kept.
@@ -524,7 +527,7 @@ func (k *stateKeeper) save() error {
 		tail = append(tail, whole{keyAmy, b, g})
 	}
 	if !k.haveMeta {
-		b, _ := json.Marshal(stateMeta{Version: store.StateVersion})
+		b, _ := json.Marshal(stateMeta{Version: store.StateVersion, Began: k.now().UnixMilli()})
 		tail = append(tail, whole{keyMeta, b, 0})
 	}
 	empty := true

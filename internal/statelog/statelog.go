@@ -15,6 +15,7 @@ package statelog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -511,6 +512,49 @@ func (l *Log) Compact() (int64, error) {
 	syncDir(filepath.Dir(l.path))
 	l.index, l.size = index, off
 	return off, nil
+}
+
+// Lookup reads the value of one key from the log at path without changing
+// the file (another process may be writing it): a torn or damaged end is
+// read as the end. ok is false when the key has no value.
+func Lookup(path, key string) (value []byte, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("open state log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, fmt.Errorf("stat state log: %w", err)
+	}
+	l := &Log{path: path, f: f}
+	size := st.Size()
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16)
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil || string(h[:8]) != magic {
+		return nil, false, fmt.Errorf("state log %q: not a state log", path)
+	}
+	if v := binary.LittleEndian.Uint32(h[8:12]); v > FormatVersion {
+		return nil, false, fmt.Errorf("%w: %q has format %d", ErrNewer, path, v)
+	}
+	for off := int64(headerSize); off < size; {
+		payload, good := l.readBatch(r, size-off)
+		if !good {
+			break
+		}
+		for p := payload; len(p) > 0; {
+			k, val, n, good := decodeRecord(p)
+			if !good {
+				return value, ok, nil
+			}
+			if k == key {
+				value, ok = bytes.Clone(val), val != nil
+			}
+			p = p[n:]
+		}
+		off += batchHead + int64(len(payload))
+	}
+	return value, ok, nil
 }
 
 // Close closes the file.

@@ -222,10 +222,16 @@ func Summarize(t *Thread) *Summary {
 		s.Billing = BillingLedger
 	}
 	seenResults := make(map[uint64]bool, uses)
+	at := t.Created // the nearest earlier time (Item.At)
 	for i := range t.Messages {
 		m := &t.Messages[i]
 		copied := i < first
-		it := Item{Key: messageKey(m), Copied: copied, Role: m.Role, Prompt: m.Prompt}
+		if m.Usage != nil && m.Usage.Timestamp > 0 {
+			at = m.Usage.Timestamp
+		} else if m.SentAt > 0 {
+			at = m.SentAt
+		}
+		it := Item{Key: messageKey(m), Copied: copied, Role: m.Role, Prompt: m.Prompt, At: at}
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
@@ -254,7 +260,7 @@ func Summarize(t *Thread) *Summary {
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
 				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
 			}
-			items = append(items, Item{Key: toolKey(m, j, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status})
+			items = append(items, Item{Key: toolKey(m, j, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status, At: at})
 		}
 	}
 	if byLedger {
@@ -326,6 +332,7 @@ func (s *Summary) total() {
 func ledgerItems(t *Thread, first int, items []Item) []Item {
 	type cache struct{ read, creation int64 }
 	byID := make(map[int64]cache)
+	at := t.Created // the nearest earlier ledger time (Item.At)
 	copiedID := make(map[int64]bool)
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -350,7 +357,10 @@ func ledgerItems(t *Thread, first int, items []Item) []Item {
 		if e.IDHash != 0 {
 			key = ItemKey(ItemLedger, e.IDHash)
 		}
-		it := Item{Key: key, Model: e.Model}
+		if e.Timestamp > 0 {
+			at = e.Timestamp
+		}
+		it := Item{Key: key, Model: e.Model, At: at}
 		if t.ForkPoint >= 0 {
 			if e.HasTo {
 				it.Copied = copiedID[e.ToMessageID]
@@ -458,6 +468,7 @@ func exchanges(msgs []Message, first int, items []Item) []Item {
 				Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
 				Copied:  at < first,
 				Seconds: float64(end-start) / 1000,
+				At:      end,
 			})
 		}
 		if !final {

@@ -1,0 +1,307 @@
+// Package backfill turns the history the exporter reads (thread files, Amp
+// server threads) into timestamped samples of the counters the live
+// exporter serves: one cumulative value per series per step, counted by
+// the same stores, identity rules and label caps, so that the last sample
+// of each series is the value the live counter starts from.
+//
+// Each thread is replayed on its own: its items are sorted into the steps
+// their times fall in, and the thread is applied to a store of its own
+// (sharing the label cap and prices with every other thread) once per step
+// it has items in, each time with the items up to that step. What the
+// store's totals grew by at each application is the thread's usage in that
+// step. The stores count exactly as the live exporter's do; a thread's
+// totals are the sum of its items, so the per-step growth adds up, over
+// all threads, to what one store holding every thread counts.
+package backfill
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+// Families are the store families written as history, in output order:
+// the counters whose items each carry a time.
+var Families = []store.Family{
+	store.FamMessages, store.FamPrompts, store.FamTokens, store.FamCredits,
+	store.FamCost, store.FamUnpriced, store.FamFinished, store.FamToolCalls,
+}
+
+// Options configure a Backfill.
+type Options struct {
+	// Until is the time of the last sample; items after it are not
+	// history (the live counters count them). Required.
+	Until time.Time
+	// Step is the distance between samples (default 5m).
+	Step time.Duration
+	// Prices price tokens as the live exporter does (nil: nothing priced).
+	Prices store.Prices
+	// Labels is the label cap shared by every thread, as in the live
+	// exporter (nil: a cap of 100 per label).
+	Labels *store.LabelCap
+}
+
+// SeriesID names one output series: the source label and the store's key.
+type SeriesID struct {
+	Source string
+	Key    store.SeriesKey
+}
+
+// Backfill collects the usage of threads per step. It is safe for
+// concurrent use: AddThread may run on several workers.
+type Backfill struct {
+	opts   Options
+	stepMs int64
+	until  int64
+
+	mu sync.Mutex
+	// deltas holds, per series, its growth per sample time (epoch ms), in
+	// the stores' fixed point.
+	deltas  map[SeriesID]map[int64]int64
+	first   int64 // earliest sample time with growth; 0 when none
+	threads int
+	items   int64
+	later   int64 // items after Until, left to the live counters
+}
+
+// New returns an empty Backfill.
+func New(opts Options) (*Backfill, error) {
+	if opts.Step <= 0 {
+		opts.Step = 5 * time.Minute
+	}
+	if opts.Step < time.Second || opts.Step%time.Millisecond != 0 {
+		return nil, fmt.Errorf("step %s: must be a whole number of milliseconds, at least 1s", opts.Step)
+	}
+	if opts.Until.IsZero() {
+		return nil, errors.New("no until time")
+	}
+	if opts.Labels == nil {
+		opts.Labels = store.NewLabelCap(100, nil)
+	}
+	return &Backfill{
+		opts:   opts,
+		stepMs: opts.Step.Milliseconds(),
+		until:  opts.Until.UnixMilli(),
+		deltas: map[SeriesID]map[int64]int64{},
+	}, nil
+}
+
+// sampleAt is the time of the first sample that counts an item of time at
+// (epoch ms): the next multiple of the step, or Until. An item without
+// any time (0) counts from the first sample.
+func (b *Backfill) sampleAt(at int64) int64 {
+	if at <= 0 {
+		return math.MinInt64
+	}
+	t := (at + b.stepMs - 1) / b.stepMs * b.stepMs
+	return min(t, b.until)
+}
+
+// AddThread replays one parsed thread (its Items must be valid: call it
+// before the parser parses another) as counted under source (the source
+// label: store.SourceThreads, store.SourceServer). path is the thread's
+// file, or store.ServerPath of its id. Items after Until are left out.
+func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
+	if sum.Items == nil || !sum.ItemsValid() {
+		return errors.New("backfill: a thread summary without its items")
+	}
+	// The sample each item first counts in; the thread's distinct ones in
+	// order.
+	at := make([]int64, len(sum.Items))
+	var steps []int64
+	var later, items int64
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		if it.At > b.until {
+			at[i] = math.MaxInt64
+			if !it.Copied {
+				later++
+			}
+			continue
+		}
+		at[i] = b.sampleAt(it.At)
+		if !it.Copied {
+			items++
+		}
+		steps = append(steps, at[i])
+	}
+	slices.Sort(steps)
+	steps = slices.Compact(steps)
+
+	// A store of the thread's own; the label cap and prices are shared, so
+	// labels fold as in one store holding every thread.
+	st := store.NewThreadStore(store.StoreOptions{Labels: b.opts.Labels, Now: func() time.Time { return time.Time{} }})
+	if b.opts.Prices != nil {
+		st.SetPrices(b.opts.Prices)
+	}
+	prefix := *sum
+	buf := make([]thread.Item, 0, len(sum.Items))
+	prev := map[store.SeriesKey]int64{}
+	type growth struct {
+		at int64
+		k  store.SeriesKey
+		v  int64
+	}
+	var grew []growth
+	for n, s := range steps {
+		buf = buf[:0]
+		for i := range sum.Items {
+			if at[i] <= s {
+				buf = append(buf, sum.Items[i])
+			}
+		}
+		prefix.Items = buf
+		st.Apply(path, store.FileVersion{Size: int64(n + 1)}, &prefix)
+		for k, v := range st.Snapshot().Totals() {
+			if d := v - prev[k]; d > 0 {
+				grew = append(grew, growth{s, k, d})
+				prev[k] = v
+			}
+		}
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.threads++
+	b.items += items
+	b.later += later
+	for _, g := range grew {
+		if !slices.Contains(Families, g.k.Fam) {
+			continue
+		}
+		id := SeriesID{source, g.k}
+		m := b.deltas[id]
+		if m == nil {
+			m = map[int64]int64{}
+			b.deltas[id] = m
+		}
+		m[g.at] += g.v
+		if g.at != math.MinInt64 && (b.first == 0 || g.at < b.first) {
+			b.first = g.at
+		}
+	}
+	return nil
+}
+
+// Stats describe what was replayed.
+type Stats struct {
+	Threads int
+	Items   int64 // counted items up to Until
+	Later   int64 // items after Until, left to the live counters
+	First   time.Time
+}
+
+// Stats returns what was replayed so far.
+func (b *Backfill) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Stats{Threads: b.threads, Items: b.items, Later: b.later}
+	if b.first != 0 {
+		s.First = time.UnixMilli(b.first)
+	}
+	return s
+}
+
+// Point is one sample of a series.
+type Point struct {
+	T int64 // epoch ms
+	V int64 // cumulative, in the store's fixed point (store.Unfixed)
+}
+
+// Series is one series' samples, in time order.
+type Series struct {
+	ID     SeriesID
+	Points []Point
+}
+
+// Range returns the sample times from from to Until: from rounded down to
+// the step, every step after it, and Until. A zero from means the earliest
+// usage.
+func (b *Backfill) Range(from time.Time) []int64 {
+	b.mu.Lock()
+	first := b.first
+	b.mu.Unlock()
+	start := first
+	if !from.IsZero() {
+		start = from.UnixMilli()
+	}
+	if start == 0 || start > b.until {
+		start = b.until
+	}
+	start = floorDiv(start, b.stepMs) * b.stepMs
+	var ts []int64
+	for t := start; t < b.until; t += b.stepMs {
+		ts = append(ts, t)
+	}
+	return append(ts, b.until)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Series returns every series with usage up to Until, sorted, each with a
+// sample at every time of times (Range) from its first growth on (growth
+// before the first time is in the first sample).
+func (b *Backfill) Series(times []int64) []Series {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ids := make([]SeriesID, 0, len(b.deltas))
+	for id := range b.deltas {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareIDs)
+	out := make([]Series, 0, len(ids))
+	for _, id := range ids {
+		d := b.deltas[id]
+		growthAt := make([]int64, 0, len(d))
+		for t := range d {
+			growthAt = append(growthAt, t)
+		}
+		slices.Sort(growthAt)
+		var cum int64
+		j := 0
+		var pts []Point
+		for _, t := range times {
+			for j < len(growthAt) && growthAt[j] <= t {
+				cum = satAdd(cum, d[growthAt[j]])
+				j++
+			}
+			if cum > 0 || j > 0 {
+				pts = append(pts, Point{t, cum})
+			}
+		}
+		if len(pts) > 0 {
+			out = append(out, Series{id, pts})
+		}
+	}
+	return out
+}
+
+func compareIDs(a, b SeriesID) int {
+	return cmp.Or(
+		cmp.Compare(famIndex(a.Key.Fam), famIndex(b.Key.Fam)),
+		cmp.Compare(a.Source, b.Source),
+		cmp.Compare(a.Key.L1, b.Key.L1),
+		cmp.Compare(a.Key.L2, b.Key.L2))
+}
+
+func famIndex(f store.Family) int { return slices.Index(Families, f) }
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
