@@ -177,8 +177,8 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
 		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
 	if b.output != "" && b.output != "-" {
-		fmt.Fprintf(stderr, "next: promtool tsdb create-blocks-from openmetrics %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %s)\n",
-			b.output, time.Since(first).Round(24*time.Hour))
+		fmt.Fprintf(stderr, "next: promtool tsdb create-blocks-from openmetrics %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
+			b.output, int(time.Since(first).Hours()/24)+1)
 	}
 	return nil
 }
