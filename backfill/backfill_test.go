@@ -304,3 +304,46 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyNewItemsPerStep: applying each step's new items alone (the
+// earlier ones leave the snapshot and the store keeps what they counted)
+// gives every sample of every series the same value as applying all the
+// items up to the step, over a generated corpus.
+func TestOnlyNewItemsPerStep(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 60, TotalBytes: 6_000_000, Seed: 11})
+	pr, err := pricing.Embedded(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
+	run := func(only bool) []Series {
+		t.Helper()
+		defer func(was bool) { onlyNew = was }(onlyNew)
+		onlyNew = only
+		b, err := New(Options{Until: threadgen.DefaultStart.Add(threadgen.Spread + 72*time.Hour), Prices: prices, Step: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := thread.NewParser()
+		for i := range g.Len() {
+			name, data := g.Thread(i)
+			if err := b.AddThread(store.SourceThreads, name, summarize(t, p, data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.Series(b.Range(time.Time{}))
+	}
+	prefix, only := run(false), run(true)
+	if len(prefix) < 20 {
+		t.Fatalf("%d series: the corpus is too small", len(prefix))
+	}
+	if len(prefix) != len(only) {
+		t.Fatalf("%d series against %d", len(prefix), len(only))
+	}
+	for i := range prefix {
+		if fmt.Sprint(prefix[i]) != fmt.Sprint(only[i]) {
+			a, b := prefix[i].Points, only[i].Points
+			t.Errorf("%s: %d points, last %v; only new: %d points, last %v", seriesName(prefix[i].ID), len(a), a[len(a)-1], len(b), b[len(b)-1])
+		}
+	}
+}
