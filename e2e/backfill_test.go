@@ -392,3 +392,132 @@ scrape_configs:
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestBackfillRemoteWrite pushes the history to Debian's Prometheus 2.42
+// with the remote-write receiver on: with storage.tsdb.out_of_order_time_window
+// set it takes every sample and the days add up; without it (its head
+// already holds current samples, so the old ones are out of bounds) the
+// backfill stops with one error naming the setting.
+func TestBackfillRemoteWrite(t *testing.T) {
+	requireTool(t, "prometheus")
+	srv := ampstandin.New(standinKey, "dev@example.com")
+	defer srv.Close()
+	threadsDir := t.TempDir()
+	days := backfillCorpus(t, threadsDir, srv, time.Now())
+	work := t.TempDir()
+	cfg := filepath.Join(work, "amp-exporter.yml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`threads:
+  dirs: [%q]
+amp_server:
+  enabled: "false"
+pricing:
+  models:
+    test-model: {input: 3, output: 15, cache_read: 0.3, cache_creation: 3.75}
+`, threadsDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "AMP_API_KEY=", "XDG_DATA_HOME="+filepath.Join(work, "no-amp-login-here"))
+	// Only the thread files (the server is off here): their share per day.
+	var fileTokens int64
+	for _, d := range days {
+		fileTokens += d.tokens
+	}
+
+	for _, tc := range []struct {
+		name   string
+		window string
+	}{
+		{"out-of-order window", "60d"},
+		{"refused", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prom := startOOOReceiver(t, tc.window)
+			cmd := exec.Command(exporterBin, "backfill", "--config.file="+cfg,
+				"--label=job=amp", "--label=instance=laptop:9974", "--remote-write.url="+prom.base+"/api/v1/write")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if tc.window == "" {
+				if err == nil {
+					t.Fatalf("the push of old samples succeeded without an out-of-order window:\n%s", out)
+				}
+				t.Logf("refused: %s", out)
+				if !strings.Contains(string(out), "out_of_order_time_window") || strings.Count(string(out), "\n") > 2 {
+					t.Errorf("want one clear error naming out_of_order_time_window, got:\n%s", out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("backfill: %v\n%s", err, out)
+			}
+			now := time.Now()
+			total := prom.scalarAt(t, `sum(amp_tokens_total{job="amp",instance="laptop:9974"})`, now)
+			if total == 0 || total > float64(fileTokens) {
+				t.Fatalf("%g tokens in Prometheus; the corpus has %d, its files fewer", total, fileTokens)
+			}
+			// Every day's increase is that day's usage from the files:
+			// the days' sum must be the total, and no day may be off by
+			// more than the server's share (not pushed here).
+			var sum float64
+			for _, d := range days {
+				end := d.start.Add(24 * time.Hour)
+				sum += prom.scalarAt(t, `sum(amp_tokens_total{job="amp"})`, end) - prom.scalarAt(t, `sum(amp_tokens_total{job="amp"})`, d.start)
+			}
+			if sum != total {
+				t.Errorf("the days add up to %g tokens, the last sample says %g", sum, total)
+			}
+			if r := prom.scalarAt(t, `sum(resets(`+backfilled+`[30d]))`, now); r != 0 {
+				t.Errorf("resets(): %g", r)
+			}
+		})
+	}
+}
+
+// startOOOReceiver runs Prometheus with the remote-write receiver, scraping
+// itself (so its head holds current samples), with an out-of-order window
+// when window is not empty, and waits for its first scrape.
+func startOOOReceiver(t *testing.T, window string) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	tsdb := ""
+	if window != "" {
+		tsdb = "storage:\n  tsdb:\n    out_of_order_time_window: " + window + "\n"
+	}
+	cfgFile := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgFile, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+%sscrape_configs:
+  - job_name: self
+    static_configs:
+      - targets: ["127.0.0.1:%d"]
+`, tsdb, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &prometheus{
+		process: startProcess(t, "prometheus", os.Environ(), requireTool(t, "prometheus"),
+			"--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--web.enable-remote-write-receiver", fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port)),
+		base: fmt.Sprintf("http://127.0.0.1:%d", port),
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for p.scalarAtTry(`count(up{job="self"})`) < 1 {
+		if p.exited() {
+			t.Fatalf("prometheus exited at start: %v", p.err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("prometheus did not scrape itself within 60s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return p
+}
+
+// scalarAtTry is an instant query now that gives one number, 0 on any
+// failure (for polling).
+func (p *prometheus) scalarAtTry(q string) float64 {
+	m, err := p.query(q, "")
+	if err != nil {
+		return 0
+	}
+	return m[""]
+}
