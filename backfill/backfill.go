@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"sync"
@@ -66,9 +67,9 @@ type Backfill struct {
 	until  int64
 
 	mu sync.Mutex
-	// deltas holds, per series, its growth per sample time (epoch ms), in
-	// the stores' fixed point.
-	deltas  map[SeriesID]map[int64]int64
+	// deltas holds, per series, its growths: at a sample time (epoch ms),
+	// in the stores' fixed point; unsorted, a time may repeat.
+	deltas  map[SeriesID][]Point
 	first   int64 // earliest sample time with growth; 0 when none
 	threads int
 	items   int64
@@ -93,7 +94,7 @@ func New(opts Options) (*Backfill, error) {
 		opts:   opts,
 		stepMs: opts.Step.Milliseconds(),
 		until:  opts.Until.UnixMilli(),
-		deltas: map[SeriesID]map[int64]int64{},
+		deltas: map[SeriesID][]Point{},
 	}, nil
 }
 
@@ -187,12 +188,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			continue
 		}
 		id := SeriesID{source, g.k}
-		m := b.deltas[id]
-		if m == nil {
-			m = map[int64]int64{}
-			b.deltas[id] = m
-		}
-		m[g.at] += g.v
+		b.deltas[id] = append(b.deltas[id], Point{g.at, g.v})
 		if g.at != math.MinInt64 && (b.first == 0 || g.at < b.first) {
 			b.first = g.at
 		}
@@ -225,12 +221,6 @@ type Point struct {
 	V int64 // cumulative, in the store's fixed point (store.Unfixed)
 }
 
-// Series is one series' samples, in time order.
-type Series struct {
-	ID     SeriesID
-	Points []Point
-}
-
 // Range returns the sample times from from to Until: from rounded down to
 // the step, every step after it, and Until. A zero from means the earliest
 // usage.
@@ -261,6 +251,44 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// Series is one series' history: a sample at each of Times, the value
+// cumulative. Its points are made as they are read (Points), so that a long
+// history is never held in memory whole.
+type Series struct {
+	ID SeriesID
+	// Times are the sample times from the series' first growth on.
+	Times  []int64
+	growth []Point // sorted by time
+}
+
+// Points yields the series' samples in time order.
+func (s *Series) Points() iter.Seq[Point] {
+	return func(yield func(Point) bool) {
+		c := cursor{s: s}
+		for _, t := range s.Times {
+			if !yield(Point{t, c.at(t)}) {
+				return
+			}
+		}
+	}
+}
+
+// cursor walks a series' growths in time order.
+type cursor struct {
+	s   *Series
+	j   int
+	cum int64
+}
+
+// at is the series' value at t, for t not before the last call's.
+func (c *cursor) at(t int64) int64 {
+	for c.j < len(c.s.growth) && c.s.growth[c.j].T <= t {
+		c.cum = satAdd(c.cum, c.s.growth[c.j].V)
+		c.j++
+	}
+	return c.cum
+}
+
 // Series returns every series with usage up to Until, sorted, each with a
 // sample at every time of times (Range) from its first growth on (growth
 // before the first time is in the first sample).
@@ -274,27 +302,16 @@ func (b *Backfill) Series(times []int64) []Series {
 	slices.SortFunc(ids, compareIDs)
 	out := make([]Series, 0, len(ids))
 	for _, id := range ids {
-		d := b.deltas[id]
-		growthAt := make([]int64, 0, len(d))
-		for t := range d {
-			growthAt = append(growthAt, t)
+		d := slices.Clone(b.deltas[id])
+		slices.SortFunc(d, func(a, b Point) int { return cmp.Compare(a.T, b.T) })
+		if len(d) == 0 {
+			continue
 		}
-		slices.Sort(growthAt)
-		var cum int64
-		j := 0
-		var pts []Point
-		for _, t := range times {
-			for j < len(growthAt) && growthAt[j] <= t {
-				cum = satAdd(cum, d[growthAt[j]])
-				j++
-			}
-			if cum > 0 || j > 0 {
-				pts = append(pts, Point{t, cum})
-			}
+		first, _ := slices.BinarySearch(times, d[0].T)
+		if first == len(times) {
+			continue
 		}
-		if len(pts) > 0 {
-			out = append(out, Series{id, pts})
-		}
+		out = append(out, Series{ID: id, Times: times[first:], growth: d})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func prices() store.Prices {
 	})
 }
 
-func ptr(f float64) *float64 { return &f
+func ptr(f float64) *float64 {
+	return &f
 }
 
 // msg is one exchange of a handmade thread: a prompt at sent, and an
@@ -92,7 +94,8 @@ var base = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).UnixMilli()
 func last(series []Series) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range series {
-		out[seriesName(s.ID)] = Value(s.ID.Key.Fam, s.Points[len(s.Points)-1].V)
+		pts := slices.Collect(s.Points())
+		out[seriesName(s.ID)] = Value(s.ID.Key.Fam, pts[len(pts)-1].V)
 	}
 	return out
 }
@@ -127,7 +130,7 @@ func TestSamplesPerStep(t *testing.T) {
 	}
 	got := map[string][]float64{}
 	for _, s := range b.Series(times) {
-		for _, pt := range s.Points {
+		for pt := range s.Points() {
 			got[seriesName(s.ID)] = append(got[seriesName(s.ID)], Value(s.ID.Key.Fam, pt.V))
 		}
 	}
@@ -215,13 +218,14 @@ func TestSeriesNeverDecrease(t *testing.T) {
 	}
 	times := b.Range(time.Time{})
 	for _, s := range b.Series(times) {
-		first := len(times) - len(s.Points)
-		for i, pt := range s.Points {
+		pts := slices.Collect(s.Points())
+		first := len(times) - len(pts)
+		for i, pt := range pts {
 			if pt.T != times[first+i] {
 				t.Fatalf("%s: point %d at %d, want %d", seriesName(s.ID), i, pt.T, times[first+i])
 			}
-			if i > 0 && pt.V < s.Points[i-1].V {
-				t.Fatalf("%s: %d after %d", seriesName(s.ID), pt.V, s.Points[i-1].V)
+			if i > 0 && pt.V < pts[i-1].V {
+				t.Fatalf("%s: %d after %d", seriesName(s.ID), pt.V, pts[i-1].V)
 			}
 		}
 	}
@@ -333,7 +337,15 @@ func TestOnlyNewItemsPerStep(t *testing.T) {
 		}
 		return b.Series(b.Range(time.Time{}))
 	}
-	prefix, only := run(false), run(true)
+	collect := func(ss []Series) [][]Point {
+		var out [][]Point
+		for i := range ss {
+			out = append(out, slices.Collect(ss[i].Points()))
+		}
+		return out
+	}
+	prefixSeries, onlySeries := run(false), run(true)
+	prefix, only := collect(prefixSeries), collect(onlySeries)
 	if len(prefix) < 20 {
 		t.Fatalf("%d series: the corpus is too small", len(prefix))
 	}
@@ -341,9 +353,9 @@ func TestOnlyNewItemsPerStep(t *testing.T) {
 		t.Fatalf("%d series against %d", len(prefix), len(only))
 	}
 	for i := range prefix {
-		if fmt.Sprint(prefix[i]) != fmt.Sprint(only[i]) {
-			a, b := prefix[i].Points, only[i].Points
-			t.Errorf("%s: %d points, last %v; only new: %d points, last %v", seriesName(prefix[i].ID), len(a), a[len(a)-1], len(b), b[len(b)-1])
+		if prefixSeries[i].ID != onlySeries[i].ID || fmt.Sprint(prefix[i]) != fmt.Sprint(only[i]) {
+			a, b := prefix[i], only[i]
+			t.Errorf("%s: %d points, last %v; only new: %d points, last %v", seriesName(prefixSeries[i].ID), len(a), a[len(a)-1], len(b), b[len(b)-1])
 		}
 	}
 }

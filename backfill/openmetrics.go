@@ -99,14 +99,15 @@ func WriteOpenMetrics(w io.Writer, series []Series, target []Label) (int64, erro
 	var n int64
 	var fam store.Family
 	var line []byte
-	for i, s := range series {
+	for i := range series {
+		s := &series[i]
 		if i == 0 || s.ID.Key.Fam != fam {
 			fam = s.ID.Key.Fam
 			m := metrics[fam]
 			fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", m.name, escapeHelp(m.help), m.name)
 		}
 		prefix := appendSeries(nil, metrics[fam].name+"_total", Labels(s.ID, target))
-		for _, p := range s.Points {
+		for p := range s.Points() {
 			line = append(line[:0], prefix...)
 			line = append(line, ' ')
 			line = strconv.AppendFloat(line, Value(fam, p.V), 'g', -1, 64)

@@ -59,8 +59,8 @@ func Push(ctx context.Context, o PushOptions, series []Series, target []Label) (
 			ls = append(ls, remotewrite.Label{Name: l.Name, Value: l.Value})
 		}
 		labels[i] = ls
-		for _, p := range s.Points {
-			timeSet[p.T] = true
+		for _, t := range s.Times {
+			timeSet[t] = true
 		}
 	}
 	times := make([]int64, 0, len(timeSet))
@@ -68,7 +68,11 @@ func Push(ctx context.Context, o PushOptions, series []Series, target []Label) (
 		times = append(times, t)
 	}
 	slices.Sort(times)
-	next := make([]int, len(series)) // per series, its next point
+	next := make([]int, len(series)) // per series, its next sample time
+	cur := make([]cursor, len(series))
+	for i := range series {
+		cur[i].s = &series[i]
+	}
 	var sent int64
 	batch := make([]remotewrite.Series, 0, o.MaxSamples)
 	for n, t := range times {
@@ -85,8 +89,8 @@ func Push(ctx context.Context, o PushOptions, series []Series, target []Label) (
 			return nil
 		}
 		for i, s := range series {
-			if next[i] < len(s.Points) && s.Points[next[i]].T == t {
-				batch = append(batch, remotewrite.Series{Labels: labels[i], Value: Value(s.ID.Key.Fam, s.Points[next[i]].V)})
+			if next[i] < len(s.Times) && s.Times[next[i]] == t {
+				batch = append(batch, remotewrite.Series{Labels: labels[i], Value: Value(s.ID.Key.Fam, cur[i].at(t))})
 				next[i]++
 				if len(batch) == o.MaxSamples {
 					if err := flush(); err != nil {

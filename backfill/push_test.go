@@ -16,8 +16,8 @@ import (
 func pushSeries() []Series {
 	k := store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: "input"}
 	return []Series{
-		{SeriesID{store.SourceThreads, k}, []Point{{1000, 1}, {2000, 2}, {3000, 3}}},
-		{SeriesID{store.SourceServer, k}, []Point{{2000, 5}, {3000, 6}}},
+		{ID: SeriesID{store.SourceThreads, k}, Times: []int64{1000, 2000, 3000}, growth: []Point{{1000, 1}, {2000, 1}, {3000, 1}}},
+		{ID: SeriesID{store.SourceServer, k}, Times: []int64{2000, 3000}, growth: []Point{{2000, 5}, {3000, 1}}},
 	}
 }
 
