@@ -35,9 +35,27 @@ var Families = []store.Family{
 	store.FamCost, store.FamUnpriced, store.FamFinished, store.FamToolCalls,
 }
 
-// onlyNew makes each application of a thread hold only the items of its
-// step, not every item up to it (tests compare the two).
-var onlyNew = true
+// How a thread is replayed (tests compare the three).
+type replay int
+
+const (
+	// replayPrefix applies, for each step, every item up to it to one
+	// store: the store's totals after each are the cumulative values.
+	replayPrefix replay = iota
+	// replayOnlyNew applies, for each step, its items alone to one store:
+	// the earlier items leave the snapshot and the store keeps what they
+	// counted, as when a thread file loses messages.
+	replayOnlyNew
+	// replayFresh applies each step's items to a store of their own, then
+	// the whole thread to one more, as the live exporter's first scan
+	// does; the steps' growths are trued up to that store's totals (they
+	// differ only where a sum is rounded: credits, and dollars of a series
+	// folded into other), so the last sample is the live value exactly.
+	// Each application then costs what its own items cost.
+	replayFresh
+)
+
+var replayMode = replayFresh
 
 // Options configure a Backfill.
 type Options struct {
@@ -142,10 +160,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 
 	// A store of the thread's own; the label cap and prices are shared, so
 	// labels fold as in one store holding every thread.
-	st := store.NewThreadStore(store.StoreOptions{Labels: b.opts.Labels, Now: func() time.Time { return time.Time{} }})
-	if b.opts.Prices != nil {
-		st.SetPrices(b.opts.Prices)
-	}
+	st := b.newStore()
 	prefix := *sum
 	// The totals are the whole thread's; the store counts the items and
 	// only sizes its tables by the totals, which would oversize them at
@@ -163,17 +178,51 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	for n, s := range steps {
 		buf = buf[:0]
 		for i := range sum.Items {
-			if at[i] == s || !onlyNew && at[i] < s {
+			if at[i] == s || replayMode == replayPrefix && at[i] < s {
 				buf = append(buf, sum.Items[i])
 			}
 		}
 		prefix.Items = buf
+		if replayMode == replayFresh && n > 0 {
+			st = b.newStore()
+			clear(prev)
+		}
 		st.Apply(path, store.FileVersion{Size: int64(n + 1)}, &prefix)
 		prefix.FoldedModels, prefix.FoldedTools = nil, nil // counted at the first
 		for k, v := range st.Snapshot().Totals() {
 			if d := v - prev[k]; d > 0 {
 				grew = append(grew, growth{s, k, d})
 				prev[k] = v
+			}
+		}
+	}
+	if replayMode == replayFresh && len(steps) > 1 {
+		// The whole thread, counted at once: the live value.
+		buf = buf[:0]
+		for i := range sum.Items {
+			if at[i] != math.MaxInt64 {
+				buf = append(buf, sum.Items[i])
+			}
+		}
+		prefix.Items = buf
+		live := b.newStore()
+		live.Apply(path, store.FileVersion{}, &prefix)
+		want := live.Snapshot().Totals()
+		got := make(map[store.SeriesKey]int64, len(want))
+		for _, g := range grew {
+			got[g.k] += g.v
+		}
+		for k, w := range want {
+			if d := w - got[k]; d > 0 {
+				grew = append(grew, growth{steps[len(steps)-1], k, d})
+			}
+		}
+		for i := len(grew) - 1; i >= 0; i-- {
+			g := &grew[i]
+			if d := got[g.k] - want[g.k]; d > 0 {
+				take := min(d, g.v) // a growth never turns negative
+				g.v -= take
+				got[g.k] -= take
 			}
 		}
 	}
@@ -184,7 +233,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	b.items += items
 	b.later += later
 	for _, g := range grew {
-		if !slices.Contains(Families, g.k.Fam) {
+		if g.v <= 0 || !slices.Contains(Families, g.k.Fam) {
 			continue
 		}
 		id := SeriesID{source, g.k}
@@ -194,6 +243,16 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		}
 	}
 	return nil
+}
+
+// newStore returns a store of a thread's own; the label cap and prices are
+// shared, so labels fold as in one store holding every thread.
+func (b *Backfill) newStore() *store.ThreadStore {
+	st := store.NewThreadStore(store.StoreOptions{Labels: b.opts.Labels, Now: func() time.Time { return time.Time{} }})
+	if b.opts.Prices != nil {
+		st.SetPrices(b.opts.Prices)
+	}
+	return st
 }
 
 // Stats describe what was replayed.

@@ -37,6 +37,7 @@ type msg struct {
 	sent, at      int64
 	input, output int
 	tool          string
+	credits       string // a JSON number, "" for none
 }
 
 // doc is a thread document with the exchanges.
@@ -55,8 +56,11 @@ func doc(id string, created int64, msgs []msg) []byte {
 		fmt.Fprintf(&b, `{"role": "user", "messageId": %d, "content": [{"type": "text", "text": "go"}]%s},`, n, sent)
 		n++
 		ts := ""
+		if m.credits != "" {
+			ts = `, "credits": ` + m.credits
+		}
 		if m.at > 0 {
-			ts = fmt.Sprintf(`, "timestamp": %q`, time.UnixMilli(m.at).UTC().Format("2006-01-02T15:04:05.000Z"))
+			ts += fmt.Sprintf(`, "timestamp": %q`, time.UnixMilli(m.at).UTC().Format("2006-01-02T15:04:05.000Z"))
 		}
 		content, stop := `{"type": "text", "text": "done"}`, "end_turn"
 		if m.tool != "" {
@@ -159,17 +163,25 @@ func TestSamplesPerStep(t *testing.T) {
 // every series equals what the live exporter's store counts from the same
 // threads, for every backfilled family.
 func TestLastSampleIsLiveValue(t *testing.T) {
+	for _, maxValues := range []int{100, 2} {
+		t.Run(fmt.Sprintf("max_label_values=%d", maxValues), func(t *testing.T) { testLastSampleIsLiveValue(t, maxValues) })
+	}
+}
+
+// testLastSampleIsLiveValue: with maxValues 2, most models and tools fold
+// into other, whose dollars mix models.
+func testLastSampleIsLiveValue(t *testing.T, maxValues int) {
 	g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 4_000_000, Seed: 3})
 	pr, err := pricing.Embedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
-	b, err := New(Options{Until: time.Now(), Prices: prices})
+	b, err := New(Options{Until: time.Now(), Prices: prices, Labels: store.NewLabelCap(maxValues, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := store.NewThreadStore(store.StoreOptions{})
+	live := store.NewThreadStore(store.StoreOptions{MaxLabelValues: maxValues})
 	live.SetPrices(prices)
 	p := thread.NewParser()
 	for i := range g.Len() {
@@ -186,8 +198,11 @@ func TestLastSampleIsLiveValue(t *testing.T) {
 		}
 	}
 	got := last(b.Series(b.Range(time.Time{})))
-	if len(want) < 20 {
+	if len(want) < 15 {
 		t.Fatalf("only %d series counted live: the corpus is too small to test anything", len(want))
+	}
+	if other := `amp_cost_usd_total{model="other",source="threads"}`; maxValues == 2 && want[other] == 0 {
+		t.Fatalf("nothing folded into %s", other)
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -309,21 +324,22 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// TestOnlyNewItemsPerStep: applying each step's new items alone (the
-// earlier ones leave the snapshot and the store keeps what they counted)
-// gives every sample of every series the same value as applying all the
-// items up to the step, over a generated corpus.
-func TestOnlyNewItemsPerStep(t *testing.T) {
+// TestReplayModes: applying each step's new items alone to the thread's
+// store (the earlier ones leave the snapshot and the store keeps what they
+// counted), or to a store of their own trued up to the whole thread's
+// count, gives every sample of every series the same value as applying
+// all the items up to the step, over a generated corpus.
+func TestReplayModes(t *testing.T) {
 	g := threadgen.New(threadgen.Options{Threads: 60, TotalBytes: 6_000_000, Seed: 11})
 	pr, err := pricing.Embedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
-	run := func(only bool) []Series {
+	run := func(mode replay) []Series {
 		t.Helper()
-		defer func(was bool) { onlyNew = was }(onlyNew)
-		onlyNew = only
+		defer func(was replay) { replayMode = was }(replayMode)
+		replayMode = mode
 		b, err := New(Options{Until: threadgen.DefaultStart.Add(threadgen.Spread + 72*time.Hour), Prices: prices, Step: time.Minute})
 		if err != nil {
 			t.Fatal(err)
@@ -344,18 +360,90 @@ func TestOnlyNewItemsPerStep(t *testing.T) {
 		}
 		return out
 	}
-	prefixSeries, onlySeries := run(false), run(true)
-	prefix, only := collect(prefixSeries), collect(onlySeries)
+	prefixSeries := run(replayPrefix)
+	prefix := collect(prefixSeries)
 	if len(prefix) < 20 {
 		t.Fatalf("%d series: the corpus is too small", len(prefix))
 	}
-	if len(prefix) != len(only) {
-		t.Fatalf("%d series against %d", len(prefix), len(only))
-	}
-	for i := range prefix {
-		if prefixSeries[i].ID != onlySeries[i].ID || fmt.Sprint(prefix[i]) != fmt.Sprint(only[i]) {
-			a, b := prefix[i], only[i]
-			t.Errorf("%s: %d points, last %v; only new: %d points, last %v", seriesName(prefixSeries[i].ID), len(a), a[len(a)-1], len(b), b[len(b)-1])
+	for _, mode := range []replay{replayOnlyNew, replayFresh} {
+		otherSeries := run(mode)
+		other := collect(otherSeries)
+		if len(prefix) != len(other) {
+			t.Fatalf("mode %d: %d series against %d", mode, len(other), len(prefix))
+		}
+		for i := range prefix {
+			if prefixSeries[i].ID != otherSeries[i].ID || fmt.Sprint(prefix[i]) != fmt.Sprint(other[i]) {
+				a, b := prefix[i], other[i]
+				t.Errorf("mode %d: %s: %d points, last %v; prefix: %d points, last %v", mode, seriesName(prefixSeries[i].ID), len(b), b[len(b)-1], len(a), a[len(a)-1])
+			}
 		}
 	}
+}
+
+// TestTrueUp: where the store rounds a sum (credits, in nano-credits),
+// counting each step's items apart rounds differently from counting them
+// together; the steps are trued up to the whole thread's count, so the
+// last sample is the live value exactly, and every sample is within one
+// nano-credit per step of the rounding of its own cumulative sum (what
+// applying every item up to the step gives).
+func TestTrueUp(t *testing.T) {
+	for _, credits := range []string{"0.0000000004", "0.0000000006", "0.25", "0.1000000004"} {
+		data := doc("T-3", base, []msg{
+			{sent: base + 60_000, at: base + 61_000, input: 10, output: 1, credits: credits},
+			{sent: base + 6*60_000, at: base + 6*60_000 + 1000, input: 10, output: 1, credits: credits},
+			{sent: base + 11*60_000, at: base + 11*60_000 + 1000, input: 10, output: 1, credits: credits},
+		})
+		run := func(mode replay) map[string][]Point {
+			t.Helper()
+			defer func(was replay) { replayMode = was }(replayMode)
+			replayMode = mode
+			b, err := New(Options{Until: time.UnixMilli(base + 20*60_000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.AddThread(store.SourceThreads, "/d/T-3.json", summarize(t, thread.NewParser(), data)); err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]Point{}
+			for _, s := range b.Series(b.Range(time.UnixMilli(base))) {
+				out[seriesName(s.ID)] = slices.Collect(s.Points())
+			}
+			return out
+		}
+		want, got := run(replayPrefix), run(replayFresh)
+		const credit = `amp_credits_total{model="test-model",source="threads"}`
+		if len(got) != len(want) {
+			t.Fatalf("credits %s each: series %v, want %v", credits, got, want)
+		}
+		for name, w := range want {
+			g := got[name]
+			if name != credit && fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Errorf("credits %s each: %s: %v, want %v", credits, name, g, w)
+			}
+		}
+		g, w := got[credit], want[credit]
+		if g[len(g)-1] != w[len(w)-1] {
+			t.Errorf("credits %s each: last sample %v, want the live value %v", credits, g[len(g)-1], w[len(w)-1])
+		}
+		at := map[int64]int64{}
+		for i, p := range g {
+			at[p.T] = p.V
+			if i > 0 && p.V < g[i-1].V {
+				t.Errorf("credits %s each: %v goes down", credits, g)
+			}
+		}
+		for i, p := range w {
+			if abs(at[p.T]-p.V) > int64(i+1) {
+				t.Errorf("credits %s each: %v, want within a nano-credit a step of %v", credits, g, w)
+				break
+			}
+		}
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
