@@ -5,13 +5,13 @@
 // of each series is the value the live counter starts from.
 //
 // Each thread is replayed on its own: its items are sorted into the steps
-// their times fall in, and the thread is applied to a store of its own
-// (sharing the label cap and prices with every other thread) once per step
-// it has items in, each time with the items up to that step. What the
-// store's totals grew by at each application is the thread's usage in that
-// step. The stores count exactly as the live exporter's do; a thread's
-// totals are the sum of its items, so the per-step growth adds up, over
-// all threads, to what one store holding every thread counts.
+// their times fall in, each step's items are counted by a store of their
+// own (the live exporter's ThreadStore, sharing the label cap and prices
+// with every other thread), and what that store counted is the thread's
+// growth at that step. The whole thread is then counted at once, as the
+// live exporter's first scan counts it, and the growths are trued up to
+// that count (they differ only where the store rounds a sum), so the last
+// sample of every series is the live value exactly.
 package backfill
 
 import (
@@ -138,8 +138,9 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	// The sample each item first counts in; the thread's distinct ones in
 	// order.
 	at := make([]int64, len(sum.Items))
-	var steps []int64
+	steps := make([]int64, 0, len(sum.Items))
 	var later, items int64
+	rounded := false // an item's values are summed before rounding (credits)
 	for i := range sum.Items {
 		it := &sum.Items[i]
 		if it.At > b.until {
@@ -153,6 +154,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		if !it.Copied {
 			items++
 		}
+		rounded = rounded || it.HasCredits
 		steps = append(steps, at[i])
 	}
 	slices.Sort(steps)
@@ -174,7 +176,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		k  store.SeriesKey
 		v  int64
 	}
-	var grew []growth
+	grew := make([]growth, 0, 8*len(steps))
 	for n, s := range steps {
 		buf = buf[:0]
 		for i := range sum.Items {
@@ -193,10 +195,16 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			if d := v - prev[k]; d > 0 {
 				grew = append(grew, growth{s, k, d})
 				prev[k] = v
+				// Dollars of a series that mixes models are shared out
+				// in proportion: rounded too.
+				rounded = rounded || k.L1 == store.OtherValue
 			}
 		}
 	}
-	if replayMode == replayFresh && len(steps) > 1 {
+	// Where nothing is rounded, the steps add up to the whole thread's
+	// count by themselves (integers; dollars per model are tokens times
+	// a price per token).
+	if replayMode == replayFresh && len(steps) > 1 && rounded {
 		// The whole thread, counted at once: the live value.
 		buf = buf[:0]
 		for i := range sum.Items {

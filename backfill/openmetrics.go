@@ -99,6 +99,7 @@ func WriteOpenMetrics(w io.Writer, series []Series, target []Label) (int64, erro
 	var n int64
 	var fam store.Family
 	var line []byte
+	head := 0
 	for i := range series {
 		s := &series[i]
 		if i == 0 || s.ID.Key.Fam != fam {
@@ -107,11 +108,18 @@ func WriteOpenMetrics(w io.Writer, series []Series, target []Label) (int64, erro
 			fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", m.name, escapeHelp(m.help), m.name)
 		}
 		prefix := appendSeries(nil, metrics[fam].name+"_total", Labels(s.ID, target))
+		prefix = append(prefix, ' ')
+		// Most samples repeat the one before (no usage in that step): the
+		// line up to the timestamp is kept and reused.
+		last := int64(-1)
 		for p := range s.Points() {
-			line = append(line[:0], prefix...)
-			line = append(line, ' ')
-			line = strconv.AppendFloat(line, Value(fam, p.V), 'g', -1, 64)
-			line = append(line, ' ')
+			if p.V != last {
+				line = append(line[:0], prefix...)
+				line = strconv.AppendFloat(line, Value(fam, p.V), 'g', -1, 64)
+				line = append(line, ' ')
+				head, last = len(line), p.V
+			}
+			line = line[:head]
 			line = appendSeconds(line, p.T)
 			line = append(line, '\n')
 			if _, err := bw.Write(line); err != nil {
