@@ -95,8 +95,9 @@ type Damage struct {
 	Offset int64 // first byte of the damaged batch (or of unreadable bytes)
 	Length int64 // up to the next intact batch
 	// Kept are records of the stretch whose own checksum held and that
-	// were kept; Lost counts records (or runs of unreadable bytes) that
-	// were not.
+	// were kept. Lost counts the runs of records that were not: a damaged
+	// record, with those its damaged lengths hid (the rest of its batch
+	// at most), or unreadable bytes between batches.
 	Kept, Lost int
 	Err        error
 }
@@ -424,13 +425,18 @@ func (l *Log) salvage(off, next int64) Damage {
 		d.Lost++
 	}
 	roff := off + batchHead
+	inRun := false // after a record that did not check: its lengths may be wrong too
 	for p := payload; len(p) > 0; {
 		key, val, n, ok := decodeRecord(p, true)
 		if ok {
 			l.put(key, val != nil, entry{off: roff, n: int64(n)})
 			d.Kept++
+			inRun = false
 		} else {
-			d.Lost++
+			if !inRun {
+				d.Lost++
+			}
+			inRun = true
 			if n == 0 {
 				break // its lengths do not fit: the rest of the batch is lost
 			}
