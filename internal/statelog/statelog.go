@@ -221,8 +221,9 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 			// Format 1 cannot tell: what follows the damage is lost.
 			rec.Damage = []Damage{{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")}}
 		}
-	} else if good < size {
-		rec.TornBytes = size - good
+	}
+	if good < size && !v1Damaged {
+		rec.TornBytes = size - good // after damage too: nothing intact follows it
 	}
 	if good < size {
 		if err := l.f.Truncate(good); err != nil {
