@@ -34,6 +34,7 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -173,11 +174,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	metrics.PricingInUse(pricer.Source, pricer.Version)
 
-	var keepers []*stateKeeper
+	var keepers []*state.Keeper
 	if f.storagePath != "" {
-		k := newStateKeeper(f.storagePath, stateStores{threads: store, server: ampSrv.threadStore(), streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
-		k.interval = f.saveInterval
-		if err := k.restore(); err != nil {
+		k, err := state.Open(state.Options{Dir: f.storagePath, Metrics: metrics, Logger: logger,
+			Stores: state.Stores{Threads: store, Server: ampSrv.threadStore(), Streams: streamStore, Amy: amyStore, Labels: labels}})
+		if err != nil {
 			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
 			return 1
 		}
@@ -216,7 +217,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ingestHandler.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
 	var ingest http.Handler = ingestHandler
 	for _, k := range keepers {
-		ingest = durableIngest(ingest, k) // an ingest is answered once saved
+		ingest = durableIngest(ingest, k, logger) // an ingest is answered once saved
 	}
 
 	mux := http.NewServeMux()
@@ -268,7 +269,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return ampSrv.run(ctx) }, func(error) { cancel() })
 	}
 	for _, k := range keepers {
-		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
+		g.Add(func() error { return runStateKeeper(ctx, k, f.saveInterval, logger) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
 		err := listenAndServe(server, f.web, f.server.maxConnections, logger)
