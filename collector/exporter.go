@@ -10,11 +10,11 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Watcher fallback reasons.
+// Watcher fallback reasons (store.FallbackReasons).
 const (
-	FallbackOverflow   = "overflow"
-	FallbackWatchError = "watch_error"
-	FallbackAddFailed  = "add_failed"
+	FallbackOverflow   = store.FallbackOverflow
+	FallbackWatchError = store.FallbackWatchError
+	FallbackAddFailed  = store.FallbackAddFailed
 )
 
 // ExporterMetrics are the exporter's own metrics (amp_exporter_*). Sources
@@ -29,6 +29,10 @@ type ExporterMetrics struct {
 	fallbacks     *prometheus.CounterVec
 	polling       *prometheus.GaugeVec
 	stateErrors   *prometheus.CounterVec
+	stateDamage   *prometheus.CounterVec
+	stateWritten  prometheus.Counter
+	stateCompacts prometheus.Counter
+	stateSaveTime prometheus.Histogram
 	dirsMissing   prometheus.Gauge
 	pricingInfo   *prometheus.GaugeVec
 }
@@ -37,49 +41,66 @@ type ExporterMetrics struct {
 func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	m := &ExporterMetrics{
 		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_parse_errors_total",
-			Help: "Inputs the exporter could not parse, by source and reason; the last good data of each is kept.",
+			Name: NameParseErrors,
+			Help: helpOf(NameParseErrors),
 		}, []string{"source", "reason"}),
 		filesParsed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "amp_exporter_files_parsed_total",
-			Help: "Thread files parsed successfully (unchanged files are not re-read).",
+			Name: NameFilesParsed,
+			Help: helpOf(NameFilesParsed),
 		}),
 		parseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "amp_exporter_parse_duration_seconds",
-			Help:    "Time to read and parse one input.",
+			Name:    NameParseDuration,
+			Help:    helpOf(NameParseDuration),
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"source"}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_config_last_reload_successful",
-			Help: "Whether the last configuration load succeeded (1) or kept the previous configuration (0).",
+			Name: NameReloadSuccessful,
+			Help: helpOf(NameReloadSuccessful),
 		}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_config_last_reload_success_timestamp_seconds",
-			Help: "When the configuration was last loaded successfully.",
+			Name: NameReloadSuccessTime,
+			Help: helpOf(NameReloadSuccessTime),
 		}),
 		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_label_values_folded_total",
-			Help: "Distinct data values folded into \"other\" because their label reached limits.max_label_values.",
+			Name: NameLabelValuesFolded,
+			Help: helpOf(NameLabelValuesFolded),
 		}, []string{"label"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_watcher_fallbacks_total",
-			Help: "Times the thread watcher fell back to polling a directory (inotify overflow, watcher error, failed watch).",
+			Name: NameWatcherFallbacks,
+			Help: helpOf(NameWatcherFallbacks),
 		}, []string{"reason"}),
 		polling: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_exporter_watcher_polling",
-			Help: "1 while thread directories are polled instead of watched with inotify.",
+			Name: NameWatcherPolling,
+			Help: helpOf(NameWatcherPolling),
 		}, []string{"source"}),
 		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_state_errors_total",
-			Help: "Failures to load or save the state under --storage.path.",
+			Name: NameStateErrors,
+			Help: helpOf(NameStateErrors),
 		}, []string{"operation"}),
+		stateDamage: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameStateLoadErrors,
+			Help: helpOf(NameStateLoadErrors),
+		}, []string{"kind"}),
+		stateWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameStateBytesWritten,
+			Help: helpOf(NameStateBytesWritten),
+		}),
+		stateCompacts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameStateCompactions,
+			Help: helpOf(NameStateCompactions),
+		}),
+		stateSaveTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameStateSaveDuration,
+			Help:    helpOf(NameStateSaveDuration),
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
 		pricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_exporter_pricing_info",
-			Help: "The price table in use (source and version); 1 for the current one.",
+			Name: NamePricingInfo,
+			Help: helpOf(NamePricingInfo),
 		}, []string{"source", "version"}),
 		dirsMissing: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_thread_dirs_missing",
-			Help: "Configured thread directories that do not exist right now.",
+			Name: NameThreadDirsMissing,
+			Help: helpOf(NameThreadDirsMissing),
 		}),
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
@@ -99,8 +120,12 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	for _, op := range []string{"load", "save"} {
 		m.stateErrors.WithLabelValues(op)
 	}
+	for _, k := range []string{"torn_tail", "batch", "record", "undecodable", "not_a_log", "legacy_file"} {
+		m.stateDamage.WithLabelValues(k)
+	}
 	reg.MustRegister(m.parseErrors, m.filesParsed, m.parseDuration, m.reloadOK, m.reloadTime,
-		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo)
+		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo,
+		m.stateDamage, m.stateWritten, m.stateCompacts, m.stateSaveTime)
 	return m
 }
 
@@ -141,6 +166,23 @@ func (m *ExporterMetrics) DirsMissing(n int) { m.dirsMissing.Set(float64(n)) }
 // StateFailed counts a failed state load or save.
 func (m *ExporterMetrics) StateFailed(operation string) {
 	m.stateErrors.WithLabelValues(operation).Inc()
+}
+
+// StateLoadDamage counts what a state load found, by kind.
+func (m *ExporterMetrics) StateLoadDamage(kind string, n int) {
+	m.stateDamage.WithLabelValues(kind).Add(float64(n))
+}
+
+// StateSaved records a state save: the bytes it wrote and its duration.
+func (m *ExporterMetrics) StateSaved(bytes int64, d time.Duration) {
+	m.stateWritten.Add(float64(bytes))
+	m.stateSaveTime.Observe(d.Seconds())
+}
+
+// StateCompacted records a compaction of the state log that wrote bytes.
+func (m *ExporterMetrics) StateCompacted(bytes int64) {
+	m.stateWritten.Add(float64(bytes))
+	m.stateCompacts.Inc()
 }
 
 // ConfigLoaded records the outcome of a configuration (re)load.

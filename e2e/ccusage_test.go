@@ -204,7 +204,7 @@ func TestTokensAgreeWithCcusageOnRealisticCorpus(t *testing.T) {
 	}
 	// Dollars: the list-price estimates agree for Claude models (both
 	// tables carry Anthropic's prices). Other providers' token semantics
-	// and prices differ between the tables; see the README.
+	// and prices differ between the tables; see docs/pricing.md.
 	ourCost := exporterCosts(mfs)
 	claude := 0
 	for model, want := range theirCost {

@@ -17,8 +17,8 @@ import (
 // first counted under a folded model and stop reason ("other", the cap is
 // 1) is rewritten as cancelled after a reload raised the cap. It stays one
 // message with its tokens where they were; only what the thread writes
-// after the reload gets the label it could not have before (design.md,
-// counting rules; issue 9, items 1 and 2).
+// after the reload gets the label it could not have before (docs/counting.md,
+// rules 1 and 9; issue 9, items 1 and 2).
 func TestLabelChangesCountOnceThroughReload(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "amp-exporter.yml")

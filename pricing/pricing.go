@@ -28,7 +28,7 @@ var embeddedGenAI []byte
 // Price is a model's price in USD per million tokens. A cache price that a
 // table does not give falls back to the input price: Anthropic bills cache
 // writes above input, but for providers whose cacheCreationInputTokens hold
-// the uncached prompt (formats §1.8) the input price is exactly right.
+// the uncached prompt (docs/formats/amp-threads.md §1.8) the input price is exactly right.
 type Price struct {
 	Input      float64 `yaml:"input" json:"input"`
 	Output     float64 `yaml:"output" json:"output"`

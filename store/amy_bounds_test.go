@@ -35,6 +35,7 @@ func turnEvent(id, n int) amy.Record {
 // turn from event 1 while a proxied client resumes with Last-Event-Id: 20
 // (counted 19 of 35), and a client that resumed at 20 followed by one that
 // reads the whole turn (lost turn.started).
+// Counting rule 8 (docs/counting.md).
 func TestAmyReplayOnlyIfSeen(t *testing.T) {
 	const n = 35
 	t0 := time.Unix(1_750_000_000, 0)

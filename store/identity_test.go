@@ -12,7 +12,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
-// The tests of this file hold the store to design.md's first counting rule:
+// The tests of this file hold the store to counting rule 1 (docs/counting.md):
 // every counted thing has an identity and counts once, under the labels it
 // had when it was first counted. Each case was a wrong total before the
 // store kept per-item identities (issue 9).
@@ -238,6 +238,7 @@ func roundTrip(t *testing.T, st *State) *State {
 }
 
 // The stop reason a message was first counted under survives a restart.
+// Counting rules 1 and 5 (docs/counting.md).
 func TestPinnedLabelsSurviveRestart(t *testing.T) {
 	before := threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stToolUse, usageOf("m1", 10, 100)))
 	after := threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stCancelled, usageOf("m1", 10, 100)))
@@ -295,6 +296,7 @@ func TestStateWithoutPinsLoads(t *testing.T) {
 
 // Also checked: a fork whose forkPointIndex (and relationship) disappear on
 // a later rewrite still does not count its parent's messages.
+// Counting rule 11 (docs/counting.md).
 func TestForkPointThatDisappearsStillExcludesCopies(t *testing.T) {
 	copied := []string{userMsg(0, "parent prompt"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100))}
 	own := []string{userMsg(2, "fork prompt"), assistantMsg(3, stEndTurn, usageOf("m1", 5, 50))}
@@ -317,6 +319,7 @@ func TestForkPointThatDisappearsStillExcludesCopies(t *testing.T) {
 // Also checked: a rewrite that truncates a thread and writes new messages in
 // the old positions counts the new messages under their own labels (a
 // message's identity is its messageId, which Amp never reuses).
+// Counting rules 1 and 3 (docs/counting.md).
 func TestTruncatedAndRewrittenMessagesAreNewItems(t *testing.T) {
 	s := newTestStore(0)
 	s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, threadDoc("T-1", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))))
@@ -447,6 +450,7 @@ func checkRewrites(t *testing.T, name string, steps int, pick func(n int) int) {
 // new messages (with new messageIds): they are new spending, counted in
 // full, while what the removed messages spent stays counted. Max-merging
 // per-series sums alone counted the new messages only past the old sums.
+// Counting rule 3 (docs/counting.md).
 func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
 	tool := func(id int, tu, status string) string {
 		return fmt.Sprintf(`{"role":"user","messageId":%d,"content":[{"type":"tool_result","toolUseID":%q,"run":{"status":%q}}]}`, id, tu, status)
@@ -488,8 +492,10 @@ func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
 }
 
 // A summary kept past its parser's next parse (whose items that parse
-// reused) is counted from its totals, never from another thread's items.
-func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
+// reused) is refused whole: counted neither from another thread's items nor
+// from its totals by a weaker rule than its items' identities (counting
+// rules: one rule, by item). Its thread counts when it is applied fresh.
+func TestSummaryKeptPastTheNextParseIsRefused(t *testing.T) {
 	p := thread.NewParser()
 	parse := func(doc string) *thread.Summary {
 		th, err := p.ParseBytes([]byte(doc))
@@ -498,13 +504,22 @@ func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
 		}
 		return thread.Summarize(th)
 	}
-	a := parse(threadDoc("T-a", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100))))
+	docA := threadDoc("T-a", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))
+	a := parse(docA)
 	b := parse(threadDoc("T-b", "", userMsg(0, "b"), assistantMsg(1, stEndTurn, usageOf("m2", 20, 200))))
 	if a.ItemsValid() || !b.ItemsValid() {
 		t.Fatalf("ItemsValid: a %v (reused), b %v", a.ItemsValid(), b.ItemsValid())
 	}
 	s := newTestStore(0)
-	s.Apply("/d/T-a.json", FileVersion{}, a)
+	if s.Apply("/d/T-a.json", FileVersion{}, a) {
+		t.Error("a stale summary was applied")
+	}
+	if got := familySum(s, FamTokens) + familySum(s, FamMessages); got != 0 {
+		t.Errorf("a stale summary counted %d", got)
+	}
+	if !s.Apply("/d/T-a.json", FileVersion{}, parse(docA)) {
+		t.Fatal("the fresh summary was not applied")
+	}
 	if got := series(s, FamTokens, "m1", "output"); got != 100 {
 		t.Errorf("m1 output %d, want 100", got)
 	}

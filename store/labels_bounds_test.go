@@ -51,6 +51,7 @@ func TestLabelCapUntrustedCannotEvictOwnData(t *testing.T) {
 // TestFoldedValuesCountedOncePastTheTrackedLimit: issue 10 saw 1.99e6 folds
 // counted for 999,900 names (each fold counted again past 10k tracked).
 // Every distinct folded value counts once, whatever how many there are.
+// Counting rule 9 (docs/counting.md).
 func TestFoldedValuesCountedOncePastTheTrackedLimit(t *testing.T) {
 	folds := 0
 	c := NewLabelCap(100, func(string) { folds++ })

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,9 +21,9 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
 	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
+	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -91,7 +88,7 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 			return fmt.Errorf("--until: %w", err)
 		}
 	case f.storagePath != "":
-		began, err := countersBegan(f.storagePath)
+		began, err := state.CountersBegan(f.storagePath)
 		if err != nil {
 			return fmt.Errorf("--storage.path: %w", err)
 		}
@@ -350,25 +347,4 @@ func (p *progress) done() {
 		fmt.Fprintln(p.w)
 		p.shown = false
 	}
-}
-
-// countersBegan is when the live counters kept under dir began (the state
-// log's first commit), zero when there is no state or it does not say.
-func countersBegan(dir string) (time.Time, error) {
-	path := filepath.Join(dir, stateLogName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return time.Time{}, nil
-	}
-	b, ok, err := statelog.Lookup(path, keyMeta)
-	if err != nil || !ok {
-		return time.Time{}, err
-	}
-	var meta stateMeta
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return time.Time{}, fmt.Errorf("state log %q: meta record: %w", path, err)
-	}
-	if meta.Began <= 0 {
-		return time.Time{}, nil
-	}
-	return time.UnixMilli(meta.Began), nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 
+	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/landing"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -17,18 +19,62 @@ func (r *reloader) currentConfig() *config.Config {
 	return r.current
 }
 
-// sourceServer is the `source` label of the Amp server source (design.md).
+// sourceServer is the `source` label of the Amp server source (docs/metrics.md).
 const sourceServer = "server"
 
+// landingInputs is what the landing page's rows read besides the metrics.
+type landingInputs struct {
+	// cfg returns the configuration in effect.
+	cfg func() *config.Config
+	// ready reports whether the first scan of the thread directories is
+	// done.
+	ready func() bool
+	// account names the Amp account followed (never the key); may be nil.
+	account func() string
+	// defaultDirs are the thread directories watched when none is
+	// configured.
+	defaultDirs []string
+	// threads returns the threads present in a source's own store
+	// (store.SourceThreads, sourceServer), nil when that source has none.
+	// amp_threads adds both up, so the rows cannot read it.
+	threads func(source string) *float64
+}
+
 // sourceProviders are the landing page's rows, one provider per source, in
-// the order shown. cfg returns the configuration in effect; ready reports
-// whether the first scan of the thread directories is done.
-func sourceProviders(cfg func() *config.Config, ready func() bool, account func() string) []landing.Provider {
+// the order shown.
+func sourceProviders(in landingInputs) []landing.Provider {
+	cfg := in.cfg
 	return []landing.Provider{
-		serverProvider(account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }),
-		threadsProvider(cfg, ready),
+		serverProvider(in.account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }, count(in.threads, sourceServer)),
+		threadsProvider(cfg, in.ready, in.defaultDirs, count(in.threads, store.SourceThreads)),
 		streamsProvider(cfg),
 		amyProvider(cfg),
+	}
+}
+
+// storeThreads reads the threads present in the thread-file store and in
+// the server's (nil when that source is off).
+func storeThreads(files, server *store.ThreadStore) func(source string) *float64 {
+	return func(source string) *float64 {
+		st := files
+		if source == sourceServer {
+			st = server
+		}
+		if st == nil {
+			return nil
+		}
+		n := float64(st.PresentThreads())
+		return &n
+	}
+}
+
+// count returns a source's thread count from threads (nil: not known).
+func count(threads func(string) *float64, source string) func() *float64 {
+	return func() *float64 {
+		if threads == nil {
+			return nil
+		}
+		return threads(source)
 	}
 }
 
@@ -44,10 +90,10 @@ func orZero(v *float64) *float64 {
 func ampCounts(m landing.Metrics, source string) landing.Counts {
 	src := map[string]string{"source": source}
 	return landing.Counts{
-		Tokens:       orZero(m.SumPtr("amp_tokens_total", src)),
-		EstimatedUSD: orZero(m.SumPtr("amp_cost_usd_total", src)),
+		Tokens:       orZero(m.SumPtr(collector.NameTokens, src)),
+		EstimatedUSD: orZero(m.SumPtr(collector.NameCost, src)),
 		// Billed USD only where the source reports it.
-		BilledUSD: m.SumPtr("amp_billed_cost_usd_total", src),
+		BilledUSD: m.SumPtr(collector.NameBilledCost, src),
 	}
 }
 
@@ -55,10 +101,10 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 // through the user's Amp login). Until that source registers its metrics
 // (amp_server_up) the row says "not configured"; account, when not nil,
 // names the account followed (never the key).
-func serverProvider(account func() string, turnedOff func() bool) landing.Provider {
+func serverProvider(account func() string, turnedOff func() bool, threads func() *float64) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		row := landing.SourceStatus{Source: "Amp server (" + sourceServer + ")"}
-		up, ok := m.Sum("amp_server_up", nil)
+		up, ok := m.Sum(collector.NameServerUp, nil)
 		if !ok {
 			row.State = landing.NotConfigured
 			row.Note = "Today's Amp keeps threads on ampcode.com; the server source follows them through your Amp login. "
@@ -76,11 +122,13 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 		}
 		row.Counted = ampCounts(m, sourceServer)
 		row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
-		row.Counted.Threads = m.SumPtr("amp_threads", map[string]string{"source": sourceServer})
-		row.LastSync = m.Time("amp_server_last_sync_timestamp_seconds", nil)
+		if threads != nil {
+			row.Counted.Threads = threads()
+		}
+		row.LastSync = m.Time(collector.NameServerLastSync, nil)
 		unauthorized := 0.0
 		for _, code := range []string{"401", "403"} {
-			v, _ := m.Sum("amp_server_requests_total", map[string]string{"code": code})
+			v, _ := m.Sum(collector.NameServerRequests, map[string]string{"code": code})
 			unauthorized += v
 		}
 		switch {
@@ -99,28 +147,51 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 	}
 }
 
-func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provider {
+// threadsProvider is the row of the local thread files. A default
+// directory that does not exist is how today's Amp is (it keeps threads on
+// the server): while the server source is synced it is "no local history",
+// not a problem. A directory the user configured that is missing is one.
+func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs []string, threads func() *float64) landing.Provider {
+	isDefault := map[string]bool{}
+	for _, d := range defaultDirs {
+		isDefault[filepath.Clean(d)] = true
+	}
 	return func(m landing.Metrics) []landing.SourceStatus {
 		c := cfg()
 		row := landing.SourceStatus{Source: "Thread files (" + store.SourceThreads + ")"}
-		missing := 0
+		serverUp, _ := m.Sum(collector.NameServerUp, nil)
+		missing, missingOwn := 0, 0
 		for _, d := range c.Threads.Dirs {
 			s := landing.Setting{Value: d}
 			switch fi, err := os.Stat(d); {
 			case os.IsNotExist(err):
 				s.Problem = "missing"
-				missing++
 			case err != nil:
 				s.Problem = "cannot read"
-				missing++
 			case !fi.IsDir():
 				s.Problem = "not a directory"
+			}
+			if s.Problem != "" {
 				missing++
+				if !isDefault[filepath.Clean(d)] || s.Problem != "missing" {
+					missingOwn++
+				}
 			}
 			row.Configured = append(row.Configured, s)
 		}
-		polling, _ := m.Sum("amp_exporter_watcher_polling", nil)
+		for i, s := range row.Configured {
+			// A default directory that does not exist is no problem while
+			// another directory is there or the server source is synced:
+			// shown, not flagged.
+			if s.Problem == "missing" && isDefault[filepath.Clean(s.Value)] && (serverUp == 1 || missing < len(c.Threads.Dirs)) {
+				row.Configured[i] = landing.Setting{Value: s.Value + " (not present)"}
+			}
+		}
+		polling, _ := m.Sum(collector.NameWatcherPolling, nil)
 		switch {
+		case missing == len(c.Threads.Dirs) && missingOwn == 0 && serverUp == 1:
+			row.State = "no local history (Amp since 2026-03 keeps threads on the server)"
+			row.Note = "The Amp server row counts today's threads. Thread files from before are counted here if the directory appears."
 		case missing == len(c.Threads.Dirs):
 			row.State, row.Attention = "missing", true
 			row.Note = "No thread directory exists, so there is nothing to count here yet (it is picked up when it appears). " +
@@ -133,24 +204,18 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 		default:
 			row.State = "watching"
 		}
-		if missing > 0 && missing < len(c.Threads.Dirs) {
-			row.State += fmt.Sprintf(", %d of %d missing", missing, len(c.Threads.Dirs))
+		if missingOwn > 0 && missing < len(c.Threads.Dirs) {
+			row.State += fmt.Sprintf(", %d of %d missing", missingOwn, len(c.Threads.Dirs))
 			row.Attention = true
 		}
 		row.Counted = ampCounts(m, store.SourceThreads)
-		row.Counted.Threads = orZero(threadCount(m))
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceThreads})
+		if threads != nil {
+			row.Counted.Threads = threads()
+		}
+		row.Counted.Threads = orZero(row.Counted.Threads)
+		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceThreads})
 		return []landing.SourceStatus{row}
 	}
-}
-
-// threadCount reads amp_threads for local files, with or without a source
-// label (the server source may add one).
-func threadCount(m landing.Metrics) *float64 {
-	if v := m.SumPtr("amp_threads", map[string]string{"source": store.SourceThreads}); v != nil {
-		return v
-	}
-	return m.SumPtr("amp_threads", nil)
 }
 
 func streamsProvider(cfg func() *config.Config) landing.Provider {
@@ -181,7 +246,7 @@ func streamsProvider(cfg func() *config.Config) landing.Provider {
 			row.State = "waiting for ingest"
 		}
 		row.Counted = ampCounts(m, store.SourceStream)
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceStream})
+		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceStream})
 		return []landing.SourceStatus{row}
 	}
 }
@@ -203,10 +268,10 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 			if n := len(u.Turns); n > 0 {
 				row.Configured = append(row.Configured, landing.Setting{Value: fmt.Sprintf("%d configured turns", n)})
 			}
-			isUp, _ := m.Sum("amy_stream_up", up)
-			unauthorized, _ := m.Sum("amy_stream_reconnects_total", map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
-			started, _ := m.Sum("amy_turns_started_total", up)
-			inFlight, _ := m.Sum("amy_turns_in_flight", up)
+			isUp, _ := m.Sum(collector.NameAmyStreamUp, up)
+			unauthorized, _ := m.Sum(collector.NameAmyReconnects, map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
+			started, _ := m.Sum(collector.NameAmyTurnsStarted, up)
+			inFlight, _ := m.Sum(collector.NameAmyTurnsInFlight, up)
 			// amy_stream_up is 1 while connected or idle without error.
 			switch {
 			case isUp != 1 && unauthorized > 0:
@@ -223,7 +288,7 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 				row.State = "idle"
 			}
 			row.Note = joinNote(row.Note, fmt.Sprintf("%.0f turns started, %.0f in flight.", started, inFlight))
-			row.Counted.BilledUSD = orZero(m.SumPtr("amy_cost_usd_total", up))
+			row.Counted.BilledUSD = orZero(m.SumPtr(collector.NameAmyCost, up))
 			rows = append(rows, row)
 		}
 		return rows

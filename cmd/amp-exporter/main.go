@@ -34,13 +34,14 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 // DefaultListenAddress is the exporter's port. The Prometheus wiki's
 // 9100–9999 exporter range has been fully claimed since 2023; 9974 was free
 // in every copy of the allocation list and every code search available when
-// it was chosen (see the README).
+// it was chosen (see docs/running.md, "Flags and endpoints").
 const DefaultListenAddress = ":9974"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -178,11 +179,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	metrics.PricingInUse(pricer.Source, pricer.Version)
 
-	var keepers []*stateKeeper
+	var keepers []*state.Keeper
 	if f.storagePath != "" {
-		k := newStateKeeper(f.storagePath, stateStores{threads: store, server: ampSrv.threadStore(), streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
-		k.interval = f.saveInterval
-		if err := k.restore(); err != nil {
+		k, err := state.Open(state.Options{Dir: f.storagePath, Metrics: metrics, Logger: logger,
+			Stores: state.Stores{Threads: store, Server: ampSrv.threadStore(), Streams: streamStore, Amy: amyStore, Labels: labels}})
+		if err != nil {
 			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
 			return 1
 		}
@@ -221,7 +222,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ingestHandler.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
 	var ingest http.Handler = ingestHandler
 	for _, k := range keepers {
-		ingest = durableIngest(ingest, k) // an ingest is answered once saved
+		ingest = durableIngest(ingest, k, logger) // an ingest is answered once saved
 	}
 
 	mux := http.NewServeMux()
@@ -236,7 +237,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger:        logger,
 		maxRequests:   f.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
-		sources:       sourceProviders(rl.currentConfig, ready.Load, ampSrv.accountName),
+		sources: sourceProviders(landingInputs{
+			cfg: rl.currentConfig, ready: ready.Load, account: ampSrv.accountName,
+			defaultDirs: config.DefaultThreadsDirs(env),
+			threads:     storeThreads(store, ampSrv.threadStore()),
+		}),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)
 		return 1
@@ -269,7 +274,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return ampSrv.run(ctx) }, func(error) { cancel() })
 	}
 	for _, k := range keepers {
-		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
+		g.Add(func() error { return runStateKeeper(ctx, k, f.saveInterval, logger) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
 		err := listenAndServe(server, f.web, f.server.maxConnections, logger)

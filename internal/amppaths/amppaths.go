@@ -3,7 +3,7 @@
 // (secrets.json) the server source reads.
 //
 // Read from the CLI's own bundles (@sourcegraph/amp dist/main.js, builds
-// 2026-02-10 and 2026-05-04; formats.md §1.1): the thread store and the
+// 2026-02-10 and 2026-05-04; docs/formats/amp-threads.md §1.1): the thread store and the
 // secrets file live under ${XDG_DATA_HOME:-~/.local/share}/amp on every
 // OS, while the CLI's platform switch for its other data ignores
 // XDG_DATA_HOME on macOS and Windows and always uses ~/.local/share/amp

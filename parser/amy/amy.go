@@ -3,9 +3,8 @@
 // follows a turn's state so that each event counts once. It is pure: the
 // caller passes the time an event was received.
 //
-// The catalogue and payloads are in shared/spec/amy-turn-events.md and §3
-// of shared/spec/formats.md; fields marked [ASSUMED] there are read when
-// present and never required.
+// The catalogue and payloads are in docs/formats/amy-turn-events.md §3;
+// fields marked assumed there are read when present and never required.
 package amy
 
 import (

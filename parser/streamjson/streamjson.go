@@ -2,7 +2,7 @@
 // (and of the SDKs that wrap it) and turns a run's lines into counter
 // increments. It is pure: no clock, no I/O.
 //
-// The format is described in shared/spec/formats.md §2: what the CLI really
+// The format is described in docs/formats/stream-json.md §2: what the CLI really
 // emits differs from what the SDK types declare, and both are accepted.
 package streamjson
 
@@ -99,7 +99,7 @@ const maxSessionID = 128
 // permission-denial list, never a whole provider dump.
 const errorPrefix = 4096
 
-// The CLI's tool-result texts for non-done states (formats §2.1).
+// The CLI's tool-result texts for non-done states (docs/formats/stream-json.md §2.1).
 const (
 	cancelledPrefix = "Tool execution cancelled:"
 	rejectedPrefix  = "Tool execution rejected by user:"

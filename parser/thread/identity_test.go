@@ -14,7 +14,8 @@ func summarizeDoc(t *testing.T, doc string) *Summary {
 }
 
 // Item 3 of issue 9: forkPointIndex (and relationships[].messageIndex)
-// index the file's whole messages[] (formats §4.7, design.md): an info
+// index the file's whole messages[] (docs/formats/amp-threads.md §4.7,
+// docs/counting.md rule 11): an info
 // message, a message of a role nobody knows, even a non-object entry before
 // the fork point take a position, and must not hide one of the fork's own
 // messages.
@@ -51,6 +52,7 @@ func TestForkPointIndexesTheWholeMessagesArray(t *testing.T) {
 
 // Also checked: ledger events a fork copied from its parent (they bill the
 // copied messages, or predate the fork) are the parent's spending.
+// Counting rules 11 and 14 (docs/counting.md).
 func TestLedgerEventsCopiedIntoAForkAreNotCounted(t *testing.T) {
 	doc := `{"v":3,"id":"T-f","created":1770000100000,"forkPointIndex":1,"messages":[
 	 {"role":"user","messageId":0,"content":"p"},

@@ -9,7 +9,7 @@ import (
 )
 
 // referenceParse decodes a thread with encoding/json, following the spec
-// (formats §1) rather than the fast parser's code. It is slow and obviously
+// (docs/formats/amp-threads.md §1) rather than the fast parser's code. It is slow and obviously
 // correct, and exists only to check the fast parser (in tests and under the
 // fuzzer). It returns a nil thread for a document that is not a thread, and
 // an error for a document encoding/json refuses or that the comparison
@@ -19,7 +19,9 @@ func referenceParse(data []byte) (*Thread, error) {
 		return nil, errors.New("invalid UTF-8: encoding/json rewrites it, the fast parser does not")
 	}
 	if hasDuplicateKeys(data) {
-		return nil, errors.New("duplicate keys: encoding/json keeps the last, the fast parser reads each")
+		// Both keep the last value of a key given twice, but the fast
+		// parser's per-file label budgets still see every value read.
+		return nil, errors.New("duplicate keys: not compared")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -46,7 +48,7 @@ func referenceParse(data []byte) (*Thread, error) {
 		t.ForkPoint = int(v)
 	}
 	if msgs, ok := top["messages"].([]any); ok {
-		// formats §4.7: the fork point is a position in this array, so
+		// docs/formats/amp-threads.md §4.7: the fork point is a position in this array, so
 		// every entry keeps the position it has here.
 		for pos, raw := range msgs {
 			obj, ok := raw.(map[string]any)
@@ -92,7 +94,7 @@ func referenceParse(data []byte) (*Thread, error) {
 
 // referenceOwnMessages counts a thread's own user messages, assistant
 // messages and prompts straight from the document, by the spec's rule
-// (formats §1.2, §1.4, §4.7): forkPointIndex, else the messageIndex of a
+// (docs/formats/amp-threads.md §1.2, §1.4, §4.7): forkPointIndex, else the messageIndex of a
 // fork relationship in which this thread is the child, is the position in
 // messages[] of the last entry a fork copied from its parent; entries after
 // it are the thread's own; only the user and assistant roles count; a user
@@ -160,6 +162,10 @@ func refMessage(obj map[string]any) Message {
 		m.ID, m.HasID = refInt(id)
 	case string:
 		m.IDHash = HashID(id)
+		m.IDIsProtocol = len(id) > 2 && id[:2] == "M-"
+	}
+	if id, ok := obj["protocolMessageID"].(string); ok && len(id) > 2 && id[:2] == "M-" {
+		m.ProtoHash = HashID(id)
 	}
 	nonToolResult := false
 	switch content := obj["content"].(type) {

@@ -20,7 +20,8 @@ var canonical = map[string]string{
 }
 
 // Normalize returns the canonical name of an Amp tool. Legacy and modern
-// spellings map to the Claude-canonical names (formats §1.10); MCP tools are
+// spellings map to the Claude-canonical names (docs/formats/amp-threads.md
+// §1.10, docs/counting.md rule 10); MCP tools are
 // bucketed by server (mcp__<server>__<tool> → mcp__<server>) and toolbox
 // tools into "tb", because those names are open-ended; every other name is
 // returned unchanged.

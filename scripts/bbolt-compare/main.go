@@ -1,6 +1,6 @@
 // Command bbolt-compare measures go.etcd.io/bbolt on the state log's workload
 // (one record per thread, 30,000 threads, one thread rewritten per save),
-// for the comparison in the README's Performance section. It is a module
+// for the comparison in docs/performance.md (the counting state at scale). It is a module
 // of its own so that the exporter does not depend on bbolt:
 //
 //	cd scripts/bbolt-compare && go run . 30000

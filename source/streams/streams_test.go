@@ -161,6 +161,8 @@ func TestTailLineCutAcrossWrites(t *testing.T) {
 	}
 }
 
+// Counting rule 18 (docs/counting.md): a truncated or replaced capture is
+// read again from its start.
 func TestTailTruncationAndReplacement(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, nil)
@@ -201,6 +203,7 @@ func TestTailTruncationAndReplacement(t *testing.T) {
 	}
 }
 
+// Counting rule 18 (docs/counting.md): read offsets survive a restart.
 func TestTailRestartWithStateCountsNothingTwice(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnv(t, nil)

@@ -265,6 +265,7 @@ func TestInPlaceWrites(t *testing.T) {
 	}
 }
 
+// Counting rules 2 and 3 (docs/counting.md): a truncated thread lowers no counter.
 func TestTruncationNeverLowersCounters(t *testing.T) {
 	h := newHarness(t, t.TempDir(), nil, nil)
 	h.writeAtomic(threadA+".json", makeThread(threadA, 4))
@@ -422,6 +423,8 @@ func TestFailedWatchFallsBackToPolling(t *testing.T) {
 	h.waitFor("polled", func() bool { return h.outputTokens() == 200 })
 }
 
+// Counting rule 5 (docs/counting.md): a restart on saved state reads no
+// unchanged file and keeps what deleted threads counted.
 func TestRestartFromStateReadsNothingAndKeepsDeleted(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, dir, nil, nil)
