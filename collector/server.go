@@ -45,12 +45,12 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 			Help: helpOf(NameServerRequests),
 		}, []string{"method", "code"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_server_response_bytes_total",
-			Help: "Bytes received from the Amp server: on the wire by content encoding (gzip, identity), and decompressed (decoded).",
+			Name: NameServerResponseBytes,
+			Help: helpOf(NameServerResponseBytes),
 		}, []string{"encoding"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_server_threads_skipped_total",
-			Help: "Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread.",
+			Name: NameServerThreadsSkipped,
+			Help: helpOf(NameServerThreadsSkipped),
 		}, []string{"reason"}),
 		entLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameEntitlementLimit,

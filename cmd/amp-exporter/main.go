@@ -34,6 +34,7 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -66,6 +67,7 @@ type flags struct {
 	web           *web.FlagConfig
 	server        serverFlags
 	log           *promslog.Config
+	backfill      backfillFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
@@ -90,6 +92,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + IngestPath).StringVar(&f.ingest.url)
 	ingest.Flag("basic-auth.username", "Basic auth user, when the exporter's --web.config.file asks for one.").StringVar(&f.ingest.user)
 	ingest.Flag("basic-auth.password-file", "File holding the basic auth password.").StringVar(&f.ingest.passwordFile)
+	addBackfillCommand(app, &f.backfill) // backfill.go
 	app.Version(version.Print("amp-exporter"))
 	app.HelpFlag.Short('h')
 	exited := false
@@ -114,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.command == "ingest" {
 		return runIngest(f.ingest, os.Stdin, stdout, stderr)
+	}
+	if f.command == "backfill" {
+		return runBackfill(f, stdout, stderr)
 	}
 	logger := promslog.New(f.log)
 	env := config.OSEnv()
@@ -173,11 +179,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	metrics.PricingInUse(pricer.Source, pricer.Version)
 
-	var keepers []*stateKeeper
+	var keepers []*state.Keeper
 	if f.storagePath != "" {
-		k := newStateKeeper(f.storagePath, stateStores{threads: store, server: ampSrv.threadStore(), streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
-		k.interval = f.saveInterval
-		if err := k.restore(); err != nil {
+		k, err := state.Open(state.Options{Dir: f.storagePath, Metrics: metrics, Logger: logger,
+			Stores: state.Stores{Threads: store, Server: ampSrv.threadStore(), Streams: streamStore, Amy: amyStore, Labels: labels}})
+		if err != nil {
 			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
 			return 1
 		}
@@ -216,7 +222,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ingestHandler.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
 	var ingest http.Handler = ingestHandler
 	for _, k := range keepers {
-		ingest = durableIngest(ingest, k) // an ingest is answered once saved
+		ingest = durableIngest(ingest, k, logger) // an ingest is answered once saved
 	}
 
 	mux := http.NewServeMux()
@@ -268,7 +274,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		g.Add(func() error { return ampSrv.run(ctx) }, func(error) { cancel() })
 	}
 	for _, k := range keepers {
-		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
+		g.Add(func() error { return runStateKeeper(ctx, k, f.saveInterval, logger) }, func(error) { cancel() })
 	}
 	g.Add(func() error {
 		err := listenAndServe(server, f.web, f.server.maxConnections, logger)

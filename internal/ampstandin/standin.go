@@ -1,5 +1,5 @@
 // Package ampstandin is a stand-in for the Amp server's internal API
-// (docs/amp-server.md) for tests and benchmarks: an httptest server that
+// (docs/formats/amp-server.md) for tests and benchmarks: an httptest server that
 // speaks the {ok, result | error} envelope and the methods the exporter
 // calls, in the response shapes of the Amp CLI's own client (held to the
 // real CLI by the conformance test in this package), over thread documents

@@ -1,7 +1,7 @@
 // Package ampserver reads the user's Amp threads from the Amp server
 // (ampcode.com) the way the Amp CLI does: POST {url}/api/internal?{method}
 // with the user's API key and a {"ok", "result" | "error"} envelope
-// (docs/amp-server.md). Client is the transport; Syncer keeps the
+// (docs/formats/amp-server.md). Client is the transport; Syncer keeps the
 // counting store in step with the account's threads.
 package ampserver
 
@@ -395,6 +395,8 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		}
 	}
 	if e.kind == ErrAuth {
+		// A login replaced since this key was read (amp login elsewhere, a
+		// refresh by another process) is tried once more at once.
 		e.otherKey = c.opts.Keys != nil && c.opts.Keys.Refused(key)
 	}
 	if e.kind == ErrRateLimited || resp.StatusCode == http.StatusServiceUnavailable {

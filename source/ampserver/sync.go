@@ -19,11 +19,17 @@ import (
 type Store interface {
 	File(path string) (store.FileRecord, bool)
 	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
-	Window(path string) (store.Window, bool)
-	ApplyWindow(path string, v store.FileVersion, sum *thread.Summary, w store.Window, next *store.NextWindow) (bool, error)
 	Remove(path string)
 	ApplyBilled(key string, usd map[string]float64) bool
 	ServerPaths() []string
+}
+
+// WindowStore is a Store that counts threads read as windows (a
+// *store.ThreadStore); with a Store that does not, threads are read whole.
+type WindowStore interface {
+	Store
+	Window(path string) (store.Window, bool)
+	ApplyWindow(path string, v store.FileVersion, sum *thread.Summary, w store.Window, next *store.NextWindow) (bool, error)
 }
 
 // Metrics are the exporter metrics a sync reports to.
@@ -560,7 +566,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool
 		}
 	}
 	path := store.ServerPath(t.ID)
-	if w, ok := s.store.Window(path); ok && !whole && s.cfg.WindowOverlap >= 0 {
+	if w, ok := s.window(path); ok && !whole {
 		if t.MessageCount != 0 && t.MessageCount < w.Count {
 			// Fewer messages than counted: truncated.
 			s.windowed(true, true)
@@ -660,8 +666,12 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 		}
 	}
 	fv := store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
-	if _, err := s.store.ApplyWindow(path, fv, sum, w, next); err != nil {
-		return outcomeFailed, err
+	if ws, ok := s.store.(WindowStore); ok {
+		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
+			return outcomeFailed, err
+		}
+	} else {
+		s.store.Apply(path, fv, sum)
 	}
 	if s.metrics != nil {
 		s.metrics.Parsed(store.SourceServer, took)

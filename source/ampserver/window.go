@@ -20,6 +20,16 @@ import (
 // for the part of it that is kept as the next window.
 type parsers struct{ whole, part *thread.Parser }
 
+// window returns the window of a thread, when the store keeps windows
+// and windows are on.
+func (s *Syncer) window(path string) (store.Window, bool) {
+	ws, ok := s.store.(WindowStore)
+	if !ok || s.cfg.WindowOverlap < 0 {
+		return store.Window{}, false
+	}
+	return ws.Window(path)
+}
+
 // fetchWindow reads and counts a thread's window. done is false when the
 // thread must be read whole instead: the window did not start where the
 // store's did, or the store refused it.
@@ -84,7 +94,7 @@ func anchor(raw []byte) uint64 { return thread.HashID(string(raw)) | 1 }
 // prompt, or a thread billed by a ledger (its events name messages
 // anywhere in the thread).
 func (s *Syncer) next(p *parsers, parsed *thread.Thread, sum *thread.Summary, ex Export, from int) *store.NextWindow {
-	if s.cfg.WindowOverlap < 0 || sum.Billing == thread.BillingLedger {
+	if _, ok := s.store.(WindowStore); !ok || s.cfg.WindowOverlap < 0 || sum.Billing == thread.BillingLedger {
 		return nil
 	}
 	count := ex.From + len(ex.Messages)
