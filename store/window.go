@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -215,6 +216,11 @@ func windowStateOf(keys []SeriesKey, w *windowRec) *WindowState {
 		k := keys[e.id]
 		st.Prefix = append(st.Prefix, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: e.v})
 	}
+	// Sorted, so that the saved state does not depend on the order the
+	// store numbered its series in.
+	slices.SortFunc(st.Prefix, func(a, b SeriesValue) int {
+		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
+	})
 	return st
 }
 
