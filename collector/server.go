@@ -73,7 +73,7 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 	for _, method := range methods {
 		m.requests.WithLabelValues(method, "200")
 	}
-	for _, enc := range []string{"gzip", "identity", "decoded"} {
+	for _, enc := range []string{"gzip", "zstd", "identity", "decoded"} {
 		m.bytes.WithLabelValues(enc)
 	}
 	m.skipped.WithLabelValues("other_user")
