@@ -396,3 +396,36 @@ func TestBillSplit(t *testing.T) {
 		}
 	}
 }
+
+// A rate limit's retryAfterSeconds is the server's to choose: a huge one
+// waits the cap (MaxRetryAfter), never a duration that overflowed into no
+// wait at all, which would let a hostile server have every retry at once.
+func TestClientRetryAfterSecondsIsBounded(t *testing.T) {
+	cases := []struct {
+		body string
+		want time.Duration
+	}{
+		{`7`, 7 * time.Second},
+		{`0.5`, 500 * time.Millisecond},
+		{`3600`, time.Minute},
+		{`1e12`, time.Minute}, // 1e21 ns: past int64
+		{`1e300`, time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.body, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = fmt.Fprintf(w, `{"ok":false,"error":{"code":"rate-limit-exceeded","message":"slow down","retryAfterSeconds":%s}}`, tc.body)
+			}))
+			defer srv.Close()
+			rec := &recorder{}
+			c := newTestClient(t, srv.URL, rec, nil)
+			if _, err := c.GetUserInfo(context.Background()); !errors.Is(err, ErrRateLimited) {
+				t.Fatalf("err %v", err)
+			}
+			if !equalDurations(rec.sleeps, []time.Duration{tc.want, tc.want, tc.want}) {
+				t.Fatalf("slept %v, want %v three times", rec.sleeps, tc.want)
+			}
+		})
+	}
+}
