@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
 )
 
 // UserInfo is getUserInfo's result, reduced to what is used.
@@ -70,7 +73,23 @@ func (c *Client) ListThreads(ctx context.Context, p ListParams) ([]Summary, erro
 	if err := c.Call(ctx, MethodListThreads, p, &out); err != nil {
 		return nil, err
 	}
+	for i := range out.Threads {
+		out.Threads[i].bound()
+	}
 	return out.Threads, nil
+}
+
+// bound cuts the strings a summary keeps past its page (the changed
+// threads of a whole listing wait for their fetch) to what they are used
+// for: the agent mode is a label value, the creator is compared with the
+// account's id (bounded alike). The id is refused by the sync when long.
+func (s *Summary) bound() {
+	if len(s.AgentMode) > labelvalue.MaxBytes {
+		s.AgentMode = strings.Clone(labelvalue.Sanitize(s.AgentMode))
+	}
+	if len(s.CreatorUserID) > maxUserID {
+		s.CreatorUserID = bounded(s.CreatorUserID, maxUserID)
+	}
 }
 
 // Header is the record a thread document comes in (getThreadTail,
@@ -170,7 +189,7 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (E
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	out := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt)}
+	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt)}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
 		messages = messages[:0:0]

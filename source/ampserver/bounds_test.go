@@ -429,3 +429,25 @@ func TestClientRetryAfterSecondsIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A listing's summaries are kept for the whole sync (the changed threads
+// wait for their fetch): the strings a server puts in them are bounded as
+// they are read, so 100,000 listed threads cannot each hold a megabyte.
+func TestListThreadsBoundsSummaries(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"threads":[{"id":"T-00000000-0000-4000-8000-000000000001","v":1,"agentMode":%q,"creatorUserID":%q},{"id":"T-00000000-0000-4000-8000-000000000002","v":1,"agentMode":"smart","creatorUserID":"user-1"}]}}`, huge, huge)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, &recorder{}, nil)
+	page, err := c.ListThreads(context.Background(), ListParams{Limit: 500})
+	if err != nil || len(page) != 2 {
+		t.Fatalf("%d threads, %v", len(page), err)
+	}
+	if n, m := len(page[0].AgentMode), len(page[0].CreatorUserID); n > 128 || m > maxUserID+len("…") {
+		t.Errorf("a summary holds an agentMode of %d bytes and a creatorUserID of %d", n, m)
+	}
+	if page[1].AgentMode != "smart" || page[1].CreatorUserID != "user-1" {
+		t.Errorf("short values changed: %+v", page[1])
+	}
+}
