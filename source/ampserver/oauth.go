@@ -268,6 +268,12 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 }
 
 func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
+	// The issuer rotates the refresh token as it answers: a new one that
+	// cannot be stored is the CLI's login lost. So the folder the new
+	// tokens go to must take a file before anything is sent.
+	if err := writable(l.path); err != nil {
+		return "", err
+	}
 	conf, err := l.config(ctx)
 	if err != nil {
 		return "", err
@@ -511,9 +517,30 @@ func storeLogin(path, url, refresh, access string) error {
 	return replaceFile(target, data)
 }
 
+// writable checks that secrets.json (through its symbolic links) can be
+// replaced: a temporary file can be made in its folder.
+func writable(path string) error {
+	target := path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		target = real
+	}
+	f, err := createTemp(filepath.Dir(target), ".amp-exporter-secrets-*")
+	if err != nil {
+		return fmt.Errorf("cannot write the folder of %q, so a refreshed login could not be stored (the issuer would have replaced the CLI's refresh token): not refreshing, the stored token is used while it is valid; make the folder writable, or put an access token from the Amp settings page in amp_server.api_key_file: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	_ = os.Remove(name)
+	return nil
+}
+
+// createTemp is os.CreateTemp (tests make a folder that cannot be
+// written).
+var createTemp = os.CreateTemp
+
 func replaceFile(target string, data []byte) (err error) {
 	dir := filepath.Dir(target)
-	f, err := os.CreateTemp(dir, ".amp-exporter-secrets-*")
+	f, err := createTemp(dir, ".amp-exporter-secrets-*")
 	if err != nil {
 		return fmt.Errorf("amp secrets: %w", err)
 	}

@@ -758,3 +758,39 @@ func TestTokenLike(t *testing.T) {
 		}
 	}
 }
+
+// Where secrets.json's folder cannot be written (a read-only mount of the
+// CLI's data folder), a refresh would rotate the CLI's refresh token at
+// the issuer and then fail to store the new one: the CLI's login would be
+// gone. The exporter does not refresh there; it uses the stored token
+// while it is valid and says why once.
+func TestOAuthNoRefreshWhereSecretsCannotBeWritten(t *testing.T) {
+	e := newOAuthEnv(t, 5*time.Minute)
+	createTemp = func(dir, pattern string) (*os.File, error) {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, pattern), Err: errors.New("read-only file system")}
+	}
+	t.Cleanup(func() { createTemp = os.CreateTemp })
+	k := e.mustKey(true)
+	before, rtBefore := e.stored()
+	e.clk.Advance(3*time.Minute + time.Second) // under 120 s left
+	got, err := k.APIKey(context.Background())
+	if err != nil || got != before {
+		t.Fatalf("valid token: %v (changed: %v)", err, got != before)
+	}
+	if _, req, _ := e.o.Stats(); req != 0 {
+		t.Fatalf("%d refresh requests where the new tokens could not be stored", req)
+	}
+	if !strings.Contains(e.log.String(), "cannot write") {
+		t.Errorf("no line says why the login is not refreshed:\n%s", e.log)
+	}
+	// The CLI's login is intact: once the folder can be written, the
+	// stored refresh token still works.
+	createTemp = os.CreateTemp
+	e.clk.Advance(31 * time.Second)
+	got, err = k.APIKey(context.Background())
+	after, rtAfter := e.stored()
+	if err != nil || got == before || got != after || rtAfter == rtBefore {
+		t.Fatalf("refresh once writable: %v", err)
+	}
+	e.noTokensLogged()
+}
