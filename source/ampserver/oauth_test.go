@@ -794,3 +794,51 @@ func TestOAuthNoRefreshWhereSecretsCannotBeWritten(t *testing.T) {
 	}
 	e.noTokensLogged()
 }
+
+// A CLI process that writes secrets.json while the exporter stores a
+// refreshed login (after the exporter read the file, before its replace)
+// keeps what it wrote: here a login to another server, which the CLI
+// would otherwise find rotated at the issuer and gone from the file.
+func TestOAuthRefreshKeepsAConcurrentCLIWrite(t *testing.T) {
+	e := newOAuthEnv(t, time.Minute)
+	const other = "apiKey@https://other.example/"
+	writes := 0
+	beforeReplace = func() {
+		writes++
+		if writes > 1 {
+			return
+		}
+		m := e.file()
+		m[other] = "sgamp_written_meanwhile"
+		b, _ := json.MarshalIndent(m, "", "  ")
+		tmp := e.secrets + ".cli"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(tmp, e.secrets); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeReplace = nil })
+	got, err := e.mustKey(true).APIKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rot, _, _ := e.o.Stats(); rot != 1 {
+		t.Fatalf("%d rotations", rot)
+	}
+	if v, _ := e.file()[other].(string); v != "sgamp_written_meanwhile" {
+		t.Fatalf("the entry the CLI wrote meanwhile is %q", v)
+	}
+	if access, _ := e.stored(); access != got {
+		t.Fatal("the refreshed login is not stored")
+	}
+	// checkFile counts the entries: without the one added meanwhile.
+	m := e.file()
+	delete(m, other)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(e.secrets, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFile()
+}
