@@ -136,11 +136,18 @@ type Page struct {
 // from of the thread's messages. A page must continue exactly where it
 // says: when NextMessageIndex is set it equals from+len(Messages) and the
 // page is not empty, else the answer is an ErrBadDocument (overlapping or
-// skipping pages would count messages twice or lose them).
+// skipping pages would count messages twice or lose them). A page without
+// a messages array is an ErrBadResponse.
 func (c *Client) GetThreadMessagesPage(ctx context.Context, id string, from, limit int) (Page, error) {
 	var p Page
 	if err := c.Call(ctx, MethodGetThreadMessagesPage, map[string]any{"thread": id, "fromIndex": from, "limit": limit}, &p); err != nil {
 		return p, err
+	}
+	if p.Messages == nil {
+		// No messages array (no result, a null one): not the end of the
+		// thread but an answer without the page; the thread is fetched
+		// again at the next sync.
+		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadResponse, detail: "a page without its messages"}
 	}
 	if n := p.NextMessageIndex; n != nil && (*n != from+len(p.Messages) || len(p.Messages) == 0) {
 		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument,

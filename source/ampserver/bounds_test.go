@@ -451,3 +451,30 @@ func TestListThreadsBoundsSummaries(t *testing.T) {
 		t.Errorf("short values changed: %+v", page[1])
 	}
 }
+
+// A page answered {ok: true} without its messages (no result, a null
+// one, one without the messages array the CLI's schema requires) is not
+// the end of the thread: taking it for one recorded the thread at its
+// version with none of the paged messages, never fetched again until it
+// changed. It is a bad response, fetched again at the next sync.
+func TestExportPageWithoutMessagesIsABadResponse(t *testing.T) {
+	const id = "T-00000000-0000-4000-8000-000000000001"
+	for _, page := range []string{`{"ok":true}`, `{"ok":true,"result":null}`, `{"ok":true,"result":{}}`, `{"ok":true,"result":{"nextMessageIndex":null}}`} {
+		t.Run(page, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.RawQuery {
+				case MethodGetThreadTail:
+					_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"thread":{"id":%q,"creatorUserID":"user-1","data":{"v":3,"id":%q}},"messages":[{"role":"user","messageId":5,"content":[]}],"hasMoreBefore":true}}`, id, id)
+				default:
+					_, _ = io.WriteString(w, page)
+				}
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, &recorder{}, func(o *Options) { o.Retries = -1 })
+			ex, err := c.ExportThread(context.Background(), id, 1<<20)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err %v (document %q), want ErrBadResponse", err, ex.Doc)
+			}
+		})
+	}
+}
