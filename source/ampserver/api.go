@@ -113,8 +113,15 @@ type Tail struct {
 // messages in Thread.Data) and its last limit messages (1–500).
 func (c *Client) GetThreadTail(ctx context.Context, id string, limit int) (Tail, error) {
 	var t Tail
-	err := c.Call(ctx, MethodGetThreadTail, map[string]any{"thread": id, "limit": limit}, &t)
-	return t, err
+	if err := c.Call(ctx, MethodGetThreadTail, map[string]any{"thread": id, "limit": limit}, &t); err != nil {
+		return t, err
+	}
+	if t.Messages == nil {
+		// Not an empty thread (that is an empty array) but an answer
+		// without its messages: fetched again at the next sync.
+		return Tail{}, &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "a tail without its messages"}
+	}
+	return t, nil
 }
 
 // GetThread returns the thread's record without its messages.

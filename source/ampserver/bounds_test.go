@@ -478,3 +478,31 @@ func TestExportPageWithoutMessagesIsABadResponse(t *testing.T) {
 		})
 	}
 }
+
+// The same for a tail without its messages array: a thread read as empty
+// would be recorded at its version with nothing counted.
+func TestExportTailWithoutMessagesIsABadResponse(t *testing.T) {
+	const id = "T-00000000-0000-4000-8000-000000000001"
+	thread := fmt.Sprintf(`{"id":%q,"creatorUserID":"user-1","data":{"v":3,"id":%q}}`, id, id)
+	for _, tail := range []string{`{"thread":` + thread + `}`, `{"thread":` + thread + `,"messages":null,"hasMoreBefore":false}`} {
+		t.Run(tail, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = fmt.Fprintf(w, `{"ok":true,"result":%s}`, tail)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, &recorder{}, nil)
+			ex, err := c.ExportThread(context.Background(), id, 1<<20)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err %v (document %q), want ErrBadResponse", err, ex.Doc)
+			}
+		})
+	}
+	// An empty thread is an empty array.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"thread":%s,"messages":[],"hasMoreBefore":false}}`, thread)
+	}))
+	defer srv.Close()
+	if _, err := newTestClient(t, srv.URL, &recorder{}, nil).ExportThread(context.Background(), id, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
