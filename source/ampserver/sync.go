@@ -193,6 +193,7 @@ func (s *Syncer) confirmGone(ctx context.Context, missing []string) ([]string, e
 			ThreadIDs:       batch,
 		})
 		if err != nil {
+			s.noteBug(err)
 			return gone, fmt.Errorf("list threads by id: %w", err)
 		}
 		present := make(map[string]bool, len(page))
@@ -247,6 +248,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		})
 		st.Pages++
 		if err != nil {
+			s.noteBug(err)
 			listErr = fmt.Errorf("list threads: %w", err)
 			break
 		}

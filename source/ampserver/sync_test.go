@@ -777,3 +777,23 @@ func TestSyncStopsFetchingWhenRateLimited(t *testing.T) {
 		t.Fatalf("next sync %+v, want every thread fetched", st)
 	}
 }
+
+// A listing or a bill the server refuses as invalid is the exporter's
+// bug as much as a refused fetch: logged once per method as one, not only
+// as the sync's warning.
+func TestSyncRefusedListingAndBillLoggedAsABug(t *testing.T) {
+	for _, method := range []string{MethodListThreads, MethodThreadDisplayCostInfo} {
+		t.Run(method, func(t *testing.T) {
+			h := newHarness(t, 2, SyncConfig{MaxConcurrency: 1, Billed: true})
+			f := ampstandin.Fault{Status: 400, Code: "invalid-argument"}
+			h.srv.Fail(method, f, f, f, f)
+			for range 2 {
+				_, _ = h.sync.Sync(context.Background())
+				h.clk.Advance(time.Minute)
+			}
+			if n := strings.Count(h.log.String(), "refused a request as invalid"); n != 1 {
+				t.Fatalf("invalid-argument of %s logged %d times as a bug, want once:\n%s", method, n, h.log)
+			}
+		})
+	}
+}
