@@ -544,19 +544,24 @@ func storeLogin(path, url, refresh, access string) error {
 var errChangedMeanwhile = errors.New("changed meanwhile")
 
 // writable checks that secrets.json (through its symbolic links) can be
-// replaced: a temporary file can be made in its folder.
+// replaced: a temporary file can be made in its folder and given the
+// file's owner.
 func writable(path string) error {
 	target := path
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		target = real
 	}
 	f, err := createTemp(filepath.Dir(target), ".amp-exporter-secrets-*")
-	if err != nil {
-		return fmt.Errorf("cannot write the folder of %q, so a refreshed login could not be stored (the issuer would have replaced the CLI's refresh token): not refreshing, the stored token is used while it is valid; make the folder writable, or put an access token from the Amp settings page in amp_server.api_key_file: %w", path, err)
+	if err == nil {
+		// The new file must also be able to keep the old one's owner.
+		err = keepOwner(f, target)
+		name := f.Name()
+		f.Close()
+		_ = os.Remove(name)
 	}
-	name := f.Name()
-	f.Close()
-	_ = os.Remove(name)
+	if err != nil {
+		return fmt.Errorf("cannot write the folder of %q (or give a new file the owner of the old), so a refreshed login could not be stored (the issuer would have replaced the CLI's refresh token): not refreshing, the stored token is used while it is valid; make the folder writable, or put an access token from the Amp settings page in amp_server.api_key_file: %w", path, err)
+	}
 	return nil
 }
 
@@ -587,6 +592,10 @@ func replaceFile(target string, data []byte, unchanged func() bool) (err error) 
 	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		f.Close()
 		return fmt.Errorf("amp secrets: %w", err)
+	}
+	if err := keepOwner(f, target); err != nil {
+		f.Close()
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
