@@ -506,3 +506,26 @@ func TestExportTailWithoutMessagesIsABadResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The threads skipped as another user's are remembered only while they
+// are listed: a full listing that no longer shows one forgets it, so a
+// server that shares ever new threads does not grow the exporter for
+// good.
+func TestSyncForgetsOtherUsersThreadsNoLongerListed(t *testing.T) {
+	h := newHarness(t, 4, SyncConfig{FullInterval: time.Hour})
+	ids := h.srv.IDs()
+	h.srv.SetCreator(ids[0], "user-2")
+	h.srv.SetCreator(ids[1], "user-2")
+	h.syncOK()
+	if n := len(h.sync.otherUser); n != 2 {
+		t.Fatalf("%d threads remembered as another user's, want 2", n)
+	}
+	h.srv.Delete(ids[0])
+	h.clk.Advance(2 * time.Hour) // a full listing
+	if st := h.syncOK(); !st.Full {
+		t.Fatalf("sync %+v, want a full one", st)
+	}
+	if n := len(h.sync.otherUser); n != 1 || !h.sync.otherUser[ids[1]] {
+		t.Fatalf("remembered %v, want only the one still listed", h.sync.otherUser)
+	}
+}

@@ -337,6 +337,13 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				delete(s.unreadable, id)
 			}
 		}
+		// Likewise the threads skipped as another user's: remembered while
+		// they are listed, so their number is bounded by one listing's.
+		for id := range s.otherUser {
+			if !listed[id] {
+				delete(s.otherUser, id)
+			}
+		}
 	}
 	if listErr == nil && st.Failed == 0 {
 		st.Complete = true
