@@ -219,7 +219,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		rec.SetAside = aside
 		if v1Damaged {
 			// Format 1 cannot tell: what follows the damage is lost.
-			rec.Damage = []Damage{{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")}}
+			rec.Damage = append(rec.Damage, Damage{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")})
 		}
 	}
 	if good < size && !v1Damaged {
@@ -268,24 +268,62 @@ func (l *Log) scan() (good, size int64, damage []Damage, err error) {
 		}
 		return 0, size, nil, fmt.Errorf("state log %q: header: %w", l.path, err)
 	}
-	if string(h[:8]) != magic {
-		return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
-	}
 	v := binary.LittleEndian.Uint32(h[8:12])
+	if string(h[:8]) != magic || v < 1 {
+		// A damaged header in front of batches still costs only itself:
+		// what follows it says which format it is.
+		hv, err := l.probeFormat(size)
+		if err != nil {
+			return 0, size, nil, err
+		}
+		if hv == 0 {
+			if string(h[:8]) != magic {
+				return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
+			}
+			return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
+		}
+		v = hv
+		damage = []Damage{{Offset: 0, Length: headerSize, Err: errors.New("file header does not check")}}
+	}
 	if v > FormatVersion {
 		return 0, size, nil, fmt.Errorf("%w: %q has format %d, this version reads up to %d; upgrade amp-exporter or move the file away to start counting afresh",
 			ErrNewer, l.path, v, FormatVersion)
 	}
-	if v < 1 {
-		return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
-	}
 	l.version = v
 	if v == 1 {
 		good, err = l.scanV1(size)
-		return good, size, nil, err
+		return good, size, damage, err
 	}
-	good, damage = l.scanV2(size)
-	return good, size, damage, nil
+	good, d := l.scanV2(size)
+	return good, size, append(damage, d...), nil
+}
+
+// probeFormat tells which format the batches after a damaged header are
+// in: 2 when an intact format 2 batch head follows it, 1 when a format 1
+// batch that checks starts right after it, 0 when neither (not a state
+// log, or one with nothing in it).
+func (l *Log) probeFormat(size int64) (uint32, error) {
+	if fit, err := l.nextHead(headerSize, size); err != nil {
+		return 0, err
+	} else if fit >= 0 {
+		return 2, nil
+	}
+	var h [batchHeadV1]byte
+	if _, err := l.f.ReadAt(h[:], headerSize); err != nil {
+		return 0, nil
+	}
+	n := int64(binary.LittleEndian.Uint32(h[:4]))
+	if n == 0 || n > maxRead || n > size-headerSize-batchHeadV1 {
+		return 0, nil
+	}
+	payload := make([]byte, n)
+	if _, err := l.f.ReadAt(payload, headerSize+batchHeadV1); err != nil {
+		return 0, nil
+	}
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
+		return 0, nil
+	}
+	return 1, nil
 }
 
 // scanV2 reads format 2: intact batches in order; at a batch that does not
