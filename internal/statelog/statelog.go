@@ -303,7 +303,7 @@ func (l *Log) scan() (good, size int64, damage []Damage, err error) {
 // batch that checks starts right after it, 0 when neither (not a state
 // log, or one with nothing in it).
 func (l *Log) probeFormat(size int64) (uint32, error) {
-	if fit, err := l.nextHead(headerSize, size); err != nil {
+	if fit, _, err := l.nextHead(headerSize, size); err != nil {
 		return 0, err
 	} else if fit >= 0 {
 		return 2, nil
@@ -342,7 +342,12 @@ func (l *Log) scanV2(size int64) (good int64, damage []Damage) {
 			good = off
 			continue
 		}
-		next, err := l.nextHead(off+1, size)
+		next, torn, err := l.nextHead(off+1, size)
+		if err == nil && next < 0 && torn >= 0 {
+			// Only a batch a crash cut short follows: the damage before
+			// it is damage all the same, and that batch the torn tail.
+			next = torn
+		}
 		if err != nil || next < 0 {
 			// Nothing intact after it: the tail a crash left.
 			return good, damage
@@ -395,16 +400,19 @@ func checkHead(h []byte) (int64, bool) {
 }
 
 // nextHead finds the first offset at or after from where an intact batch
-// head starts whose payload fits in the file; -1 when there is none.
-func (l *Log) nextHead(from, size int64) (int64, error) {
+// head starts whose payload fits in the file (fit), and the first where
+// one starts whose payload runs past the end (torn: a batch a crash cut
+// short); -1 when there is none.
+func (l *Log) nextHead(from, size int64) (fit, torn int64, err error) {
+	torn = -1
 	buf := make([]byte, 1<<16)
 	for base := from; base+batchHead <= size; {
 		n, err := l.f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
 		if n < batchHead {
 			if err != nil && !errors.Is(err, io.EOF) {
-				return -1, fmt.Errorf("read state log: %w", err)
+				return -1, -1, fmt.Errorf("read state log: %w", err)
 			}
-			return -1, nil
+			return -1, torn, nil
 		}
 		b := buf[:n]
 		for i := 0; ; i++ {
@@ -413,15 +421,20 @@ func (l *Log) nextHead(from, size int64) (int64, error) {
 				break
 			}
 			i += j
-			if plen, ok := checkHead(b[i : i+batchHead]); ok && base+int64(i)+batchHead+plen <= size {
-				return base + int64(i), nil
+			if plen, ok := checkHead(b[i : i+batchHead]); ok {
+				if base+int64(i)+batchHead+plen <= size {
+					return base + int64(i), torn, nil
+				}
+				if torn < 0 {
+					torn = base + int64(i)
+				}
 			}
 		}
 		// The next chunk overlaps this one by a head less a byte, so a
 		// head across the boundary is seen whole.
 		base += int64(len(b) - batchHead + 1)
 	}
-	return -1, nil
+	return -1, torn, nil
 }
 
 // salvage reads the damaged stretch [off, next) for what can be kept: the
