@@ -63,6 +63,7 @@ func TestRepairTableMore(t *testing.T) {
 		{"magic of the header", flip(3), all, true, 0, false},
 		{"version of the header (2 becomes 0)", func(b []byte) []byte { b[8] ^= 0x02; return b }, all, true, 0, false},
 		{"two records in two batches", flip(val(b1), val(b2)), without("b", "d"), true, b1, false},
+		{"lengths of two batches", flip(b1+4, b2+4), all, true, b1, false},
 		{"a record, and the last batch cut short", func(b []byte) []byte { return flip(val(b2))(b)[:end-2] }, without("d", "f"), true, b2, true},
 		{"a head, and the last batch cut in its head", func(b []byte) []byte { return flip(b1 + 4)(b)[:b3+10] }, without("f"), true, b1, true},
 		{"zeros after the last batch (power loss)", func(b []byte) []byte { return append(b, make([]byte, 8192)...) }, all, false, 0, true},

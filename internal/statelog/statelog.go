@@ -480,6 +480,17 @@ func (l *Log) salvage(off, next int64) Damage {
 	inRun := false // after a record that did not check: its lengths may be wrong too
 	for p := payload; len(p) > 0; {
 		key, val, n, ok := decodeRecord(p, true)
+		if !ok && !inRun && len(p) > batchHead {
+			// Where the last record that checked ends, the head of a
+			// batch whose own head was damaged too (the search for an
+			// intact one went past it): its records follow.
+			if _, _, _, next := decodeRecord(p[batchHead:], true); next {
+				roff += batchHead
+				p = p[batchHead:]
+				inRun = false
+				continue
+			}
+		}
 		if ok {
 			l.put(key, val != nil, entry{off: roff, n: int64(n)})
 			d.Kept++
