@@ -928,23 +928,20 @@ func writeFile(path string) error {
 	return nil
 }
 
-// fsync syncs a file to its storage. It is a variable so that the fuzz
-// target, which opens thousands of logs a second, can do without it: it
-// tests what is read, not what survives a power cut.
-var fsync = (*os.File).Sync
-
-// syncDirs is false only in the fuzz target (see fsync).
-var syncDirs = true
-
-func syncDir(dir string) {
-	if !syncDirs {
-		return
+// fsync syncs a file to its storage, and syncDir a directory (best
+// effort: not every file system syncs directories). They are variables so
+// that the fuzz target, which opens thousands of logs a second, can do
+// without them (it tests what is read, not what survives a power cut), and
+// a test can see their order.
+var (
+	fsync   = (*os.File).Sync
+	syncDir = func(dir string) {
+		if d, err := os.Open(dir); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: not every file system syncs directories
-		d.Close()
-	}
-}
+)
 
 func copyAside(path string, now time.Time) (string, error) {
 	dst, err := statefile.AsideName(path, now)
@@ -960,17 +957,16 @@ func copyAside(path string, now time.Time) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
-	if _, err := io.Copy(out, src); err != nil {
-		out.Close()
+	_, err = io.Copy(out, src)
+	if err == nil {
+		err = fsync(out)
+	}
+	if err = errors.Join(err, out.Close()); err != nil {
+		os.Remove(dst) // no half copy left behind (the next start copies again)
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
-	if err := fsync(out); err != nil {
-		out.Close()
-		return "", fmt.Errorf("copy damaged state log: %w", err)
-	}
-	if err := out.Close(); err != nil {
-		return "", fmt.Errorf("copy damaged state log: %w", err)
-	}
+	// The copy's name must be on disk before the log is cut or replaced.
+	syncDir(filepath.Dir(dst))
 	return dst, nil
 }
 
