@@ -487,7 +487,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 	if len(ts.Retired) > 0 {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
-			k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
+			k := sv.key()
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)
