@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
@@ -120,6 +122,8 @@ func newDamageScenario(t *testing.T) *damageScenario {
 	}
 	dir := t.TempDir()
 	s := newTestState(dir)
+	// A fixed clock: the log is then the same bytes in every run.
+	s.keeper.now = func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }
 	mustRestore(t, s) // the first commit: meta (and the empty stores)
 	save := func() {
 		t.Helper()
@@ -218,7 +222,9 @@ func threadKeyOf(id string) string { return keyThreadPrefix + id }
 // equal and none above what it was before, the damage must be counted as
 // a load error unless it is the torn tail a crash leaves, and a copy of
 // the damaged file is kept. A hit length costs its record only (the
-// reader finds the next record by its checksum).
+// reader finds the next record by its checksum), and the log is the same
+// bytes in every run (TestStateSaveOrderIsDeterministic), so each row
+// loses the same records every time.
 func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 	sc := newDamageScenario(t)
 	l := layoutOf(t, sc.log)
@@ -331,4 +337,25 @@ func totalsDiff(want, got map[store.SeriesKey]int64) string {
 		}
 	}
 	return b.String()
+}
+
+// TestStateSaveOrderIsDeterministic: the same changes saved in the same
+// commits give the same log, byte for byte, so which records a damaged
+// stretch hits (and so what a damage test expects to lose) does not
+// depend on the run.
+func TestStateSaveOrderIsDeterministic(t *testing.T) {
+	first := newDamageScenario(t).log
+	for range 3 {
+		if again := newDamageScenario(t).log; !bytes.Equal(again, first) {
+			l1, l2 := layoutOf(t, first), layoutOf(t, again)
+			for i := range min(len(l1.batches), len(l2.batches)) {
+				for j := range min(len(l1.batches[i].recs), len(l2.batches[i].recs)) {
+					if a, b := l1.batches[i].recs[j].key, l2.batches[i].recs[j].key; a != b {
+						t.Fatalf("batch %d record %d: %s in one run, %s in another", i, j, a, b)
+					}
+				}
+			}
+			t.Fatal("two runs saved different logs")
+		}
+	}
 }
