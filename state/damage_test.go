@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
@@ -120,6 +122,8 @@ func newDamageScenario(t *testing.T) *damageScenario {
 	}
 	dir := t.TempDir()
 	s := newTestState(dir)
+	// A fixed clock: the log is then the same bytes in every run.
+	s.keeper.now = func() time.Time { return time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) }
 	mustRestore(t, s) // the first commit: meta (and the empty stores)
 	save := func() {
 		t.Helper()
@@ -210,32 +214,24 @@ func (sc *damageScenario) restart(t *testing.T, log []byte) *testState {
 func threadKeyOf(id string) string { return keyThreadPrefix + id }
 
 // TestStateDamageCostsOnlyWhatItHits flips one bit in each kind of field
-// of a state log — a record's key, value and length, the meta record, a
+// of a state log — a record's key, value and lengths, the meta record, a
 // batch's length, checksum and marker, the last batch — and restarts. Each
 // row says which records are lost (the deleted threads whose only copy
 // they were; present threads are read again from their files) and how
 // many stream-json ingests survive; every other counter must come back
-// equal, the damage must be counted as a load error unless it is the torn
-// tail a crash leaves, and a copy of the damaged file is kept.
+// equal and none above what it was before, the damage must be counted as
+// a load error unless it is the torn tail a crash leaves, and a copy of
+// the damaged file is kept. A hit length costs its record only (the
+// reader finds the next record by its checksum), and the log is the same
+// bytes in every run (TestStateSaveOrderIsDeterministic), so each row
+// loses the same records every time.
 func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 	sc := newDamageScenario(t)
 	l := layoutOf(t, sc.log)
+	before, _ := sc.expected(nil, 2) // the totals when the log was written
 	deletedKey := func(i int) string { return threadKeyOf(sc.ids[i]) }
 	// The batch that holds deleted thread 5's record (the "batch 1").
 	b1, _ := l.find(t, deletedKey(5))
-	lostAfter := func(key string) func() map[string]bool {
-		// A record whose length is hit costs the rest of its batch.
-		return func() map[string]bool {
-			b, r := l.find(t, key)
-			lost := map[string]bool{}
-			for _, x := range b.recs {
-				if x.off >= r.off && strings.HasPrefix(x.key, keyThreadPrefix) {
-					lost[strings.TrimPrefix(x.key, keyThreadPrefix)] = true
-				}
-			}
-			return lost
-		}
-	}
 	one := func(i int) func() map[string]bool {
 		return func() map[string]bool { return map[string]bool{sc.ids[i]: true} }
 	}
@@ -245,6 +241,10 @@ func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 	_, t7 := l.find(t, deletedKey(7))
 	_, t12 := l.find(t, deletedKey(12))
 	_, t25 := l.find(t, deletedKey(25))
+	_, t35 := l.find(t, threadKeyOf(sc.ids[35])) // a present thread's
+	if t12.valOff-t12.valLenOff < 2 {
+		t.Fatal("thread 12's value length is one byte: the row of its high byte would hit its value")
+	}
 	_, stream := l.find(t, keyStream)
 	last := l.batches[len(l.batches)-1]
 	var streamOld recLayout // the first ingest's stream record, superseded
@@ -278,8 +278,10 @@ func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 		{"high byte of batch 1's length", b1.off + l.lenOff + 3, none, 2, true},
 		{"key of a record in batch 1", t7.keyOff + 3, one(7), 2, true},
 		{"end of a record's value", t12.end - 5, one(12), 2, true},
-		{"value length of a record", t12.valLenOff, lostAfter(deletedKey(12)), 2, true},
-		{"key length of a record", t5.off, lostAfter(deletedKey(5)), 2, true},
+		{"value length of a record", t12.valLenOff, one(12), 2, true},
+		{"key length of a record", t5.off, one(5), 2, true},
+		{"high byte of a record's value length", t12.valLenOff + 1, one(12), 2, true},
+		{"value length of a present thread's record", t35.valLenOff, none, 2, true},
 		{"record of a thread deleted later", t25.valOff + 7, one(25), 2, true},
 		{"live stream record", stream.valOff + 20, none, 1, true},
 		{"superseded stream record", streamOld.valOff + 20, none, 2, true},
@@ -317,6 +319,12 @@ func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 			}
 			wantThreads, wantStreams := sc.expected(lost, tc.ingests)
 			gotThreads, gotStreams := s.stores.Threads.Snapshot().Totals(), s.stores.Streams.Snapshot().Totals()
+			// Damage may lose counts, never add any.
+			for k, g := range gotThreads {
+				if b := before[k]; g > b {
+					t.Errorf("%v: %d after the restart, %d before: counted twice", k, g, b)
+				}
+			}
 			if !maps.Equal(gotThreads, wantThreads) {
 				t.Errorf("thread counters after the restart differ:\n%s", totalsDiff(wantThreads, gotThreads))
 			}
@@ -354,4 +362,25 @@ func totalsDiff(want, got map[store.SeriesKey]int64) string {
 		}
 	}
 	return b.String()
+}
+
+// TestStateSaveOrderIsDeterministic: the same changes saved in the same
+// commits give the same log, byte for byte, so which records a damaged
+// stretch hits (and so what a damage test expects to lose) does not
+// depend on the run.
+func TestStateSaveOrderIsDeterministic(t *testing.T) {
+	first := newDamageScenario(t).log
+	for range 3 {
+		if again := newDamageScenario(t).log; !bytes.Equal(again, first) {
+			l1, l2 := layoutOf(t, first), layoutOf(t, again)
+			for i := range min(len(l1.batches), len(l2.batches)) {
+				for j := range min(len(l1.batches[i].recs), len(l2.batches[i].recs)) {
+					if a, b := l1.batches[i].recs[j].key, l2.batches[i].recs[j].key; a != b {
+						t.Fatalf("batch %d record %d: %s in one run, %s in another", i, j, a, b)
+					}
+				}
+			}
+			t.Fatal("two runs saved different logs")
+		}
+	}
 }

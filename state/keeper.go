@@ -720,7 +720,8 @@ func (k *Keeper) save() error {
 			}
 		}
 		for i, sp := range spaces {
-			for p, f := range deltas[i].Files {
+			for _, p := range deltas[i].FilePaths() {
+				f := deltas[i].Files[p]
 				var b []byte // nil: the file is gone
 				if f != nil {
 					var err error

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -21,8 +22,12 @@ type ThreadDelta struct {
 	keys    []SeriesKey // the store's numbered series when the delta was taken
 	tuples  *tupleTable // the store's pin tuples (safe to read without the store's lock)
 	threads []deltaThread
-	Files   map[string]*FileRecord
+	Files   map[string]*FileRecord // FilePaths gives its keys in order
 }
+
+// FilePaths returns the paths of Files, sorted: the order a save writes
+// them in, the same in every run.
+func (d *ThreadDelta) FilePaths() []string { return slices.Sorted(maps.Keys(d.Files)) }
 
 type deltaThread struct {
 	key string
@@ -36,7 +41,9 @@ func (d *ThreadDelta) Empty() bool { return len(d.threads) == 0 && len(d.Files) 
 func (d *ThreadDelta) ThreadCount() int { return len(d.threads) }
 
 // EachThread calls fn with the persisted form of every changed thread,
-// built on the fly, and stops at the first error.
+// built on the fly, and stops at the first error. The order is the same
+// for the same changes: the threads of changed files by path, then the
+// others by key (a thread in the delta twice comes later the second time).
 func (d *ThreadDelta) EachThread(fn func(key string, ts ThreadState) error) error {
 	for _, t := range d.threads {
 		ts := threadStateOf(d.keys, t.rec)
@@ -81,10 +88,10 @@ func (s *ThreadStore) ExportDelta() *ThreadDelta {
 		rec  *FileRecord
 	}
 	d := &ThreadDelta{tuples: &s.tuples, threads: make([]deltaThread, 0, len(threads)), Files: make(map[string]*FileRecord, len(files))}
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
+	// Sorted, so that the same changes are saved in the same order in
+	// every run: what a damaged stretch of the log costs is then the
+	// same records every time.
+	paths := slices.Sorted(maps.Keys(files))
 	refs := make([]fileRef, 0, len(paths))
 	for len(paths) > 0 {
 		n := min(len(paths), exportChunk)
@@ -112,10 +119,7 @@ func (s *ThreadStore) ExportDelta() *ThreadDelta {
 			delete(threads, r.rec.Key)
 		}
 	}
-	rest := make([]string, 0, len(threads))
-	for k := range threads {
-		rest = append(rest, k)
-	}
+	rest := slices.Sorted(maps.Keys(threads))
 	for len(rest) > 0 {
 		n := min(len(rest), exportChunk)
 		s.mu.Lock()

@@ -10,10 +10,11 @@
 // wins.
 //
 // Damage is contained. A batch whose payload does not check is read
-// record by record, and every record whose own checksum holds is kept; a
-// damaged head is found past by looking for the next marker whose head
-// checks. So a flipped bit costs the record it lands in (at most the rest
-// of its batch when it hits a record's length), never what follows. Damage
+// record by record, and every record whose own checksum holds is kept;
+// after one that does not, the next is found by its checksum, not by the
+// lengths that may be what was hit. A damaged head is found past by
+// looking for the next marker whose head checks. So a flipped bit costs
+// the record it lands in, whichever of its fields, never what follows. Damage
 // that nothing intact follows is a write a crash interrupted (a torn
 // tail): Open cuts it off, so the log reads as the state after some whole
 // number of batches. Damage before intact batches is reported (Recovery,
@@ -96,8 +97,8 @@ type Damage struct {
 	Length int64 // up to the next intact batch
 	// Kept are records of the stretch whose own checksum held and that
 	// were kept. Lost counts the runs of records that were not: a damaged
-	// record, with those its damaged lengths hid (the rest of its batch
-	// at most), or unreadable bytes between batches.
+	// record (with any damaged ones right after it), or unreadable bytes
+	// between batches.
 	Kept, Lost int
 	Err        error
 }
@@ -440,8 +441,8 @@ func (l *Log) nextHead(from, size int64) (fit, torn int64, err error) {
 // salvage reads the damaged stretch [off, next) for what can be kept: the
 // whole payload when only the head was hit (the payload's checksum still
 // holds over the bytes up to the next batch), else every record, walked
-// from the payload's start, whose own checksum holds, up to the first one
-// whose lengths no longer fit.
+// from the payload's start, whose own checksum holds (nextRecord finds
+// the record after one that does not).
 func (l *Log) salvage(off, next int64) Damage {
 	d := Damage{Offset: off, Length: next - off}
 	if next-off <= batchHead {
@@ -477,7 +478,7 @@ func (l *Log) salvage(off, next int64) Damage {
 		d.Lost++
 	}
 	roff := off + batchHead
-	inRun := false // after a record that did not check: its lengths may be wrong too
+	inRun := false // after a record that did not check
 	for p := payload; len(p) > 0; {
 		key, val, n, ok := decodeRecord(p, true)
 		if !ok && !inRun && len(p) > batchHead {
@@ -487,28 +488,41 @@ func (l *Log) salvage(off, next int64) Damage {
 			if _, _, _, next := decodeRecord(p[batchHead:], true); next {
 				roff += batchHead
 				p = p[batchHead:]
-				inRun = false
 				continue
 			}
 		}
-		if ok {
+		if !ok {
+			// Its lengths may be what was hit, so they do not say where
+			// the next record starts: its checksum does.
+			d.Lost++
+			inRun = true
+			if n = nextRecord(p); n < 0 {
+				break
+			}
+		} else {
+			inRun = false
 			l.put(key, val != nil, entry{off: roff, n: int64(n)})
 			d.Kept++
-			inRun = false
-		} else {
-			if !inRun {
-				d.Lost++
-			}
-			inRun = true
-			if n == 0 {
-				break // its lengths do not fit: the rest of the batch is lost
-			}
-			// Its lengths fit, its checksum does not: this record only.
 		}
 		roff += int64(n)
 		p = p[n:]
 	}
 	return d
+}
+
+// nextRecord returns where, after the damaged record that starts p, the
+// next record whose checksum holds starts (-1 when none does). The bytes
+// are tried one at a time: what a damaged record costs is then that
+// record, whichever of its fields was hit, and not what a walk guided by
+// damaged lengths would happen to skip. A false start would need a
+// checksum to hold by chance (2^-32 a try).
+func nextRecord(p []byte) int {
+	for i := 1; i < len(p); i++ {
+		if _, _, _, ok := decodeRecord(p[i:], true); ok {
+			return i
+		}
+	}
+	return -1
 }
 
 func crcOK(p []byte, n int) bool {
