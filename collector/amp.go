@@ -43,6 +43,11 @@ func (c *AmpCollector) SetReady(source string, ready func() bool) {
 	c.ready[source] = ready
 }
 
+// Ready reports whether the families of source are shown: it has finished
+// its first pass, or was never gated (SetReady). The landing page reads it
+// so that it says a pass is running rather than showing zeros.
+func (c *AmpCollector) Ready(source string) bool { return c.isReady(source) }
+
 // isReady reports whether source has finished its first pass.
 func (c *AmpCollector) isReady(source string) bool {
 	f := c.ready[source]
