@@ -134,7 +134,8 @@ A source's families appear once that source has been read completely
 captures; the Amp server: the first complete sync, or at once when a saved
 state is restored), never with a part of its totals: see
 [running.md](running.md#when-the-counters-appear). The exporter's own
-metrics (` + "`amp_exporter_*`, `amp_server_up`" + `, …) are there from the start.
+metrics (` + "`amp_exporter_*`, `amp_server_up`" + `, …) are there from the start,
+except a source's ` + "`amp_exporter_source_last_change_timestamp_seconds`" + `.
 
 Adding a counter to a source that exists: the parser's item carries the new
 value, the store declares a family (` + "`store/families.go`" + `) and counts it
