@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
@@ -13,11 +15,43 @@ type AmpCollector struct {
 	threads *store.ThreadStore
 	stream  *store.StreamStore
 	server  *store.ThreadStore // the Amp server source, see SetServerStore (server.go)
+	// ready holds, per source (store.SourceThreads, SourceServer,
+	// SourceStream), whether that source has finished its first complete
+	// pass; a source without one is always ready. See SetReady.
+	ready map[string]func() bool
 }
 
 // NewAmpCollector returns a collector over the stores; stream may be nil.
 func NewAmpCollector(threads *store.ThreadStore, stream *store.StreamStore) *AmpCollector {
 	return &AmpCollector{threads: threads, stream: stream}
+}
+
+// SetReady gates the families of source (store.SourceThreads,
+// store.SourceServer, store.SourceStream) on ready: until it reports true,
+// Collect sends none of that source's series, nor its part of the gauges
+// computed from the stores (amp_threads, the last activity, its last
+// change), nor amp_context_window_utilization_ratio, which adds the thread
+// stores up. A counter read in the middle of a source's first pass holds
+// part of its total; Prometheus would take the complete value that follows
+// a restart, or the backfilled history before it, for a counter reset.
+// Absent is honest, partial is not. Call it before registering the
+// collector.
+func (c *AmpCollector) SetReady(source string, ready func() bool) {
+	if c.ready == nil {
+		c.ready = map[string]func() bool{}
+	}
+	c.ready[source] = ready
+}
+
+// Ready reports whether the families of source are shown: it has finished
+// its first pass, or was never gated (SetReady). The landing page reads it
+// so that it says a pass is running rather than showing zeros.
+func (c *AmpCollector) Ready(source string) bool { return c.isReady(source) }
+
+// isReady reports whether source has finished its first pass.
+func (c *AmpCollector) isReady(source string) bool {
+	f := c.ready[source]
+	return f == nil || f()
 }
 
 // Describe implements prometheus.Collector: every row of a thread or
@@ -33,34 +67,45 @@ func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, NameThreads, NameLastActivity, NameSourceLastChange)
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. A source that has not finished
+// its first pass is left out (SetReady).
 func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	r := newRenderer(ch)
-	snap := c.threads.Snapshot()
 	threads := map[string]int{}
-	for mode, n := range snap.Threads {
-		threads[mode] += n
-	}
-	lastActivity := snap.LastActivity
-	c.collectThreadStore(r, snap, store.SourceThreads)
-	if c.server != nil {
-		s := c.server.Snapshot()
-		for mode, n := range s.Threads {
+	var lastActivity time.Time
+	filesReady := c.isReady(store.SourceThreads)
+	serverReady := c.server != nil && c.isReady(store.SourceServer)
+	// The context-window histogram has no source label: it adds the thread
+	// stores up, so it is shown only once all of them are complete.
+	r.unscoped = filesReady && (c.server == nil || serverReady)
+	for _, ts := range []struct {
+		st    *store.ThreadStore
+		src   string
+		ready bool
+	}{{c.threads, store.SourceThreads, filesReady}, {c.server, store.SourceServer, serverReady}} {
+		if ts.st == nil || !ts.ready {
+			continue
+		}
+		snap := ts.st.Snapshot()
+		for mode, n := range snap.Threads {
 			threads[mode] += n
 		}
-		if s.LastActivity.After(lastActivity) {
-			lastActivity = s.LastActivity
+		if snap.LastActivity.After(lastActivity) {
+			lastActivity = snap.LastActivity
 		}
-		c.collectThreadStore(r, s, store.SourceServer)
-		r.zero(s.Totals(), store.FamBilled, store.SourceServer, store.BilledKinds...)
+		c.collectThreadStore(r, snap, ts.src)
+		if ts.src == store.SourceServer {
+			r.zero(snap.Totals(), store.FamBilled, store.SourceServer, store.BilledKinds...)
+		}
 	}
+	r.unscoped = true
 	for mode, n := range threads {
 		r.gauge(NameThreads, float64(n), mode)
 	}
 	if !lastActivity.IsZero() {
 		r.gauge(NameLastActivity, float64(lastActivity.UnixMilli())/1000)
 	}
-	if c.stream != nil {
+	if c.stream != nil && c.isReady(store.SourceStream) {
 		c.collectStream(r)
 	}
 	r.flush()

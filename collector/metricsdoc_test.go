@@ -129,6 +129,14 @@ come from data (` + "`model`, `tool`, `agent`, `agent_mode`, `stop_reason`" + `)
 The Go runtime and process collectors (` + "`go_*`, `process_*`" + `) are exposed too and
 are not listed here.
 
+A source's families appear once that source has been read completely
+(thread files: the first scan; stream-json: the first pass over the
+captures; the Amp server: the first complete sync, or at once when a saved
+state is restored), never with a part of its totals: see
+[running.md](running.md#when-the-counters-appear). The exporter's own
+metrics (` + "`amp_exporter_*`, `amp_server_up`" + `, …) are there from the start,
+except a source's ` + "`amp_exporter_source_last_change_timestamp_seconds`" + `.
+
 Adding a counter to a source that exists: the parser's item carries the new
 value, the store declares a family (` + "`store/families.go`" + `) and counts it
 item by item, the family gets one row in ` + "`collector/metrics.go`" + `, and

@@ -14,6 +14,9 @@ import (
 type renderer struct {
 	ch    chan<- prometheus.Metric
 	hists map[histKey]*histAcc
+	// unscoped: render the families without a scope label (they add
+	// several stores up); false while one of those stores is not shown.
+	unscoped bool
 }
 
 type histKey struct {
@@ -27,7 +30,7 @@ type histAcc struct {
 }
 
 func newRenderer(ch chan<- prometheus.Metric) *renderer {
-	return &renderer{ch: ch, hists: map[histKey]*histAcc{}}
+	return &renderer{ch: ch, hists: map[histKey]*histAcc{}, unscoped: true}
 }
 
 // series renders every family of totals that has a row, under scope value
@@ -37,6 +40,9 @@ func (r *renderer) series(totals map[store.SeriesKey]int64, scope string) {
 		m := byFamily[k.Fam]
 		if m == nil {
 			continue // kept for counting, not exposed (store.FamTokensLong)
+		}
+		if m.Scope == "" && !r.unscoped {
+			continue
 		}
 		if m.Type == Histogram {
 			h := r.hist(m, scope, k.L1)

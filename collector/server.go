@@ -3,6 +3,7 @@ package collector
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/store"
@@ -26,6 +27,7 @@ type ServerMetrics struct {
 	entReset  *prometheus.GaugeVec
 	mu        sync.Mutex
 	window    string
+	synced    atomic.Bool
 }
 
 // NewServerMetrics creates and registers the server source's metrics;
@@ -109,7 +111,13 @@ func (m *ServerMetrics) Up(ok bool) {
 }
 
 // Synced records the end of a complete sync.
-func (m *ServerMetrics) Synced(at time.Time) { m.lastSync.Set(float64(at.UnixMilli()) / 1000) }
+func (m *ServerMetrics) Synced(at time.Time) {
+	m.lastSync.Set(float64(at.UnixMilli()) / 1000)
+	m.synced.Store(true)
+}
+
+// SyncedOnce reports whether a sync has ever completed.
+func (m *ServerMetrics) SyncedOnce() bool { return m.synced.Load() }
 
 // Entitlement is the user's current entitlement window (store.Entitlement).
 type Entitlement = store.Entitlement

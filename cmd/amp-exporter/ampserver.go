@@ -37,6 +37,9 @@ type serverSource struct {
 	// account is the followed account's e-mail once getUserInfo answered
 	// (for the landing page; never the key).
 	account atomic.Pointer[string]
+	// restored: the state held server threads, complete totals that may be
+	// shown before the first sync (seed).
+	restored atomic.Bool
 }
 
 // newServerSource sets up the Amp server source, or returns nil when it
@@ -97,6 +100,9 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		OnAccount: src.named,
 	})
 	src.syncer = syncer
+	// The server's families wait for its first complete sync, unless a
+	// restored state already holds its totals (docs/running.md).
+	amp.SetReady(ampstore.SourceServer, func() bool { return src.restored.Load() || sm.SyncedOnce() })
 	return src, nil
 }
 
@@ -112,7 +118,9 @@ func (s *serverSource) named(u ampserver.UserInfo) {
 // files first, then the server, then stream-json runs.
 func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.StreamStore) {
 	s.owners.Seed(ampstore.SourceThreads, local.ThreadKeys())
-	s.owners.Seed(ampstore.SourceServer, s.store.ThreadKeys())
+	keys := s.store.ThreadKeys()
+	s.restored.Store(len(keys) > 0)
+	s.owners.Seed(ampstore.SourceServer, keys)
 	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
 }
 

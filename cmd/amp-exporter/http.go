@@ -48,7 +48,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 	})
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if !d.ready.Load() {
-			http.Error(w, "Not ready: the first scan of the thread directories is still running.", http.StatusServiceUnavailable)
+			http.Error(w, "Not ready: the first pass over the thread directories or the stream-json captures is still running.", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "Ready.")

@@ -38,16 +38,22 @@ type landingInputs struct {
 	// (store.SourceThreads, sourceServer), nil when that source has none.
 	// amp_threads adds both up, so the rows cannot read it.
 	threads func(source string) *float64
+	// shown reports whether a source's families are on /metrics yet (they
+	// wait for its first complete pass); nil: always.
+	shown func(source string) bool
 }
 
 // sourceProviders are the landing page's rows, one provider per source, in
 // the order shown.
 func sourceProviders(in landingInputs) []landing.Provider {
 	cfg := in.cfg
+	shown := func(source string) func() bool {
+		return func() bool { return in.shown == nil || in.shown(source) }
+	}
 	return []landing.Provider{
-		serverProvider(in.account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }, count(in.threads, sourceServer)),
-		threadsProvider(cfg, in.ready, in.defaultDirs, count(in.threads, store.SourceThreads)),
-		streamsProvider(cfg),
+		serverProvider(in.account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }, count(in.threads, sourceServer), shown(sourceServer)),
+		threadsProvider(cfg, in.ready, in.defaultDirs, count(in.threads, store.SourceThreads), shown(store.SourceThreads)),
+		streamsProvider(cfg, shown(store.SourceStream)),
 		amyProvider(cfg),
 	}
 }
@@ -100,8 +106,10 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 // serverProvider is the slot of the Amp server source (today's Amp threads,
 // through the user's Amp login). Until that source registers its metrics
 // (amp_server_up) the row says "not configured"; account, when not nil,
-// names the account followed (never the key).
-func serverProvider(account func() string, turnedOff func() bool, threads func() *float64) landing.Provider {
+// names the account followed (never the key). Until shown says its
+// families are on /metrics (its first complete sync, or a restored state)
+// the counts are dashes, not zeros.
+func serverProvider(account func() string, turnedOff func() bool, threads func() *float64, shown func() bool) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		row := landing.SourceStatus{Source: "Amp server (" + sourceServer + ")"}
 		up, ok := m.Sum(collector.NameServerUp, nil)
@@ -120,10 +128,12 @@ func serverProvider(account func() string, turnedOff func() bool, threads func()
 				row.Configured = []landing.Setting{{Value: "account " + a}}
 			}
 		}
-		row.Counted = ampCounts(m, sourceServer)
-		row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
-		if threads != nil {
-			row.Counted.Threads = threads()
+		if shown() {
+			row.Counted = ampCounts(m, sourceServer)
+			row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
+			if threads != nil {
+				row.Counted.Threads = threads()
+			}
 		}
 		row.LastSync = m.Time(collector.NameServerLastSync, nil)
 		unauthorized := 0.0
@@ -143,6 +153,10 @@ func serverProvider(account func() string, turnedOff func() bool, threads func()
 			row.State, row.Attention = "sync failing", true
 			row.Note = "The last sync did not complete; the log says why."
 		}
+		if !shown() {
+			row.Pending = true
+			row.Note = joinNote(row.Note, "Its counts are shown once a sync is complete.")
+		}
 		return []landing.SourceStatus{row}
 	}
 }
@@ -151,7 +165,10 @@ func serverProvider(account func() string, turnedOff func() bool, threads func()
 // directory that does not exist is how today's Amp is (it keeps threads on
 // the server): while the server source is synced it is "no local history",
 // not a problem. A directory the user configured that is missing is one.
-func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs []string, threads func() *float64) landing.Provider {
+//
+// Until shown says its families are on /metrics (the first scan is done)
+// the counts are dashes: a part of the totals is not the totals.
+func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs []string, threads func() *float64, shown func() bool) landing.Provider {
 	isDefault := map[string]bool{}
 	for _, d := range defaultDirs {
 		isDefault[filepath.Clean(d)] = true
@@ -208,17 +225,22 @@ func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs [
 			row.State += fmt.Sprintf(", %d of %d missing", missingOwn, len(c.Threads.Dirs))
 			row.Attention = true
 		}
-		row.Counted = ampCounts(m, store.SourceThreads)
-		if threads != nil {
-			row.Counted.Threads = threads()
+		if shown() {
+			row.Counted = ampCounts(m, store.SourceThreads)
+			if threads != nil {
+				row.Counted.Threads = threads()
+			}
+			row.Counted.Threads = orZero(row.Counted.Threads)
+		} else {
+			row.Pending = true
+			row.Note = joinNote(row.Note, "Its counts are shown once the first scan is complete.")
 		}
-		row.Counted.Threads = orZero(row.Counted.Threads)
 		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceThreads})
 		return []landing.SourceStatus{row}
 	}
 }
 
-func streamsProvider(cfg func() *config.Config) landing.Provider {
+func streamsProvider(cfg func() *config.Config, shown func() bool) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		c := cfg()
 		row := landing.SourceStatus{Source: "Amp --stream-json (" + store.SourceStream + ")"}
@@ -244,6 +266,13 @@ func streamsProvider(cfg func() *config.Config) landing.Provider {
 			row.State = "tailing"
 		default:
 			row.State = "waiting for ingest"
+		}
+		if !shown() {
+			row.Pending = true
+			if !row.Attention {
+				row.State = "first pass over the captures running"
+			}
+			return []landing.SourceStatus{row}
 		}
 		row.Counted = ampCounts(m, store.SourceStream)
 		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceStream})

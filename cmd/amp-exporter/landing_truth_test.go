@@ -22,6 +22,13 @@ import (
 // a registry holding the given gauges, and returns its HTML.
 func renderLanding(t *testing.T, series map[string]float64, cfg *config.Config, defaultDirs []string, threads map[string]float64) string {
 	t.Helper()
+	return renderLandingShown(t, series, cfg, defaultDirs, threads, nil)
+}
+
+// renderLandingShown is renderLanding with the sources whose families are
+// on /metrics: the others are in their first pass (nil: all).
+func renderLandingShown(t *testing.T, series map[string]float64, cfg *config.Config, defaultDirs []string, threads map[string]float64, shown map[string]bool) string {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	vecs := map[string]*prometheus.GaugeVec{}
 	for s, v := range series {
@@ -49,11 +56,21 @@ func renderLanding(t *testing.T, series map[string]float64, cfg *config.Config, 
 	}
 	providers := sourceProviders(landingInputs{
 		cfg:         func() *config.Config { return cfg },
-		ready:       func() bool { return true },
+		ready:       func() bool { return shown == nil || shown[store.SourceThreads] },
 		account:     func() string { return "someone@example.com" },
 		defaultDirs: defaultDirs,
 		threads:     count,
 	})
+	if shown != nil {
+		providers = sourceProviders(landingInputs{
+			cfg:         func() *config.Config { return cfg },
+			ready:       func() bool { return shown[store.SourceThreads] },
+			account:     func() string { return "someone@example.com" },
+			defaultDirs: defaultDirs,
+			threads:     count,
+			shown:       func(source string) bool { return shown[source] },
+		})
+	}
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	page, err := landing.New(web.LandingConfig{Name: "amp-exporter"}, reg, func() time.Time { return now }, providers...)
 	if err != nil {
@@ -165,5 +182,53 @@ func TestStoreThreadsCountsEachStore(t *testing.T) {
 	}
 	if n := storeThreads(files, nil)(sourceServer); n != nil {
 		t.Errorf("server source off: %v, want none", *n)
+	}
+}
+
+// During a source's first pass its families are not on /metrics: the
+// landing page says the pass is running and shows dashes, never zeros or
+// a part of the totals (the thread store's count grows during the scan).
+func TestLandingDuringFirstPass(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Threads.Dirs = []string{dir}
+	cfg.Streams.Ingest.Enabled = false
+	series := map[string]float64{"amp_server_up": 0}
+	partial := map[string]float64{store.SourceThreads: 7, sourceServer: 3}
+	const threadsCell, tokensCell, usdCell = 4, 5, 6
+	for _, c := range []struct {
+		name         string
+		shown        map[string]bool
+		filesPending bool
+		serverShown  bool
+	}{
+		{"both in their first pass", map[string]bool{}, true, false},
+		{"files scanned, server first sync", map[string]bool{store.SourceThreads: true}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			html := renderLandingShown(t, series, cfg, nil, partial, c.shown)
+			files := row(t, html, "Thread files")
+			server := row(t, html, "Amp server")
+			for _, cell := range []int{threadsCell, tokensCell, usdCell} {
+				if c.filesPending && files[cell] != "—" {
+					t.Errorf("thread-files cell %d during the first scan: %q, want —", cell, files[cell])
+				}
+				if server[cell] != "—" {
+					t.Errorf("server cell %d before the first sync: %q, want —", cell, server[cell])
+				}
+			}
+			if c.filesPending && !strings.Contains(files[2], "first scan running") {
+				t.Errorf("thread-files state %q", files[2])
+			}
+			if !c.filesPending && files[threadsCell] != "7" {
+				t.Errorf("thread-files threads after the scan %q, want 7", files[threadsCell])
+			}
+			if strings.Contains(html, "Nothing counted yet") {
+				t.Errorf("the page says nothing was counted while a first pass runs")
+			}
+			if !strings.Contains(html, "First pass running: Amp server (server)") {
+				t.Errorf("the page does not say which first pass runs")
+			}
+		})
 	}
 }

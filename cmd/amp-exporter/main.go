@@ -151,6 +151,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
 	streamStore := ampstore.NewStreamStore(labels, nil)
 	amp := collector.NewAmpCollector(store, streamStore)
+	// A source's families wait for its first pass (docs/running.md); ready
+	// (/-/ready, remote-write) for both local ones.
+	var ready, scanned, streamsRead atomic.Bool
+	readyIfRead := func() {
+		if scanned.Load() && streamsRead.Load() {
+			ready.Store(true)
+		}
+	}
+	amp.SetReady(ampstore.SourceThreads, scanned.Load)
+	amp.SetReady(ampstore.SourceStream, streamsRead.Load)
 	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // ampserver.go
 	if err != nil {
 		logger.Error("invalid configuration", "err", err)
@@ -194,14 +204,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ampSrv.seed(store, streamStore)
 	}
 
-	var ready atomic.Bool
 	watcher := threads.New(watcherConfig(cfg), threads.Options{
 		Logger:      logger,
 		Clock:       clock.Real{},
 		Workers:     runtime.GOMAXPROCS(0),
-		OnFirstScan: func() { ready.Store(true); ampSrv.scanned() },
+		OnFirstScan: func() { scanned.Store(true); readyIfRead(); ampSrv.scanned() },
 	}, store, metrics)
 	tailer := streams.NewTailer(tailConfig(cfg), streamStore, metrics, logger, clock.Real{})
+	tailer.OnFirstPass = func() { streamsRead.Store(true); readyIfRead() }
 	amyClient := amysource.NewClient(amyStore, logger, nil, clock.Real{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -238,9 +248,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		maxRequests:   f.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
 		sources: sourceProviders(landingInputs{
-			cfg: rl.currentConfig, ready: ready.Load, account: ampSrv.accountName,
+			cfg: rl.currentConfig, ready: scanned.Load, account: ampSrv.accountName,
 			defaultDirs: config.DefaultThreadsDirs(env),
 			threads:     storeThreads(store, ampSrv.threadStore()),
+			shown:       amp.Ready,
 		}),
 	}); err != nil {
 		logger.Error("cannot set up HTTP routes", "err", err)

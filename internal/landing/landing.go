@@ -38,6 +38,9 @@ type SourceStatus struct {
 	LastSync time.Time
 	// Counted holds what the source has counted so far.
 	Counted Counts
+	// Pending: the source's first pass is running and its counts are not
+	// shown yet (a part of a total is not the total).
+	Pending bool
 }
 
 // Setting is one configured item and what is known about it.
@@ -81,7 +84,9 @@ var table = template.Must(template.New("sources").Funcs(template.FuncMap{
 	"when": formatWhen,
 }).Parse(`<h3>Sources</h3>
 {{with .Summary}}{{if .Tokens}}<p>Counted so far: <strong>{{num .Tokens}} tokens</strong>, {{usd .EstimatedUSD}} estimated.</p>
+{{- else if .Pending}}<p>Reading what is there; the totals are shown when the first pass is complete.</p>
 {{- else}}<p class="attention">Nothing counted yet: no source has seen any usage (the table says why).</p>{{end}}
+{{- with .Pending}}<p>First pass running: {{range $i, $s := .}}{{if $i}}; {{end}}{{$s}}{{end}} (not in the totals yet).</p>{{end}}
 {{- with .Attention}}<p class="attention">Needs attention: {{range $i, $s := .}}{{if $i}}; {{end}}{{$s}}{{end}}.</p>{{end}}{{end}}
 <table class="sources">
 <thead><tr><th>Source</th><th>Configured</th><th>State</th><th>Last change</th><th>Threads</th><th>Tokens</th><th>Estimated USD</th><th>Billed USD</th></tr></thead>
@@ -184,6 +189,7 @@ type Summary struct {
 	Tokens       *float64 // nil: nothing counted
 	EstimatedUSD *float64
 	Attention    []string // "Thread files: missing"
+	Pending      []string // sources whose first pass is running
 }
 
 // Summarize adds up the rows.
@@ -196,6 +202,9 @@ func Summarize(rows []SourceStatus) Summary {
 		}
 		if r.Counted.EstimatedUSD != nil {
 			usd += *r.Counted.EstimatedUSD
+		}
+		if r.Pending {
+			s.Pending = append(s.Pending, r.Source)
 		}
 		if r.Attention {
 			s.Attention = append(s.Attention, r.Source+": "+r.State)

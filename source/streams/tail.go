@@ -54,6 +54,9 @@ type Tailer struct {
 	reconfig chan TailConfig
 	// Trace, when set, is told when a poll is done (tests synchronize on it).
 	Trace func()
+	// OnFirstPass, when set, is called once Run's first poll has read every
+	// capture present to its end: the stream-json totals are complete.
+	OnFirstPass func()
 	// seen is the stat of each capture when it was last read to its end,
 	// so that a poll opens only captures that changed.
 	seen map[string]fs.FileInfo
@@ -87,6 +90,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 	tick := t.clock.NewTicker(t.cfg.PollInterval)
 	defer func() { tick.Stop() }()
 	t.Poll()
+	if t.OnFirstPass != nil {
+		t.OnFirstPass()
+	}
 	for {
 		select {
 		case <-ctx.Done():
