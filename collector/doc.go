@@ -2,4 +2,13 @@
 // Prometheus metrics (AmpCollector, AmyCollector) and holds the exporter's
 // own metrics (ExporterMetrics, ServerMetrics). The counting itself is
 // package store's.
+//
+// Every metric has one row in the table Metrics (metrics.go): its name,
+// type, labels, HELP and the store family its values come from. The
+// collectors render the store families from the table; docs/metrics.md is
+// generated from it and testdata/output.prom pins the whole output:
+//
+//	go test ./collector -update
 package collector
+
+//go:generate go test -run . -update .

@@ -10,11 +10,11 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Watcher fallback reasons.
+// Watcher fallback reasons (store.FallbackReasons).
 const (
-	FallbackOverflow   = "overflow"
-	FallbackWatchError = "watch_error"
-	FallbackAddFailed  = "add_failed"
+	FallbackOverflow   = store.FallbackOverflow
+	FallbackWatchError = store.FallbackWatchError
+	FallbackAddFailed  = store.FallbackAddFailed
 )
 
 // ExporterMetrics are the exporter's own metrics (amp_exporter_*). Sources
@@ -37,49 +37,49 @@ type ExporterMetrics struct {
 func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	m := &ExporterMetrics{
 		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_parse_errors_total",
-			Help: "Inputs the exporter could not parse, by source and reason; the last good data of each is kept.",
+			Name: NameParseErrors,
+			Help: helpOf(NameParseErrors),
 		}, []string{"source", "reason"}),
 		filesParsed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "amp_exporter_files_parsed_total",
-			Help: "Thread files parsed successfully (unchanged files are not re-read).",
+			Name: NameFilesParsed,
+			Help: helpOf(NameFilesParsed),
 		}),
 		parseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "amp_exporter_parse_duration_seconds",
-			Help:    "Time to read and parse one input.",
+			Name:    NameParseDuration,
+			Help:    helpOf(NameParseDuration),
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"source"}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_config_last_reload_successful",
-			Help: "Whether the last configuration load succeeded (1) or kept the previous configuration (0).",
+			Name: NameReloadSuccessful,
+			Help: helpOf(NameReloadSuccessful),
 		}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_config_last_reload_success_timestamp_seconds",
-			Help: "When the configuration was last loaded successfully.",
+			Name: NameReloadSuccessTime,
+			Help: helpOf(NameReloadSuccessTime),
 		}),
 		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_label_values_folded_total",
-			Help: "Distinct data values folded into \"other\" because their label reached limits.max_label_values.",
+			Name: NameLabelValuesFolded,
+			Help: helpOf(NameLabelValuesFolded),
 		}, []string{"label"}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_watcher_fallbacks_total",
-			Help: "Times the thread watcher fell back to polling a directory (inotify overflow, watcher error, failed watch).",
+			Name: NameWatcherFallbacks,
+			Help: helpOf(NameWatcherFallbacks),
 		}, []string{"reason"}),
 		polling: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_exporter_watcher_polling",
-			Help: "1 while thread directories are polled instead of watched with inotify.",
+			Name: NameWatcherPolling,
+			Help: helpOf(NameWatcherPolling),
 		}, []string{"source"}),
 		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_state_errors_total",
-			Help: "Failures to load or save the state under --storage.path.",
+			Name: NameStateErrors,
+			Help: helpOf(NameStateErrors),
 		}, []string{"operation"}),
 		pricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_exporter_pricing_info",
-			Help: "The price table in use (source and version); 1 for the current one.",
+			Name: NamePricingInfo,
+			Help: helpOf(NamePricingInfo),
 		}, []string{"source", "version"}),
 		dirsMissing: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_exporter_thread_dirs_missing",
-			Help: "Configured thread directories that do not exist right now.",
+			Name: NameThreadDirsMissing,
+			Help: helpOf(NameThreadDirsMissing),
 		}),
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {

@@ -11,26 +11,7 @@ import (
 
 // SetServerStore makes the collector expose the Amp server source's store
 // with source="server". Call it before registering the collector.
-func (c *AmpCollector) SetServerStore(s *store.ThreadStore) {
-	c.server = s
-	c.billed = prometheus.NewDesc("amp_billed_cost_usd_total",
-		"What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate.",
-		[]string{"source", "kind"}, nil)
-}
-
-// collectServer emits the server store's families and adds its context
-// observations to the shared histograms; it returns the store's snapshot.
-func (c *AmpCollector) collectServer(ch chan<- prometheus.Metric, threads map[string]int, contextBuckets histograms, contextSums map[string]float64) store.ThreadSnapshot {
-	snap := c.server.Snapshot()
-	for mode, n := range snap.Threads {
-		threads[mode] += n
-	}
-	c.collectThreadStore(ch, snap, store.SourceServer, contextBuckets, contextSums)
-	for _, kind := range store.BilledKinds {
-		emit(ch, c.billed, prometheus.CounterValue, store.Unfixed(store.FamBilled, snap.Totals()[store.SeriesKey{Fam: store.FamBilled, L1: kind, L2: ""}]), store.SourceServer, kind)
-	}
-	return snap
-}
+func (c *AmpCollector) SetServerStore(s *store.ThreadStore) { c.server = s }
 
 // ServerMetrics are the Amp server source's own metrics.
 type ServerMetrics struct {
@@ -50,32 +31,32 @@ type ServerMetrics struct {
 func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetrics {
 	m := &ServerMetrics{
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_server_up",
-			Help: "1 when the last sync with the Amp server succeeded.",
+			Name: NameServerUp,
+			Help: helpOf(NameServerUp),
 		}),
 		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "amp_server_last_sync_timestamp_seconds",
-			Help: "End of the last complete sync with the Amp server.",
+			Name: NameServerLastSync,
+			Help: helpOf(NameServerLastSync),
 		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_server_requests_total",
-			Help: "Requests to the Amp server by API method and HTTP status code (error: no answer).",
+			Name: NameServerRequests,
+			Help: helpOf(NameServerRequests),
 		}, []string{"method", "code"}),
 		entLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_entitlement_limit_usd",
-			Help: "The Amp user's entitlement in the current window, in US dollars.",
+			Name: NameEntitlementLimit,
+			Help: helpOf(NameEntitlementLimit),
 		}, []string{"window"}),
 		entRemain: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_entitlement_remaining_usd",
-			Help: "What is left of the Amp user's entitlement in the current window, in US dollars.",
+			Name: NameEntitlementRemaining,
+			Help: helpOf(NameEntitlementRemaining),
 		}, []string{"window"}),
 		entUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_entitlement_used_ratio",
-			Help: "Share of the Amp user's entitlement used in the current window (0–1).",
+			Name: NameEntitlementUsed,
+			Help: helpOf(NameEntitlementUsed),
 		}, []string{"window"}),
 		entReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_entitlement_window_reset_timestamp_seconds",
-			Help: "When the Amp user's current entitlement window resets.",
+			Name: NameEntitlementWindowEnds,
+			Help: helpOf(NameEntitlementWindowEnds),
 		}, []string{"window"}),
 	}
 	reg.MustRegister(m.up, m.lastSync, m.requests, m.entLimit, m.entRemain, m.entUsed, m.entReset)
@@ -100,15 +81,8 @@ func (m *ServerMetrics) Up(ok bool) {
 // Synced records the end of a complete sync.
 func (m *ServerMetrics) Synced(at time.Time) { m.lastSync.Set(float64(at.UnixMilli()) / 1000) }
 
-// Entitlement is the user's current entitlement window; nil fields are
-// unknown.
-type Entitlement struct {
-	Window       string
-	LimitUSD     *float64
-	RemainingUSD *float64
-	UsedRatio    *float64
-	ResetsAt     time.Time
-}
+// Entitlement is the user's current entitlement window (store.Entitlement).
+type Entitlement = store.Entitlement
 
 // maxWindowLabel bounds the window label (it comes from the server).
 const maxWindowLabel = 32

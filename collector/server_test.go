@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -18,8 +19,8 @@ func TestServerStoreExposition(t *testing.T) {
 	local.SetClaim(owners, store.SourceThreads)
 	server.SetClaim(owners, store.SourceServer)
 	sum := func(id string) *thread.Summary {
-		return &thread.Summary{ID: id, AgentMode: "smart", UserMessages: 1, AssistantMessages: 1, Prompts: 1,
-			Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}}
+		return threadtest.Summary(threadtest.Thread{ID: id, AgentMode: "smart", Users: 1, Prompts: 1,
+			Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}})
 	}
 	local.Apply("/d/T-a.json", store.FileVersion{Size: 1}, sum("T-a"))
 	server.Apply(store.ServerPath("T-a"), store.FileVersion{ServerV: 3}, sum("T-a")) // a local file owns it

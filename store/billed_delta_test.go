@@ -3,6 +3,7 @@ package store
 import (
 	"testing"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestBillAfterExportDeltaLeavesTheDeltaAlone(t *testing.T) {
 	s := newTestStore(0)
 	sum := func(id, model string) *thread.Summary {
-		return &thread.Summary{ID: id, UserMessages: 1, AssistantMessages: 1, Prompts: 1,
-			Tokens: map[string]thread.Tokens{model: {Input: 10, Output: 5}}}
+		return threadtest.Summary(threadtest.Thread{ID: id, Users: 1, Prompts: 1,
+			Tokens: map[string]thread.Tokens{model: {Input: 10, Output: 5}}})
 	}
 	// The billed "free" series is numbered before thread B's series, so a
 	// bill of B inserts it in front of them.

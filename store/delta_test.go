@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -219,7 +220,7 @@ func TestExportDeltaNeverPutsAFileAheadOfItsThread(t *testing.T) {
 	s := NewThreadStore(StoreOptions{})
 	const files = 2*exportChunk + 500
 	apply := func(i, round int) {
-		sum := &thread.Summary{ID: fmt.Sprintf("T-%d", i), Tokens: map[string]thread.Tokens{"m": {Output: int64(round) * 100}}}
+		sum := threadtest.Summary(threadtest.Thread{ID: fmt.Sprintf("T-%d", i), Tokens: map[string]thread.Tokens{"m": {Output: int64(round) * 100}}})
 		s.Apply(fmt.Sprintf("/d/%d.json", i), FileVersion{Size: int64(round)}, sum)
 	}
 	for i := range files {

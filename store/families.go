@@ -37,6 +37,8 @@ const (
 	// FamBilled is what Amp bills for a thread (threadDisplayCostInfo),
 	// per kind; l1 kind (server.go).
 	FamBilled Family = "billed_usd"
+	// FamNoUsage counts finished assistant messages without a usage block.
+	FamNoUsage Family = "no_usage"
 
 	// stream-json only.
 	FamExecutions         Family = "executions"           // l1 outcome
@@ -110,6 +112,7 @@ var families = []familySpec{
 	{FamUnpriced, scaleCount, ownerThreads | ownerStreams},
 	{FamTokensLong, scaleCount, ownerThreads},
 	{FamBilled, scaleUSD, ownerThreads},
+	{FamNoUsage, scaleCount, ownerThreads},
 
 	{FamExecutions, scaleCount, ownerStreams},
 	{FamExecDurationBucket, scaleCount, ownerStreams},
@@ -173,3 +176,15 @@ func familiesOf(o owner) map[Family]bool {
 	}
 	return m
 }
+
+// Families lists every family the stores keep, in the table's order.
+func Families() []Family {
+	out := make([]Family, len(families))
+	for i, f := range families {
+		out[i] = f.name
+	}
+	return out
+}
+
+// AmyFamily reports whether f is a family of the Amy store.
+func AmyFamily(f Family) bool { return amyFamilies[f] }

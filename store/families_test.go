@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -92,8 +93,8 @@ func TestEveryFamilyIsInTheTable(t *testing.T) {
 // table, and that the state restores.
 func TestEveryProducedFamilyRestores(t *testing.T) {
 	threads := fixtureStore(t, StoreOptions{})
-	threads.Apply(ServerPath("T-billed"), FileVersion{ServerV: 1}, &thread.Summary{ID: "T-billed", AssistantMessages: 1,
-		Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}})
+	threads.Apply(ServerPath("T-billed"), FileVersion{ServerV: 1}, threadtest.Summary(threadtest.Thread{ID: "T-billed",
+		Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}}))
 	threads.ApplyBilled("T-billed", map[string]float64{"paid": 0.5})
 	st := threads.Export()
 	seen := map[Family]bool{}

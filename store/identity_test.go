@@ -492,8 +492,10 @@ func TestMessagesWrittenAfterATruncationCount(t *testing.T) {
 }
 
 // A summary kept past its parser's next parse (whose items that parse
-// reused) is counted from its totals, never from another thread's items.
-func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
+// reused) is refused whole: counted neither from another thread's items nor
+// from its totals by a weaker rule than its items' identities (counting
+// rules: one rule, by item). Its thread counts when it is applied fresh.
+func TestSummaryKeptPastTheNextParseIsRefused(t *testing.T) {
 	p := thread.NewParser()
 	parse := func(doc string) *thread.Summary {
 		th, err := p.ParseBytes([]byte(doc))
@@ -502,13 +504,22 @@ func TestSummaryKeptPastTheNextParseCountsItsOwnTotals(t *testing.T) {
 		}
 		return thread.Summarize(th)
 	}
-	a := parse(threadDoc("T-a", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100))))
+	docA := threadDoc("T-a", "", userMsg(0, "a"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))
+	a := parse(docA)
 	b := parse(threadDoc("T-b", "", userMsg(0, "b"), assistantMsg(1, stEndTurn, usageOf("m2", 20, 200))))
 	if a.ItemsValid() || !b.ItemsValid() {
 		t.Fatalf("ItemsValid: a %v (reused), b %v", a.ItemsValid(), b.ItemsValid())
 	}
 	s := newTestStore(0)
-	s.Apply("/d/T-a.json", FileVersion{}, a)
+	if s.Apply("/d/T-a.json", FileVersion{}, a) {
+		t.Error("a stale summary was applied")
+	}
+	if got := familySum(s, FamTokens) + familySum(s, FamMessages); got != 0 {
+		t.Errorf("a stale summary counted %d", got)
+	}
+	if !s.Apply("/d/T-a.json", FileVersion{}, parse(docA)) {
+		t.Fatal("the fresh summary was not applied")
+	}
 	if got := series(s, FamTokens, "m1", "output"); got != 100 {
 		t.Errorf("m1 output %d, want 100", got)
 	}

@@ -22,12 +22,6 @@ import (
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
 func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
-	if sum.Items == nil || !sum.ItemsValid() {
-		// Built by hand, or kept past its parser's next parse (a caller's
-		// bug): its totals are still right, its items no longer.
-		c, rates := s.contributeTotals(sum, prices)
-		return c, rates, base, nil, false
-	}
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
 	add := func(f Family, l1, l2 string, v int64) {
@@ -138,7 +132,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		d.spend = grow(d.spend[:0], len(d.tuples))
 		d.tools = grow(d.tools[:0], len(d.tuples))
 		d.exch = grow(d.exch[:0], len(d.tuples))
-		var users, prompts, assistants int64
+		var users, prompts, assistants, noUsage int64
 		count := len(sum.Items)
 		if !all {
 			count = len(only)
@@ -179,6 +173,9 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 				continue
 			case it.IsMessage() && it.Role == thread.RoleAssistant:
 				assistants++
+				if it.NoUsage && it.StopReason != "" {
+					noUsage++
+				}
 				changed := false
 				if t.a == "" {
 					if it.Model == "" && it.StopReason == "" {
@@ -262,6 +259,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		add(FamMessages, "user", "", users)
 		add(FamMessages, "assistant", "", assistants)
 		add(FamPrompts, "", "", prompts)
+		add(FamNoUsage, "", "", noUsage)
 		for i := range d.spend {
 			if d.spend[i].any {
 				emit(d.tuples[i], &d.spend[i])

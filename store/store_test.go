@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
@@ -357,7 +358,7 @@ func TestPricesSetDuringApplyAreUsed(t *testing.T) {
 	}
 	s := NewThreadStore(StoreOptions{})
 	s.SetPrices(old)
-	sum := &thread.Summary{ID: "T-1", Tokens: map[string]thread.Tokens{"m1": {Input: 1_000_000}}}
+	sum := threadtest.Summary(threadtest.Thread{ID: "T-1", Tokens: map[string]thread.Tokens{"m1": {Input: 1_000_000}}})
 	done := make(chan struct{})
 	go func() { s.Apply("/d/T-1.json", FileVersion{}, sum); close(done) }()
 	<-old.entered

@@ -344,9 +344,12 @@ func threadKey(path string, sum *thread.Summary) string {
 }
 
 // Apply records a successfully parsed snapshot of the file at path and
-// reports whether any counter moved.
+// reports whether any counter moved. The store counts a summary's items
+// (thread.Summarize, or thread.FromItems), never its totals: a summary kept
+// past its parser's next parse, whose items are no longer its own, is
+// refused whole (a caller's bug) rather than counted by a weaker rule.
 func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) bool {
-	if !s.claimed(threadKey(path, sum)) {
+	if !sum.ItemsValid() || !s.claimed(threadKey(path, sum)) {
 		return false
 	}
 	// The contribution is worked out before taking the write lock, so that
@@ -506,103 +509,6 @@ func (s *ThreadStore) Remove(path string) {
 	s.changedFiles[path] = struct{}{}
 	s.lastChange = s.now()
 	s.generation++
-}
-
-// contributeTotals turns a summary without items (one built by hand rather
-// than by thread.Summarize) into series from its totals, folding
-// data-derived label values, and prices its token series with prices. It
-// has no identities to pin: a label that changes on such a summary counts
-// again.
-func (s *ThreadStore) contributeTotals(sum *thread.Summary, prices Prices) (contribution, map[SeriesKey]rate) {
-	// Roughly: per model, tokens, credits, stop reasons and context
-	// buckets; per tool, a few statuses; then the exchange histogram.
-	c := make(contribution, 16*len(sum.Tokens)+3*len(sum.ToolCalls)+24)
-	rates := make(map[SeriesKey]rate, 4*len(sum.Tokens))
-	add := func(f Family, l1, l2 string, v int64) {
-		if v > 0 {
-			k := SeriesKey{f, l1, l2}
-			c[k] = satAdd(c[k], v)
-		}
-	}
-	model := func(m string) string { return s.labels.value("model", m) }
-	add(FamMessages, "user", "", int64(sum.UserMessages))
-	add(FamMessages, "assistant", "", int64(sum.AssistantMessages))
-	add(FamPrompts, "", "", int64(sum.Prompts))
-	for raw, t := range sum.Tokens {
-		m := model(raw)
-		long := sum.TokensOverThreshold[raw]
-		units, longUnits, priced := unitPrices(prices, raw)
-		longs := []int64{long.Input, long.Output, long.CacheRead, long.CacheCreation}
-		for i, n := range []int64{t.Input, t.Output, t.CacheRead, t.CacheCreation} {
-			k := SeriesKey{FamTokens, m, TokenTypes[i]}
-			add(k.Fam, k.L1, k.L2, n)
-			nl := min(longs[i], n)
-			add(FamTokensLong, m, TokenTypes[i], nl)
-			r := rates[k]
-			r.std.tokens = satAdd(r.std.tokens, n-nl)
-			r.long.tokens = satAdd(r.long.tokens, nl)
-			if priced {
-				r.std.cost = satAdd(r.std.cost, satMul(n-nl, units[i]))
-				r.long.cost = satAdd(r.long.cost, satMul(nl, longUnits[i]))
-			} else {
-				r.unpriced = satAdd(r.unpriced, n)
-			}
-			rates[k] = r
-		}
-	}
-	for m, v := range sum.Credits {
-		add(FamCredits, model(m), "", fixed(FamCredits, v))
-	}
-	for m, reasons := range sum.Finished {
-		m = model(m)
-		for r, n := range reasons {
-			add(FamFinished, m, s.labels.value("stop_reason", r), int64(n))
-		}
-	}
-	for tool, statuses := range sum.ToolCalls {
-		tool = s.labels.value("tool", tool)
-		for st, n := range statuses {
-			add(FamToolCalls, tool, st, int64(n))
-		}
-	}
-	// Observations are one per request: tally them per model in arrays
-	// first, so the map sees one entry per bucket rather than per request.
-	type tally struct {
-		buckets []int64
-		sum     int64
-	}
-	var lastModel string
-	var last *tally
-	perModel := map[string]*tally{}
-	for _, r := range sum.ContextUtil {
-		if last == nil || r.Model != lastModel {
-			lastModel, last = r.Model, perModel[r.Model]
-			if last == nil {
-				last = &tally{buckets: make([]int64, len(ContextBuckets)+1)}
-				perModel[r.Model] = last
-			}
-		}
-		last.buckets[sort.SearchFloat64s(ContextBuckets, r.Ratio)]++
-		last.sum = satAdd(last.sum, fixed(FamContextSum, r.Ratio))
-	}
-	for raw, t := range perModel {
-		m := model(raw)
-		for i, n := range t.buckets {
-			add(FamContextBucket, m, strconv.Itoa(i), n)
-		}
-		add(FamContextSum, m, "", t.sum)
-	}
-	exchanges := make([]int64, len(ExchangeBuckets)+1)
-	var exchangeSum int64
-	for _, d := range sum.ExchangeSeconds {
-		exchanges[sort.SearchFloat64s(ExchangeBuckets, d)]++
-		exchangeSum = satAdd(exchangeSum, fixed(FamExchangeSum, d))
-	}
-	for i, n := range exchanges {
-		add(FamExchangeBucket, "", strconv.Itoa(i), n)
-	}
-	add(FamExchangeSum, "", "", exchangeSum)
-	return c, rates
 }
 
 // ThreadSnapshot is a consistent copy of the store for one scrape.

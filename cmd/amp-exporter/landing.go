@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/landing"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -44,10 +45,10 @@ func orZero(v *float64) *float64 {
 func ampCounts(m landing.Metrics, source string) landing.Counts {
 	src := map[string]string{"source": source}
 	return landing.Counts{
-		Tokens:       orZero(m.SumPtr("amp_tokens_total", src)),
-		EstimatedUSD: orZero(m.SumPtr("amp_cost_usd_total", src)),
+		Tokens:       orZero(m.SumPtr(collector.NameTokens, src)),
+		EstimatedUSD: orZero(m.SumPtr(collector.NameCost, src)),
 		// Billed USD only where the source reports it.
-		BilledUSD: m.SumPtr("amp_billed_cost_usd_total", src),
+		BilledUSD: m.SumPtr(collector.NameBilledCost, src),
 	}
 }
 
@@ -58,7 +59,7 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 func serverProvider(account func() string, turnedOff func() bool) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		row := landing.SourceStatus{Source: "Amp server (" + sourceServer + ")"}
-		up, ok := m.Sum("amp_server_up", nil)
+		up, ok := m.Sum(collector.NameServerUp, nil)
 		if !ok {
 			row.State = landing.NotConfigured
 			row.Note = "Today's Amp keeps threads on ampcode.com; the server source follows them through your Amp login. "
@@ -76,11 +77,11 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 		}
 		row.Counted = ampCounts(m, sourceServer)
 		row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
-		row.Counted.Threads = m.SumPtr("amp_threads", map[string]string{"source": sourceServer})
-		row.LastSync = m.Time("amp_server_last_sync_timestamp_seconds", nil)
+		row.Counted.Threads = m.SumPtr(collector.NameThreads, map[string]string{"source": sourceServer})
+		row.LastSync = m.Time(collector.NameServerLastSync, nil)
 		unauthorized := 0.0
 		for _, code := range []string{"401", "403"} {
-			v, _ := m.Sum("amp_server_requests_total", map[string]string{"code": code})
+			v, _ := m.Sum(collector.NameServerRequests, map[string]string{"code": code})
 			unauthorized += v
 		}
 		switch {
@@ -119,7 +120,7 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 			}
 			row.Configured = append(row.Configured, s)
 		}
-		polling, _ := m.Sum("amp_exporter_watcher_polling", nil)
+		polling, _ := m.Sum(collector.NameWatcherPolling, nil)
 		switch {
 		case missing == len(c.Threads.Dirs):
 			row.State, row.Attention = "missing", true
@@ -139,7 +140,7 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 		}
 		row.Counted = ampCounts(m, store.SourceThreads)
 		row.Counted.Threads = orZero(threadCount(m))
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceThreads})
+		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceThreads})
 		return []landing.SourceStatus{row}
 	}
 }
@@ -147,10 +148,10 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 // threadCount reads amp_threads for local files, with or without a source
 // label (the server source may add one).
 func threadCount(m landing.Metrics) *float64 {
-	if v := m.SumPtr("amp_threads", map[string]string{"source": store.SourceThreads}); v != nil {
+	if v := m.SumPtr(collector.NameThreads, map[string]string{"source": store.SourceThreads}); v != nil {
 		return v
 	}
-	return m.SumPtr("amp_threads", nil)
+	return m.SumPtr(collector.NameThreads, nil)
 }
 
 func streamsProvider(cfg func() *config.Config) landing.Provider {
@@ -181,7 +182,7 @@ func streamsProvider(cfg func() *config.Config) landing.Provider {
 			row.State = "waiting for ingest"
 		}
 		row.Counted = ampCounts(m, store.SourceStream)
-		row.LastSync = m.Time("amp_exporter_source_last_change_timestamp_seconds", map[string]string{"source": store.SourceStream})
+		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceStream})
 		return []landing.SourceStatus{row}
 	}
 }
@@ -203,10 +204,10 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 			if n := len(u.Turns); n > 0 {
 				row.Configured = append(row.Configured, landing.Setting{Value: fmt.Sprintf("%d configured turns", n)})
 			}
-			isUp, _ := m.Sum("amy_stream_up", up)
-			unauthorized, _ := m.Sum("amy_stream_reconnects_total", map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
-			started, _ := m.Sum("amy_turns_started_total", up)
-			inFlight, _ := m.Sum("amy_turns_in_flight", up)
+			isUp, _ := m.Sum(collector.NameAmyStreamUp, up)
+			unauthorized, _ := m.Sum(collector.NameAmyReconnects, map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
+			started, _ := m.Sum(collector.NameAmyTurnsStarted, up)
+			inFlight, _ := m.Sum(collector.NameAmyTurnsInFlight, up)
 			// amy_stream_up is 1 while connected or idle without error.
 			switch {
 			case isUp != 1 && unauthorized > 0:
@@ -223,7 +224,7 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 				row.State = "idle"
 			}
 			row.Note = joinNote(row.Note, fmt.Sprintf("%.0f turns started, %.0f in flight.", started, inFlight))
-			row.Counted.BilledUSD = orZero(m.SumPtr("amy_cost_usd_total", up))
+			row.Counted.BilledUSD = orZero(m.SumPtr(collector.NameAmyCost, up))
 			rows = append(rows, row)
 		}
 		return rows

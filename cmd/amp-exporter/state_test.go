@@ -22,6 +22,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/statelog"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -358,10 +359,11 @@ func TestSaveCutAfterAnyBatchRestoresConsistently(t *testing.T) {
 	mustRestore(t, s)
 	const threads = 1000 // ~2.5 kB of records each: a save of all spans several batches
 	apply := func(i, round int) {
-		sum := &thread.Summary{ID: fmt.Sprintf("T-%04d-%s", i, strings.Repeat("x", 200)), Tokens: map[string]thread.Tokens{}}
+		tokens := map[string]thread.Tokens{}
 		for m := range 16 {
-			sum.Tokens[fmt.Sprintf("model-%d", m)] = thread.Tokens{Input: int64(round), Output: int64(round) * 100, CacheRead: 1, CacheCreation: 1}
+			tokens[fmt.Sprintf("model-%d", m)] = thread.Tokens{Input: int64(round), Output: int64(round) * 100, CacheRead: 1, CacheCreation: 1}
 		}
+		sum := threadtest.Summary(threadtest.Thread{ID: fmt.Sprintf("T-%04d-%s", i, strings.Repeat("x", 200)), Tokens: tokens})
 		s.stores.threads.Apply(fmt.Sprintf("/threads/%04d.json", i), store.FileVersion{Size: int64(round)}, sum)
 	}
 	for i := range threads {

@@ -24,26 +24,26 @@ func overview() *dash {
 		commonFilter)
 
 	d.row("Spend")
-	d.add(d.sinceStartStat("Spend today", spendTodayHelp, "currencyUSD", "amp_cost_usd_total", "now/d").Decimals(2))
+	d.add(d.sinceStartStat("Spend today", spendTodayHelp, "currencyUSD", NameCost, "now/d").Decimals(2))
 	d.add(d.sinceStartStat("Spend this month",
 		`Estimated spend since the first of the month (relative time "now/M"), computed like "Spend today". Needs Prometheus to retain the month: with a shorter retention the counters' older values are unknown and whole series count as this month's.`,
-		"currencyUSD", "amp_cost_usd_total", "now/M").Decimals(2))
+		"currencyUSD", NameCost, "now/M").Decimals(2))
 	d.add(d.sinceStartStat("Credits today",
 		`Amp credits charged since midnight (amp_credits_total; only where the thread files carry credits), computed like "Spend today".`,
-		"short", "amp_credits_total", "now/d"))
+		"short", NameCredits, "now/d"))
 	d.add(d.sinceStartStat("Unpriced tokens today",
 		`Tokens since midnight of models the price table does not know (amp_unpriced_tokens_total): they are missing from the spend figures. Anything above zero means the spend is understated; add the model under pricing.models.`,
-		"short", "amp_unpriced_tokens_total", "now/d").
+		"short", NameUnpriced, "now/d").
 		Thresholds(thresholds("green", step(1, "orange"))))
 	d.add(d.stacked("Spend per model",
 		"Estimated spend rate per model in US dollars per hour, both sources (threads and stream-json) together; stacked, so the top is the total.",
 		"currencyUSD",
-		t(fleetRate("model", "amp_cost_usd_total", "")+perHour, "{{model}}")).
+		t(fleetRate("model", NameCost, "")+perHour, "{{model}}")).
 		AxisLabel("USD per hour"))
 	d.add(d.stacked("Credits per model",
 		"Amp credits charged per hour, by model (only where the thread files carry credits); stacked.",
 		"short",
-		t(fleetRate("model", "amp_credits_total", "")+perHour, "{{model}}")).
+		t(fleetRate("model", NameCredits, "")+perHour, "{{model}}")).
 		AxisLabel("credits per hour"))
 
 	d.serverRow() // server.go
@@ -52,39 +52,39 @@ func overview() *dash {
 	d.add(d.stacked("Tokens by type",
 		"Tokens per minute by type, as the files report them: input, output, cache_read, cache_creation. For OpenAI, Gemini and Fireworks models Amp puts the uncached prompt in cache_creation.",
 		"cpm",
-		t(fleetRate("token_type", "amp_tokens_total", "")+perMinute, "{{token_type}}")).
+		t(fleetRate("token_type", NameTokens, "")+perMinute, "{{token_type}}")).
 		AxisLabel("tokens per minute"))
 	d.add(d.ratio("Cache hit ratio",
 		"Share of prompt tokens read from the cache: cache_read / (input + cache_read + cache_creation), per model and over all models. Empty while no prompt tokens flow.",
-		t(fleetRate("model", "amp_tokens_total", `,token_type="cache_read"`)+" / ("+fleetRate("model", "amp_tokens_total", `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "{{model}}"),
-		t(fleetRate("", "amp_tokens_total", `,token_type="cache_read"`)+" / ("+fleetRate("", "amp_tokens_total", `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "all models")))
+		t(fleetRate("model", NameTokens, `,token_type="cache_read"`)+" / ("+fleetRate("model", NameTokens, `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "{{model}}"),
+		t(fleetRate("", NameTokens, `,token_type="cache_read"`)+" / ("+fleetRate("", NameTokens, `,token_type=~"input|cache_read|cache_creation"`)+" > 0)", "all models")))
 	d.add(d.timeseries("Unpriced tokens by model",
 		"Tokens per minute of models the price table does not know (amp_unpriced_tokens_total), by model and source. These are missing from the spend panels: add the model under pricing.models or a price file.",
 		"cpm",
-		t(fleetRate("model, source", "amp_unpriced_tokens_total", "")+perMinute, "{{model}} ({{source}})")).
+		t(fleetRate("model, source", NameUnpriced, "")+perMinute, "{{model}} ({{source}})")).
 		AxisLabel("tokens per minute"))
 	d.add(d.timeseries("Context-window utilization by model",
 		"p50, p90 and p99 of the share of the context window each finished assistant message used (totalInputTokens / maxInputTokens), by model, from the histogram amp_context_window_utilization_ratio.",
 		"percentunit",
-		percentiles("amp_context_window_utilization_ratio", "model", "")...).
+		percentiles(NameContextUtil, "model", "")...).
 		Min(0))
 
 	d.row("Tools and exchanges")
 	d.add(d.stacked("Tool results by status",
 		"Tool results per minute that reached a terminal status: done, error, cancelled, rejected (by the user); stacked.",
 		"cpm",
-		t(fleetRate("status", "amp_tool_calls_total", "")+perMinute, "{{status}}")))
+		t(fleetRate("status", NameToolCalls, "")+perMinute, "{{status}}")))
 	d.add(d.ratio("Tool failure ratio by tool",
 		"Share of each tool's results with status error (cancelled and rejected are the user's choice, not failures). Tools without results in the window are not drawn.",
-		t("("+fleetRate("tool", "amp_tool_calls_total", `,status="error"`)+" or 0 * "+fleetRate("tool", "amp_tool_calls_total", "")+") / ("+fleetRate("tool", "amp_tool_calls_total", "")+" > 0)", "{{tool}}")))
+		t("("+fleetRate("tool", NameToolCalls, `,status="error"`)+" or 0 * "+fleetRate("tool", NameToolCalls, "")+") / ("+fleetRate("tool", NameToolCalls, "")+" > 0)", "{{tool}}")))
 	d.add(d.timeseries("Exchange duration",
 		"p50, p90 and p99 of the time from a prompt being sent to the last assistant message of its exchange (amp_exchange_duration_seconds), by source.",
 		"s",
-		percentiles("amp_exchange_duration_seconds", "source", "")...))
+		percentiles(NameExchangeDuration, "source", "")...))
 	d.add(d.stacked("Assistant messages by stop reason",
 		"Finished model turns per minute by stop reason (end_turn, tool_use, …; cancelled and error under those names); stacked.",
 		"cpm",
-		t(fleetRate("stop_reason", "amp_assistant_messages_total", "")+perMinute, "{{stop_reason}}")))
+		t(fleetRate("stop_reason", NameAssistantMessages, "")+perMinute, "{{stop_reason}}")))
 	d.add(d.stacked("Threads present by agent mode",
 		"Amp threads currently present and readable (amp_threads: local thread files and, with the server source, threads on the Amp server), by agent mode; stacked. Deleting a thread lowers this, never the counters.",
 		"short",
@@ -92,7 +92,7 @@ func overview() *dash {
 	d.add(d.timeseries("Prompts",
 		"User messages per minute that are prompts (not tool-result carriers), by source.",
 		"cpm",
-		t(fleetRate("source", "amp_prompts_total", "")+perMinute, "{{source}}")))
+		t(fleetRate("source", NamePrompts, "")+perMinute, "{{source}}")))
 
 	d.row("Stream-json runs")
 	d.add(d.stacked("Runs by outcome",
@@ -102,11 +102,11 @@ func overview() *dash {
 	d.add(d.timeseries("Run duration",
 		"p50, p90 and p99 of stream-json runs' duration_ms (amp_execution_duration_seconds), by outcome.",
 		"s",
-		percentiles("amp_execution_duration_seconds", "outcome", "")...))
+		percentiles(NameExecutionDuration, "outcome", "")...))
 	d.add(d.timeseries("Turns per run",
 		"p50, p90 and p99 of stream-json runs' num_turns (amp_execution_turns).",
 		"short",
-		percentiles("amp_execution_turns", "", "")...))
+		percentiles(NameExecutionTurns, "", "")...))
 	d.add(d.stacked("Permission denials by tool",
 		"Tools denied permission per minute in stream-json runs, by normalized tool name; stacked.",
 		"cpm",
@@ -138,10 +138,10 @@ func amy() *dash {
 		t(`sum(amy_turns_in_flight{$F})`, "in flight")))
 	d.add(d.sinceStartStat("Amy spend today",
 		`Amy spend since midnight in the dashboard's time zone (amy_cost_usd_total, from turn.completed result.cost_usd). The panel's relative time "now/d" fixes its range to today; the query subtracts each series' value at the range's start (@ start()) from its value now, independent of the time picker. A counter that went down counts from zero. With an absolute dashboard range, Grafana skips the override and this shows the spend over that range.`,
-		"currencyUSD", "amy_cost_usd_total", "now/d").Decimals(2))
+		"currencyUSD", NameAmyCost, "now/d").Decimals(2))
 	d.add(d.sinceStartStat("Amy spend this month",
 		`Amy spend since the first of the month (relative time "now/M"), computed like "Amy spend today"; needs Prometheus to retain the month.`,
-		"currencyUSD", "amy_cost_usd_total", "now/M").Decimals(2))
+		"currencyUSD", NameAmyCost, "now/M").Decimals(2))
 	d.add(d.stat("Streams up",
 		"Per upstream: up while its streams are connected or idle without error (amy_stream_up, the lowest over the selected instances).",
 		"none",
@@ -160,11 +160,11 @@ func amy() *dash {
 	d.add(d.timeseries("Turn duration",
 		"p50, p90 and p99 of Amy turn durations, turn.started to turn.completed or turn.failed (amy_turn_duration_seconds), by outcome.",
 		"s",
-		percentiles("amy_turn_duration_seconds", "outcome", "")...))
+		percentiles(NameAmyTurnDuration, "outcome", "")...))
 	d.add(d.timeseries("Time to first token",
 		"p50, p90 and p99 of the time from turn.started to the first synthesis_delta (amy_time_to_first_token_seconds), per upstream.",
 		"s",
-		percentiles("amy_time_to_first_token_seconds", "upstream", "")...))
+		percentiles(NameAmyTimeToFirstToken, "upstream", "")...))
 
 	d.row("Agents")
 	d.add(d.stacked("Agent runs by agent",
@@ -298,7 +298,7 @@ func health() *dash {
 	d.add(d.timeseries("Parse duration",
 		"p50, p90 and p99 of the time to read and parse one input (amp_exporter_parse_duration_seconds), by source.",
 		"s",
-		percentiles("amp_exporter_parse_duration_seconds", "source", "")...).
+		percentiles(NameParseDuration, "source", "")...).
 		Span(8))
 
 	d.row("Watcher, state and labels")

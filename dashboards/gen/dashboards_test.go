@@ -427,6 +427,9 @@ func checkSelectors(t *testing.T, what, uid string, expr parser.Expr) {
 	parser.Inspect(expr, func(node parser.Node, path []parser.Node) error {
 		switch n := node.(type) {
 		case *parser.VectorSelector:
+			if (strings.HasPrefix(n.Name, "amp_") || strings.HasPrefix(n.Name, "amy_")) && !knownMetric(n.Name) {
+				t.Errorf("%s: %s is not a metric of the exporter (collector/metrics.go)", what, n.Name)
+			}
 			want := map[string]string{"job": jobSentinel, "instance": instanceSentinel, "user": instanceSentinel, "host": instanceSentinel}
 			if uid == UIDAmy || strings.HasPrefix(n.Name, "amy_") {
 				want["upstream"] = upstreamSentinel
@@ -469,6 +472,33 @@ func TestQueriesFile(t *testing.T) {
 	}
 	if !sort.StringsAreSorted(got) {
 		t.Errorf("dashboards/%s is not sorted", QueriesFile)
+	}
+}
+
+// knownMetric reports whether name is a series name of the exporter's
+// metrics: a family, or a histogram's _bucket, _sum or _count.
+func knownMetric(name string) bool {
+	if _, ok := metricTypes[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && metricTypes[base] == "histogram" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKnownMetricCatchesMistakes: the check of the selectors' names fails
+// on a name the exporter does not expose.
+func TestKnownMetricCatchesMistakes(t *testing.T) {
+	for name, want := range map[string]bool{
+		NameCost: true, NameContextUtil + "_bucket": true, NameAmyTurnCost + "_sum": true,
+		"amp_cost_total": false, NameCost + "_bucket": false, "amp_threads_count": false,
+	} {
+		if got := knownMetric(name); got != want {
+			t.Errorf("knownMetric(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -8,13 +8,13 @@ func (d *dash) serverRow() {
 	d.add(d.timeseries("Billed vs estimated",
 		"What Amp itself bills for the threads read from the Amp server (amp_billed_cost_usd_total, from threadDisplayCostInfo) beside the price-table estimate for the same threads (amp_cost_usd_total{source=\"server\"}), in US dollars per hour. The billed line is the real figure; a gap shows where the price table is off.",
 		"currencyUSD",
-		t(fleetRate("", "amp_billed_cost_usd_total", "")+perHour, "billed by Amp"),
+		t(fleetRate("", NameBilledCost, "")+perHour, "billed by Amp"),
 		t(`sum(max without (host, instance, job) (rate(amp_cost_usd_total{$F,source="server"}[$__rate_interval])))`+perHour, "estimated (price table)")).
 		AxisLabel("USD per hour"))
 	d.add(d.stacked("Billed by kind",
 		"What Amp bills per hour by kind: free (free credits), paid, subscription, or total where Amp gives no breakdown; stacked.",
 		"currencyUSD",
-		t(fleetRate("kind", "amp_billed_cost_usd_total", "")+perHour, "{{kind}}")).
+		t(fleetRate("kind", NameBilledCost, "")+perHour, "{{kind}}")).
 		AxisLabel("USD per hour"))
 	d.add(d.stat("Entitlement used",
 		"Share of the user's current Amp entitlement window used (amp_entitlement_used_ratio, Amp's percentUsed), by window. Orange from 80 %, red from 95 % (the alert thresholds). Updated whenever a thread changes.",

@@ -81,6 +81,8 @@ type Item struct {
 	// StopReason is a finished assistant message's stop_reason
 	// (FinishReason), "" while it is still moving.
 	StopReason string
+	// NoUsage is set on an assistant message that carries no usage block.
+	NoUsage bool
 	// Tool and Status of a tool result: the normalized tool name and the
 	// terminal status.
 	Tool   string

@@ -229,6 +229,7 @@ func Summarize(t *Thread) *Summary {
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
+			it.NoUsage = m.Usage == nil
 			if u := m.Usage; u != nil {
 				if !byLedger {
 					it.Tokens, it.Over = requestTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation, u.TotalTokens)

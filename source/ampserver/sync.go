@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -35,7 +34,7 @@ type Metrics interface {
 type SourceMetrics interface {
 	Up(ok bool)
 	Synced(at time.Time)
-	SetEntitlement(e collector.Entitlement)
+	SetEntitlement(e store.Entitlement)
 }
 
 // Syncing tells the stream-json store how the server's syncs go, so a
@@ -475,7 +474,7 @@ func (s *Syncer) billed(id string, ci CostInfo) {
 	}
 	s.store.ApplyBilled(id, usd)
 	if e := ci.Entitlement; e != nil && s.source != nil {
-		ent := collector.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
+		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
 		if e.PercentUsed != nil {
 			r := *e.PercentUsed / 100
 			ent.UsedRatio = &r

@@ -19,6 +19,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -561,7 +562,7 @@ func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
 func oneBill(t *testing.T, usd float64) *store.ThreadStore {
 	t.Helper()
 	s := store.NewThreadStore(store.StoreOptions{})
-	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, &thread.Summary{ID: "T-x"})
+	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, threadtest.Summary(threadtest.Thread{ID: "T-x"}))
 	if !s.ApplyBilled("T-x", map[string]float64{"total": usd}) {
 		t.Fatal("bill not applied")
 	}

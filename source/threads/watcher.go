@@ -33,7 +33,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/fileid"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
@@ -49,7 +48,7 @@ type Store interface {
 	Remove(path string)
 }
 
-// Metrics receives the watcher's own events (collector.ExporterMetrics).
+// Metrics receives the watcher's own events (the collector's ExporterMetrics).
 type Metrics interface {
 	ParseFailed(source, reason string)
 	Parsed(source string, d time.Duration)
@@ -207,7 +206,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
-		w.fallBack(collector.FallbackAddFailed, err)
+		w.fallBack(store.FallbackAddFailed, err)
 	} else {
 		w.fsw = fsw
 		defer func() {
@@ -243,7 +242,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return nil
 		case ev, ok := <-events:
 			if !ok {
-				w.fallBack(collector.FallbackWatchError, errors.New("event channel closed"))
+				w.fallBack(store.FallbackWatchError, errors.New("event channel closed"))
 				continue
 			}
 			w.handleEvent(ev)
@@ -251,9 +250,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				err = errors.New("error channel closed")
 			}
-			reason := collector.FallbackWatchError
+			reason := store.FallbackWatchError
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				reason = collector.FallbackOverflow
+				reason = store.FallbackOverflow
 			}
 			w.fallBack(reason, err)
 			w.scanAll(ctx)
@@ -366,7 +365,7 @@ func (w *Watcher) syncWatches() {
 				w.missing[dir] = true
 				continue
 			}
-			w.fallBack(collector.FallbackAddFailed, fmt.Errorf("watch %q: %w", dir, err))
+			w.fallBack(store.FallbackAddFailed, fmt.Errorf("watch %q: %w", dir, err))
 			return
 		}
 		w.watched[dir] = true
