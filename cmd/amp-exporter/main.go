@@ -4,37 +4,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	rungroup "github.com/oklog/run"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/pricing"
-	amysource "github.com/amp-exporter/amp-exporter/source/amy"
-	"github.com/amp-exporter/amp-exporter/source/streams"
-	"github.com/amp-exporter/amp-exporter/source/threads"
-	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
 // DefaultListenAddress is the exporter's port. The Prometheus wiki's
@@ -132,198 +117,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(cfg.Streams.Dirs) > 0 {
 		logger.Info("tailing stream-json directories", "dirs", cfg.Streams.Dirs)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		versioncollector.NewCollector("amp_exporter"),
-	)
-	metrics := collector.NewExporterMetrics(reg)
-	metrics.ConfigLoaded(true, time.Now())
-	labels := ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, metrics.LabelFolded)
-	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
-	streamStore := ampstore.NewStreamStore(labels, nil)
-	amp := collector.NewAmpCollector(store, streamStore)
-	ampSrv, err := newServerSource(cfg, env, logger, reg, labels, metrics, store, streamStore, amp) // ampserver.go
+	a, err := newApp(appOptions{
+		configFile:    f.configFile,
+		env:           env,
+		config:        cfg,
+		logger:        logger,
+		telemetryPath: f.telemetryPath,
+		web:           f.web,
+		server:        f.server,
+		storagePath:   f.storagePath,
+		saveInterval:  f.saveInterval,
+	})
 	if err != nil {
-		logger.Error("invalid configuration", "err", err)
+		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	reg.MustRegister(amp)
-	amyStore := ampstore.NewAmyStore(labels, nil)
-	amyStore.SetUpstreams(upstreamNames(cfg))
-	amyStore.SetTurnTimeout(longestTurnTimeout(cfg))
-	reg.MustRegister(collector.NewAmyCollector(amyStore))
 
-	embeddedPrices, err := pricing.Embedded(nil)
-	if err != nil {
-		logger.Error("embedded price table", "err", err)
-		return 1
-	}
-	pricer, err := buildPricer(cfg.Pricing, embeddedPrices)
-	if err != nil {
-		logger.Error("invalid configuration", "err", err)
-		return 1
-	}
-	store.SetPrices(pricer)
-	streamStore.SetPrices(pricer)
-	if ampSrv != nil {
-		ampSrv.store.SetPrices(pricer)
-	}
-	metrics.PricingInUse(pricer.Source, pricer.Version)
-
-	var keepers []*stateKeeper
-	if f.storagePath != "" {
-		k := newStateKeeper(f.storagePath, stateStores{threads: store, server: ampSrv.threadStore(), streams: streamStore, amy: amyStore, labels: labels}, metrics, logger)
-		k.interval = f.saveInterval
-		if err := k.restore(); err != nil {
-			logger.Error("cannot use storage path", "path", f.storagePath, "err", err)
-			return 1
-		}
-		keepers = append(keepers, k)
-	}
-
-	if ampSrv != nil {
-		ampSrv.seed(store, streamStore)
-	}
-
-	var ready atomic.Bool
-	watcher := threads.New(watcherConfig(cfg), threads.Options{
-		Logger:      logger,
-		Clock:       clock.Real{},
-		Workers:     runtime.GOMAXPROCS(0),
-		OnFirstScan: func() { ready.Store(true); ampSrv.scanned() },
-	}, store, metrics)
-	tailer := streams.NewTailer(tailConfig(cfg), streamStore, metrics, logger, clock.Real{})
-	amyClient := amysource.NewClient(amyStore, logger, nil, clock.Real{})
+	// SIGINT and SIGTERM shut down (in order: see app.Run); SIGHUP reloads.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	proxies, err := amyProxies(ctx, cfg, amyStore, amyClient, logger)
-	if err != nil {
-		logger.Error("invalid configuration", "err", err)
-		return 1
-	}
-
-	reloads := make(chan reloadRequest)
-	rl := &reloader{
-		path: f.configFile, env: env, current: cfg, labels: labels, watcher: watcher, tailer: tailer,
-		threadStore: store, streamStore: streamStore, embeddedPrices: embeddedPrices,
-		amyStore: amyStore, amyClient: amyClient, serverStore: ampSrv.threadStore(),
-		metrics: metrics, log: logger, requests: reloads,
-	}
-	ingestHandler := streams.NewIngestHandler(rl.ingestConfig, streamStore, metrics, logger)
-	ingestHandler.SetTrusted(remoteWritesAllowed(*f.web.WebConfigFile))
-	var ingest http.Handler = ingestHandler
-	for _, k := range keepers {
-		ingest = durableIngest(ingest, k) // an ingest is answered once saved
-	}
-
-	mux := http.NewServeMux()
-	if err := routes(mux, routeDeps{
-		telemetryPath: f.telemetryPath,
-		registry:      reg,
-		ready:         &ready,
-		reloads:       reloads,
-		config:        rl.config,
-		ingest:        ingest,
-		ingestEnabled: rl.ingestEnabled,
-		logger:        logger,
-		maxRequests:   f.server.maxRequests,
-		remoteWrites:  remoteWritesAllowed(*f.web.WebConfigFile),
-		sources:       sourceProviders(rl.currentConfig, ready.Load, ampSrv.accountName),
-	}); err != nil {
-		logger.Error("cannot set up HTTP routes", "err", err)
-		return 1
-	}
-	server := &http.Server{Handler: mux}
-	hardenServer(server)
-
-	var g rungroup.Group
-	g.Add(func() error { return watcher.Run(ctx) }, func(error) { cancel() })
-	g.Add(func() error { return tailer.Run(ctx) }, func(error) { cancel() })
-	g.Add(func() error {
-		followConfiguredTurns(ctx, cfg, amyClient)
-		return pruneAmy(ctx, amyStore, amyClient)
-	}, func(error) { cancel() })
-	for _, p := range proxies {
-		g.Add(func() error {
-			logger.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
-			if err := p.serve(f.server.maxConnections, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("amy proxy %s: %w", p.upstream, err)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(term)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case s := <-term:
+				logger.Info("shutting down", "signal", s.String())
+				cancel()
+				return
+			case <-hup:
+				go a.requestReload(ctx) // the reload logs its outcome
+			case <-ctx.Done():
+				return
 			}
-			return nil
-		}, func(error) {
-			shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-			defer done()
-			_ = p.server.Shutdown(shutdownCtx)
-		})
-	}
-	g.Add(func() error { return rl.run(ctx) }, func(error) { cancel() })
-	if ampSrv != nil {
-		g.Add(func() error { return ampSrv.run(ctx) }, func(error) { cancel() })
-	}
-	for _, k := range keepers {
-		g.Add(func() error { return k.run(ctx) }, func(error) { cancel() })
-	}
-	g.Add(func() error {
-		err := listenAndServe(server, f.web, f.server.maxConnections, logger)
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
 		}
-		return fmt.Errorf("web server: %w", err)
-	}, func(error) {
-		shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
-		defer done()
-		_ = server.Shutdown(shutdownCtx)
-	})
-	{
-		term := make(chan os.Signal, 1)
-		signal.Notify(term, os.Interrupt, syscall.SIGTERM)
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		g.Add(func() error {
-			for {
-				select {
-				case s := <-term:
-					logger.Info("shutting down", "signal", s.String())
-					return nil
-				case <-hup:
-					go rl.request(ctx) // the reloader logs the outcome
-				case <-ctx.Done():
-					return nil
-				}
-			}
-		}, func(error) {
-			signal.Stop(term)
-			signal.Stop(hup)
-			cancel()
-		})
-	}
-	if rl.remoteWrite, err = addRemoteWrite(&g, ctx, cancel, cfg, reg, ready.Load, logger); err != nil {
-		logger.Error("invalid configuration", "err", err)
-		return 1
-	}
-	if err := g.Run(); err != nil {
+	}()
+	if err := a.Run(ctx); err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
 	return 0
-}
-
-func tailConfig(cfg *config.Config) streams.TailConfig {
-	return streams.TailConfig{
-		Dirs:         cfg.Streams.Dirs,
-		PollInterval: time.Duration(cfg.Streams.PollInterval),
-		MaxLineBytes: int(cfg.Streams.MaxLineBytes),
-	}
-}
-
-func watcherConfig(cfg *config.Config) threads.Config {
-	return threads.Config{
-		Dirs:           cfg.Threads.Dirs,
-		ResyncInterval: time.Duration(cfg.Threads.ResyncInterval),
-		PollInterval:   time.Duration(cfg.Threads.PollInterval),
-		MaxFileBytes:   int64(cfg.Limits.MaxFileBytes),
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	rungroup "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/version"
@@ -23,7 +22,8 @@ import (
 // more when it stops (shutdown, or a reload that removes or changes its
 // entry; an unchanged entry keeps running).
 type remoteWriters struct {
-	ctx     context.Context
+	ctx     context.Context // the senders'; stop ends it
+	cancel  context.CancelFunc
 	reg     *prometheus.Registry
 	ready   func() bool
 	log     *slog.Logger
@@ -39,72 +39,92 @@ type runningSender struct {
 	cancel context.CancelFunc
 }
 
-// addRemoteWrite starts the configured senders and adds to g the actor
-// that waits for their last pushes at shutdown.
-func addRemoteWrite(g *rungroup.Group, ctx context.Context, cancel context.CancelFunc, cfg *config.Config,
-	reg *prometheus.Registry, ready func() bool, logger *slog.Logger) (*remoteWriters, error) {
-	rw := &remoteWriters{ctx: ctx, reg: reg, ready: ready, log: logger, metrics: remotewrite.NewMetrics(reg)}
-	if err := rw.apply(cfg); err != nil {
-		return nil, err
-	}
-	g.Add(func() error {
-		<-ctx.Done()
-		rw.wg.Wait() // each sender's final push
-		return nil
-	}, func(error) { cancel() })
-	return rw, nil
+// newRemoteWriters returns the senders' owner, with none running yet.
+func newRemoteWriters(reg *prometheus.Registry, ready func() bool, logger *slog.Logger) *remoteWriters {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &remoteWriters{ctx: ctx, cancel: cancel, reg: reg, ready: ready, log: logger, metrics: remotewrite.NewMetrics(reg)}
 }
 
-// apply makes the running senders match cfg.RemoteWrite. An entry whose
-// configuration is unchanged keeps its sender; a bad entry changes nothing.
-func (rw *remoteWriters) apply(cfg *config.Config) error {
+// stop ends every sender and waits for their last pushes.
+func (rw *remoteWriters) stop() {
+	rw.cancel()
+	rw.wg.Wait()
+}
+
+// rwPlan is a change of the running senders, built but not yet applied.
+type rwPlan struct {
+	matched []bool // by running sender: kept
+	start   []config.RemoteWriteConfig
+	senders []*remotewrite.Sender // for start
+}
+
+// prepare builds the senders cfg.RemoteWrite adds, changing nothing: an
+// entry whose configuration is unchanged keeps its sender, and a bad entry
+// refuses the whole configuration.
+func (rw *remoteWriters) prepare(cfg *config.Config) (*rwPlan, error) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	matched := make([]bool, len(rw.running))
-	var keep []runningSender
-	var start []config.RemoteWriteConfig
+	p := &rwPlan{matched: make([]bool, len(rw.running))}
 next:
 	for _, c := range cfg.RemoteWrite {
 		for i, r := range rw.running {
-			if !matched[i] && reflect.DeepEqual(r.cfg, c) {
-				matched[i] = true
-				keep = append(keep, r)
+			if !p.matched[i] && reflect.DeepEqual(r.cfg, c) {
+				p.matched[i] = true
 				continue next
 			}
 		}
-		start = append(start, c)
+		p.start = append(p.start, c)
 	}
-	// Build every new sender before stopping any.
-	senders := make([]*remotewrite.Sender, len(start))
-	for i, c := range start {
+	for _, c := range p.start {
 		s, err := rw.sender(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		senders[i] = s
+		p.senders = append(p.senders, s)
 	}
+	return p, nil
+}
+
+// commit stops the senders the plan does not keep (each makes a last
+// push) and starts the new ones.
+func (rw *remoteWriters) commit(p *rwPlan) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	var keep []runningSender
 	stopped := 0
 	for i, r := range rw.running {
-		if !matched[i] {
-			r.cancel() // its Run makes one last push
-			stopped++
+		if p.matched[i] {
+			keep = append(keep, r)
+			continue
 		}
+		r.cancel() // its Run makes one last push
+		stopped++
 	}
 	rw.running = keep
-	for i, s := range senders {
+	for i, s := range p.senders {
 		sctx, cancel := context.WithCancel(rw.ctx)
-		rw.running = append(rw.running, runningSender{cfg: start[i], cancel: cancel})
+		rw.running = append(rw.running, runningSender{cfg: p.start[i], cancel: cancel})
 		rw.wg.Add(1)
 		go func() {
 			defer rw.wg.Done()
 			_ = s.Run(sctx)
 		}()
-		rw.log.Info("pushing metrics with remote write", "url", start[i].URL.Redacted(), "url_hash", s.Hash(),
-			"interval", start[i].Interval, "external_labels", start[i].ExternalLabels, "protobuf_message", start[i].ProtobufMessage)
+		rw.log.Info("pushing metrics with remote write", "url", p.start[i].URL.Redacted(), "url_hash", s.Hash(),
+			"interval", p.start[i].Interval, "external_labels", p.start[i].ExternalLabels, "protobuf_message", p.start[i].ProtobufMessage)
 	}
 	if stopped > 0 {
 		rw.log.Info("remote write: stopped senders whose entry was removed or changed", "count", stopped)
 	}
+}
+
+// apply makes the running senders match cfg.RemoteWrite (prepare, then
+// commit); a bad entry changes nothing.
+func (rw *remoteWriters) apply(cfg *config.Config) error {
+	p, err := rw.prepare(cfg)
+	if err != nil {
+		return err
+	}
+	rw.commit(p)
 	return nil
 }
 

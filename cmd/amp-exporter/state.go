@@ -19,6 +19,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/dirlock"
 	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -674,12 +675,13 @@ func (k *stateKeeper) Flush(ctx context.Context) error {
 
 var errKeeperStopped = errors.New("the state keeper has stopped")
 
-// durableIngest answers an ingest request only once what it counted is
+// durableIngest answers an ingest request 200 only once what it counted is
 // saved, so that a client that got a success never has to send the lines
 // again (which would count them twice) and a crash after the answer loses
-// nothing. The answer is held back (it is small) until the save is done;
-// if the save fails the counts stay in memory, are saved with the next
-// save, and the failure is logged and counted like any other.
+// nothing. The answer is held back (it is small) until the save is done.
+// When the save fails (a full disk, or the keeper already stopped), the
+// answer is 503 and says so: the lines are counted in memory and are
+// saved with the next save that succeeds, so they must not be sent again.
 func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &heldResponse{header: http.Header{}}
@@ -690,6 +692,7 @@ func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
 		if rec.status < 300 {
 			if err := k.Flush(r.Context()); err != nil {
 				k.log.Error("ingested lines are counted but not yet saved", "err", err)
+				unsaved(rec, err)
 			}
 		}
 		for name, v := range rec.header {
@@ -698,6 +701,21 @@ func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
 		w.WriteHeader(rec.status)
 		_, _ = w.Write(rec.body.Bytes())
 	})
+}
+
+// unsaved turns a held success into 503, keeping the ingest result (what
+// was counted) and saying why.
+func unsaved(rec *heldResponse, err error) {
+	var res streams.IngestResult
+	_ = json.Unmarshal(rec.body.Bytes(), &res) // the handler's own JSON; zero counts otherwise
+	res.Error = "the lines were counted but could not be saved (" + err.Error() +
+		"); they are saved with the next save that succeeds: do not send them again"
+	b, _ := json.Marshal(res)
+	rec.status = http.StatusServiceUnavailable
+	rec.header.Set("Content-Type", "application/json")
+	rec.body.Reset()
+	rec.body.Write(b)
+	rec.body.WriteByte('\n')
 }
 
 // heldResponse keeps a handler's answer until it may be sent.
