@@ -27,8 +27,13 @@ const (
 type AmpServerConfig struct {
 	// Enabled is auto (on when an API key is found), true or false.
 	Enabled string `yaml:"enabled"`
-	// URL of the Amp server; empty means $AMP_URL, else DefaultAmpURL.
+	// URL of the Amp server; empty means what the Amp CLI uses: $AMP_URL,
+	// else amp.url in its managed settings, else in its settings file,
+	// else DefaultAmpURL.
 	URL string `yaml:"url"`
+	// URLFrom says where URL came from (for the log line): "amp_server.url",
+	// "AMP_URL", the CLI's settings file, or "default".
+	URLFrom string `yaml:"-"`
 	// APIKeyFile holds the key; empty means $AMP_API_KEY, else the Amp
 	// CLI's secrets.json.
 	APIKeyFile       string         `yaml:"api_key_file"`
@@ -37,6 +42,10 @@ type AmpServerConfig struct {
 	IncludeArchived  bool           `yaml:"include_archived"`
 	InstallationID   string         `yaml:"installation_id"`
 	MaxConcurrency   int            `yaml:"max_concurrency"`
+	// RefreshLogin: an OAuth login of the Amp CLI (a short-lived token and
+	// a refresh token in its secrets.json) is refreshed the way another
+	// CLI process would, writing secrets.json; false never writes it.
+	RefreshLogin bool `yaml:"refresh_login"`
 	// HTTPClient holds proxy and TLS settings (prometheus/common's HTTP
 	// client configuration); the key is set by the exporter, not here.
 	HTTPClient promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
@@ -51,6 +60,7 @@ func defaultAmpServer() AmpServerConfig {
 		FullSyncInterval: model.Duration(6 * time.Hour),
 		IncludeArchived:  true,
 		MaxConcurrency:   4,
+		RefreshLogin:     true,
 		HTTPClient:       promconfig.HTTPClientConfig{EnableHTTP2: true, ProxyConfig: promconfig.ProxyConfig{ProxyFromEnvironment: true}},
 	}
 }
@@ -70,14 +80,22 @@ func (c *Config) resolveAmpServer(env Env, errs *[]string) {
 	default:
 		add("enabled: %q, want auto, true or false", a.Enabled)
 	}
+	a.URLFrom = "amp_server.url"
 	if a.URL == "" {
-		a.URL = env.Getenv("AMP_URL")
+		a.URL, a.URLFrom = env.Getenv("AMP_URL"), "AMP_URL"
+	}
+	if a.URL == "" && a.Enabled != AmpServerOff {
+		u, file, err := cliSettingsURL(env)
+		if err != nil {
+			add("url: cannot read the server URL from the Amp CLI's settings (amp.url): %v; fix the file, or set amp_server.url", err)
+		}
+		a.URL, a.URLFrom = u, file
 	}
 	if a.URL == "" {
-		a.URL = DefaultAmpURL
+		a.URL, a.URLFrom = DefaultAmpURL, "default"
 	}
 	if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		add("url: %q, want an http:// or https:// URL", a.URL)
+		add("url: %q (from %s), want an http:// or https:// URL", a.URL, a.URLFrom)
 	} else if u.User != nil {
 		add("url: credentials do not belong in the URL; use api_key_file")
 	} else if !strings.HasSuffix(a.URL, "/") {

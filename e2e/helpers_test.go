@@ -226,7 +226,8 @@ func startExporter(t *testing.T, o exporterOpts) *exporter {
 	}
 	// Never follow the machine's real Amp account (the Amp server source
 	// finds the key in AMP_API_KEY or the CLI's secrets.json).
-	env = append(env, "AMP_API_KEY=", "XDG_DATA_HOME="+filepath.Join(t.TempDir(), "no-amp-login-here"))
+	env = append(env, "AMP_API_KEY=", "XDG_DATA_HOME="+filepath.Join(t.TempDir(), "no-amp-login-here"),
+		"AMP_SETTINGS_FILE=", "XDG_CONFIG_HOME="+filepath.Join(t.TempDir(), "no-amp-settings-here"))
 	env = append(env, o.env...)
 	args := append([]string{fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port)}, o.args...)
 	e := &exporter{

@@ -85,6 +85,9 @@ func TestWriteEndpointsSafeByDefault(t *testing.T) {
 	if code, _ := post(e.base, "/api/v1/ingest/stream-json", "application/x-ndjson", "http://evil.example", run); code != http.StatusForbidden {
 		t.Errorf("ingest from a web page: %d, want 403", code)
 	}
+	if code, _ := post(e.base, "/-/reload", "text/plain", "http://evil.example", ""); code != http.StatusForbidden {
+		t.Errorf("reload from a web page: %d, want 403", code)
+	}
 	mfs := e.metrics(t)
 	if v, _ := value(mfs, "amp_tokens_total", map[string]string{"source": "stream"}); v != 0 {
 		t.Fatalf("refused requests counted %v tokens", v)

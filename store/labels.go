@@ -4,7 +4,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
 )
 
 // Label values that stand in for data.
@@ -16,7 +17,7 @@ const (
 // maxLabelLength bounds a label value in bytes; a longer value is cut at a
 // rune boundary. Model and tool names are far shorter; anything longer is
 // junk that would only bloat every scrape.
-const maxLabelLength = 128
+const maxLabelLength = labelvalue.MaxBytes
 
 // LabelCap admits the first max distinct values of each data-derived label
 // and folds the rest into "other". Admission is permanent (and persisted), so
@@ -169,7 +170,7 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 				c.untrusted[base] = unt
 			}
 			for _, v := range vals {
-				if v != OtherValue {
+				if v = sanitizeLabel(v); v != OtherValue {
 					unt[v] = struct{}{}
 				}
 			}
@@ -181,31 +182,16 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 			c.admitted[label] = set
 		}
 		for _, v := range vals {
-			if v != OtherValue {
+			if v = sanitizeLabel(v); v != OtherValue { // as saved by earlier versions
 				set[v] = struct{}{}
 			}
 		}
 	}
 }
 
-// sanitizeLabel makes a data value safe as a label value: valid UTF-8,
-// bounded length, never empty.
-func sanitizeLabel(v string) string {
-	if v == "" {
-		return UnknownValue
-	}
-	if !utf8.ValidString(v) {
-		v = strings.ToValidUTF8(v, "\uFFFD")
-	}
-	if len(v) > maxLabelLength {
-		cut := maxLabelLength
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut]
-	}
-	return v
-}
+// sanitizeLabel makes a data value safe as a label value: valid UTF-8, no
+// control characters, bounded length, never empty.
+func sanitizeLabel(v string) string { return labelvalue.Sanitize(v) }
 
 // export returns the admitted values per label, sorted.
 func (c *LabelCap) export() map[string][]string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/version"
 
 	"github.com/amp-exporter/amp-exporter/collector"
@@ -27,6 +28,7 @@ type serverSource struct {
 	syncer  *ampserver.Syncer
 	client  *ampserver.Client
 	keyFrom string
+	urlFrom string
 	log     *slog.Logger
 	// firstScan is closed when the thread directories were first scanned:
 	// a thread present as a local file is claimed by the file.
@@ -47,7 +49,13 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	if a.Enabled == config.AmpServerOff {
 		return nil, nil
 	}
-	key, err := ampserver.FindKey(a.APIKeyFile, a.URL, ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home})
+	oauthHTTP, err := promconfig.NewClientFromConfig(a.HTTPClient, "amp_oauth")
+	if err != nil {
+		return nil, fmt.Errorf("amp_server: %w", err)
+	}
+	key, err := ampserver.FindKeyWith(ampserver.KeyOptions{APIKeyFile: a.APIKeyFile, URL: a.URL,
+		Env: ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home}, RefreshLogin: a.RefreshLogin,
+		OAuth: ampserver.OAuthOptions{HTTP: oauthHTTP, Logger: logger, Version: version.Version}})
 	if err != nil {
 		if errors.Is(err, ampserver.ErrNoKey) && a.Enabled == config.AmpServerAuto {
 			logger.Info("Amp server source off: no API key found (log in with the Amp CLI, set AMP_API_KEY or amp_server.api_key_file)")
@@ -58,7 +66,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	sm := collector.NewServerMetrics(reg, ampserver.Methods)
 	client, err := ampserver.NewClient(ampserver.Options{
 		URL:              a.URL,
-		Key:              key.Read,
+		Keys:             key,
 		HTTP:             a.HTTPClient,
 		Version:          version.Version,
 		MaxResponseBytes: int64(cfg.Limits.MaxFileBytes) + 1<<20,
@@ -84,7 +92,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
 	})
-	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where,
+	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
 		log: logger, firstScan: make(chan struct{})}, nil
 }
 
@@ -104,11 +112,11 @@ func (s *serverSource) run(ctx context.Context) error {
 		return nil
 	case err != nil:
 		// The syncer logs the failure and retries; this only names it.
-		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "key_from", s.keyFrom, "err", err)
+		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom, "err", err)
 	default:
 		s.account.Store(&u.Email)
 		s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
-			"account", u.Email, "url", s.client.URL(), "key_from", s.keyFrom)
+			"account", u.Email, "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom)
 	}
 	return s.syncer.Run(ctx, s.firstScan)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/source/streams"
 )
 
 type routeDeps struct {
@@ -136,8 +137,13 @@ func limitInFlight(n int, h http.Handler) http.Handler {
 
 // localOrAuthenticated lets a request that changes state through when it
 // comes from this machine, or when the web config authenticates every
-// request; otherwise it answers 403 and says how to open it up.
+// request; otherwise it answers 403 and says how to open it up. A request
+// from a web page (cross-origin or not) is refused in every case: the
+// user's browser is on this machine and may hold the credentials.
 func localOrAuthenticated(w http.ResponseWriter, r *http.Request, remoteWrites func() bool) bool {
+	if streams.RefuseWebPage(w, r) {
+		return false
+	}
 	if isLoopback(r) || (remoteWrites != nil && remoteWrites()) {
 		return true
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -22,9 +24,11 @@ type serverFlags struct {
 	// maxRequests is node_exporter's --web.max-requests: parallel scrapes
 	// of the telemetry path (0: no limit).
 	maxRequests int
-	// maxConnections bounds open connections per server; at the limit an
-	// idle keep-alive connection is closed to make room, and a new one is
-	// refused when none is idle (0: no limit).
+	// maxConnections bounds open connections per server; at the limit the
+	// oldest connection not serving a request (one that has not completed
+	// a request header, or an idle keep-alive one) is closed to make room,
+	// and a new one waits when every connection is serving a request (0:
+	// no limit).
 	maxConnections int
 }
 
@@ -38,7 +42,7 @@ const (
 func addServerFlags(app *kingpin.Application, s *serverFlags) {
 	app.Flag("web.max-requests", "Maximum number of parallel scrape requests (and, apart, of landing page requests). Use 0 to disable.").
 		Default(fmt.Sprint(defaultMaxRequests)).IntVar(&s.maxRequests)
-	app.Flag("web.max-connections", "Maximum number of open HTTP connections per listener (idle keep-alive connections are closed first to make room). Use 0 to disable.").
+	app.Flag("web.max-connections", "Maximum number of open HTTP connections per server (the main one, and each Amy proxy). When full, the oldest connection that is not serving a request (silent, half a header, or idle keep-alive) is closed to make room. Use 0 to disable.").
 		Default(fmt.Sprint(defaultMaxConnections)).IntVar(&s.maxConnections)
 }
 
@@ -105,51 +109,52 @@ func listenAndServe(server *http.Server, flags *web.FlagConfig, maxConns int, lo
 	return web.ServeMultiple(listeners, server, flags, logger)
 }
 
-// connLimiter caps the connections of one server. It learns which are idle
-// from the server's ConnState hook, so that a flood of idle keep-alive
-// connections cannot lock scrapes out: the oldest idle one is closed to make
-// room for a new one.
+// connLimiter caps the connections of one server. It learns what each
+// connection is doing from the server's ConnState hook. A connection that
+// has not completed a request header (new: nothing or half a header sent,
+// TLS handshake included) or sits between requests (idle keep-alive) holds
+// nothing the server owes anyone, so when the limit is full the oldest such
+// connection is closed to make room: a flood of silent, half-header or idle
+// connections cannot lock scrapes out. Only connections serving a request
+// (active, and hijacked ones until they close) are never closed; while all
+// are, new ones wait in the listen backlog, and the server's timeouts end
+// slow requests.
 type connLimiter struct {
 	max int
 
 	mu    sync.Mutex
-	room  *sync.Cond              // signalled when a connection closes or turns idle
-	conns map[string]*trackedConn // by local+remote address
+	room  *sync.Cond // signalled when a connection closes or becomes evictable
+	seq   uint64     // orders state changes: lower is older
+	conns map[*limitedConn]*connSlot
 }
 
-type trackedConn struct {
-	conn  net.Conn // as the server sees it (a *tls.Conn under TLS)
+type connSlot struct {
 	state http.ConnState
-	since time.Time
+	seq   uint64 // when the connection entered state
+}
+
+// evictable reports whether a connection in state may be closed to make
+// room: it is not serving a request.
+func evictable(state http.ConnState) bool {
+	return state == http.StateNew || state == http.StateIdle
 }
 
 func newConnLimiter(max int) *connLimiter {
-	l := &connLimiter{max: max, conns: map[string]*trackedConn{}}
+	l := &connLimiter{max: max, conns: map[*limitedConn]*connSlot{}}
 	l.room = sync.NewCond(&l.mu)
 	return l
 }
 
-// waitRoom blocks while every connection is busy (none idle to close), so
-// that new connections wait in the listen backlog instead of being refused:
-// requests are short, and slow clients are cut by the server's timeouts.
-func (l *connLimiter) waitRoom() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for len(l.conns) >= l.max && !l.anyIdleLocked() {
-		l.room.Wait()
-	}
-}
-
-func (l *connLimiter) anyIdleLocked() bool {
-	for _, t := range l.conns {
-		if t.state == http.StateIdle {
-			return true
+func (l *connLimiter) oldestEvictableLocked() *limitedConn {
+	var victim *limitedConn
+	var oldest uint64
+	for c, s := range l.conns {
+		if evictable(s.state) && (victim == nil || s.seq < oldest) {
+			victim, oldest = c, s.seq
 		}
 	}
-	return false
+	return victim
 }
-
-func connKey(c net.Conn) string { return c.LocalAddr().String() + "|" + c.RemoteAddr().String() }
 
 // install hooks the limiter into the server's connection states.
 func (l *connLimiter) install(s *http.Server) {
@@ -162,57 +167,74 @@ func (l *connLimiter) install(s *http.Server) {
 	}
 }
 
+// limitedOf finds the limiter's connection under the server's view of it (a
+// *tls.Conn under TLS).
+func limitedOf(c net.Conn) *limitedConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, _ := c.(*limitedConn)
+	return lc
+}
+
 func (l *connLimiter) track(c net.Conn, st http.ConnState) {
-	k := connKey(c)
+	lc := limitedOf(c)
+	if lc == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.conns[k]
-	if t == nil {
-		return // refused, or already closed
+	s := l.conns[lc]
+	if s == nil {
+		return // closed to make room, or already closed
 	}
-	switch st {
-	case http.StateClosed, http.StateHijacked:
-		delete(l.conns, k)
+	if st == http.StateClosed {
+		delete(l.conns, lc)
 		l.room.Broadcast()
-	default:
-		t.conn, t.state, t.since = c, st, time.Now()
-		if st == http.StateIdle {
-			l.room.Broadcast()
-		}
+		return
+	}
+	// A hijacked connection is no longer the server's, but it is still
+	// open: it keeps its place (never evicted) until it is closed.
+	l.seq++
+	s.state, s.seq = st, l.seq
+	if evictable(st) {
+		l.room.Broadcast()
 	}
 }
 
-// admit registers a new connection, closing the longest-idle one when the
-// limit is reached. It reports false when every connection is busy.
-func (l *connLimiter) admit(c net.Conn) bool {
+// admit registers a new connection, closing the oldest connection that is
+// not serving a request when the limit is reached. While every connection
+// is serving one it waits (the connection waits as it would in the listen
+// backlog: requests are short, and slow ones are cut by the server's
+// timeouts), until closed reports true; then it reports false.
+func (l *connLimiter) admit(c *limitedConn, closed func() bool) bool {
 	l.mu.Lock()
-	var victim net.Conn
-	if len(l.conns) >= l.max {
-		var oldest *trackedConn
-		var oldestKey string
-		for k, t := range l.conns {
-			if t.state == http.StateIdle && (oldest == nil || t.since.Before(oldest.since)) {
-				oldest, oldestKey = t, k
-			}
+	var victim *limitedConn
+	for len(l.conns) >= l.max {
+		if victim = l.oldestEvictableLocked(); victim != nil {
+			delete(l.conns, victim)
+			break
 		}
-		if oldest == nil {
+		if closed() {
 			l.mu.Unlock()
 			return false
 		}
-		victim = oldest.conn
-		delete(l.conns, oldestKey)
+		l.room.Wait()
 	}
-	l.conns[connKey(c)] = &trackedConn{conn: c, state: http.StateNew, since: time.Now()}
+	l.seq++
+	l.conns[c] = &connSlot{state: http.StateNew, seq: l.seq}
 	l.mu.Unlock()
 	if victim != nil {
+		// The raw connection: closing a *tls.Conn could first try to
+		// send an alert to a peer that does not read.
 		victim.Close()
 	}
 	return true
 }
 
-func (l *connLimiter) forget(c net.Conn) {
+func (l *connLimiter) forget(c *limitedConn) {
 	l.mu.Lock()
-	delete(l.conns, connKey(c))
+	delete(l.conns, c)
 	l.room.Broadcast()
 	l.mu.Unlock()
 }
@@ -223,21 +245,30 @@ func (l *connLimiter) listener(inner net.Listener) net.Listener {
 
 type limitListener struct {
 	net.Listener
-	l *connLimiter
+	l      *connLimiter
+	closed atomic.Bool
 }
 
 func (ll *limitListener) Accept() (net.Conn, error) {
-	for {
-		ll.l.waitRoom()
-		c, err := ll.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if ll.l.admit(c) {
-			return &limitedConn{Conn: c, l: ll.l}, nil
-		}
-		c.Close() // filled meanwhile by another listener of the server
+	c, err := ll.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	lc := &limitedConn{Conn: c, l: ll.l}
+	if !ll.l.admit(lc, ll.closed.Load) {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	return lc, nil
+}
+
+// Close also ends a wait for room, so that Serve returns.
+func (ll *limitListener) Close() error {
+	ll.closed.Store(true)
+	ll.l.mu.Lock()
+	ll.l.room.Broadcast()
+	ll.l.mu.Unlock()
+	return ll.Listener.Close()
 }
 
 type limitedConn struct {
@@ -247,7 +278,7 @@ type limitedConn struct {
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(func() { c.l.forget(c.Conn) })
+	c.once.Do(func() { c.l.forget(c) })
 	return c.Conn.Close()
 }
 

@@ -173,6 +173,13 @@ func TestWebAuthFromConfig(t *testing.T) {
 
 func startServer(t *testing.T, h http.Handler, maxConns int, harden func(*http.Server)) (string, func()) {
 	t.Helper()
+	return startServerWith(t, h, maxConns, harden, "")
+}
+
+// startServerWith serves h on a loopback port through listenAndServe, with
+// the exporter-toolkit web config cfgFile ("" for none).
+func startServerWith(t *testing.T, h http.Handler, maxConns int, harden func(*http.Server), cfgFile string) (string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +189,6 @@ func startServer(t *testing.T, h http.Handler, maxConns int, harden func(*http.S
 	srv := &http.Server{Handler: h}
 	harden(srv)
 	addrs := []string{addr}
-	cfgFile := ""
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &cfgFile}
 	done := make(chan error, 1)
 	go func() { done <- listenAndServe(srv, flags, maxConns, slog.New(slog.DiscardHandler)) }()

@@ -1,11 +1,10 @@
 package thread
 
 import (
-	"bytes"
 	"hash/fnv"
 	"slices"
-	"unicode/utf8"
 
+	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -22,14 +21,6 @@ const MaxModelsPerFile = 1024
 // FoldedModel stands for the model names past the per-file budget. It is
 // the collector's "other".
 const FoldedModel = "other"
-
-// maxFoldedLabelBytes is the collector's label length limit: names are
-// hashed as the collector hashes the values it folds itself (cut to the
-// length it keeps), so each distinct name is counted once whichever folds it.
-const maxFoldedLabelBytes = 128
-
-// unknownLabel is the collector's label value for an empty name.
-const unknownLabel = UnknownModel
 
 // valueBudget holds the distinct names of one label of the file being parsed.
 type valueBudget struct {
@@ -71,24 +62,10 @@ func (p *Parser) budgeted(b *valueBudget, v []byte, normalize func(string) strin
 }
 
 // foldedHash hashes a folded name as the collector hashes a value it folds
-// itself (its label value, sanitized): empty reads as "unknown", invalid
-// UTF-8 is replaced, and a long name is cut at a rune boundary.
+// itself: its label value, sanitized by the same function.
 func foldedHash(v []byte) uint64 {
-	if len(v) == 0 {
-		v = []byte(unknownLabel)
-	}
-	if !utf8.Valid(v) {
-		v = bytes.ToValidUTF8(v, []byte("\uFFFD"))
-	}
-	if len(v) > maxFoldedLabelBytes {
-		cut := maxFoldedLabelBytes
-		for cut > 0 && !utf8.RuneStart(v[cut]) {
-			cut--
-		}
-		v = v[:cut]
-	}
 	h := fnv.New64a()
-	h.Write(v)
+	h.Write([]byte(labelvalue.Sanitize(string(v))))
 	return h.Sum64()
 }
 

@@ -61,6 +61,8 @@ type Error struct {
 	RetryAfter time.Duration
 	kind       error
 	detail     string
+	// otherKey: the key was refused and the key source has another now.
+	otherKey bool
 }
 
 func (e *Error) Error() string {
@@ -95,6 +97,10 @@ type Options struct {
 	// Key returns the API key; it is called for every request, so a key
 	// file that is rotated is picked up.
 	Key func() (string, error)
+	// Keys, when set, replaces Key: it is asked for the key of every
+	// request and told when the server refuses one (an OAuth login of the
+	// Amp CLI is refreshed through it).
+	Keys KeySource
 	// HTTP holds proxy and TLS settings.
 	HTTP promconfig.HTTPClientConfig
 	// Version goes into the User-Agent.
@@ -139,7 +145,7 @@ func NewClient(opts Options) (*Client, error) {
 	if u.User != nil {
 		return nil, errors.New("amp server url: credentials do not belong in the URL")
 	}
-	if opts.Key == nil {
+	if opts.Key == nil && opts.Keys == nil {
 		return nil, errors.New("amp server: no API key")
 	}
 	if opts.Timeout <= 0 {
@@ -214,9 +220,15 @@ func (c *Client) Call(ctx context.Context, method string, params, out any) error
 		return fmt.Errorf("%s: encode params: %w", method, err)
 	}
 	delay := c.opts.Backoff
+	keyRetried := false
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, method, body, out)
 		var e *Error
+		if errors.As(err, &e) && e.otherKey && !keyRetried {
+			keyRetried = true // the login changed since the key was read: once more at once
+			attempt--
+			continue
+		}
 		if err == nil || !errors.As(err, &e) || !errors.Is(err, ErrTransient) || attempt >= c.opts.Retries {
 			return err
 		}
@@ -233,9 +245,16 @@ func (c *Client) Call(ctx context.Context, method string, params, out any) error
 }
 
 func (c *Client) once(ctx context.Context, method string, body []byte, out any) error {
-	key, err := c.opts.Key()
+	key, err := c.apiKey(ctx)
 	if err != nil {
-		return &Error{Method: method, kind: ErrAuth, detail: "cannot read the API key: " + scrub(err.Error(), "")}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", method, ctx.Err())
+		}
+		kind := ErrAuth
+		if errors.Is(err, ErrTransient) { // a login that could not be refreshed yet
+			kind = ErrTransient
+		}
+		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), "")}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -304,6 +323,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "auth-required":
 		e.kind = ErrAuth
+		e.otherKey = c.opts.Keys != nil && c.opts.Keys.Refused(key)
 		return e
 	case e.Code == "thread-not-found" || (resp.StatusCode == http.StatusNotFound && e.Code == ""):
 		e.kind = ErrThreadNotFound
@@ -335,6 +355,13 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		return e
 	}
 	return nil
+}
+
+func (c *Client) apiKey(ctx context.Context) (string, error) {
+	if c.opts.Keys != nil {
+		return c.opts.Keys.APIKey(ctx)
+	}
+	return c.opts.Key()
 }
 
 func (c *Client) report(method, code string) {

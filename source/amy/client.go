@@ -103,11 +103,59 @@ func NewClient(store *store.AmyStore, log *slog.Logger, httpClient *http.Client,
 		tr.ResponseHeaderTimeout = 30 * time.Second
 		httpClient = &http.Client{Transport: tr}
 	}
+	if httpClient.CheckRedirect == nil {
+		hc := *httpClient
+		hc.CheckRedirect = sameOriginRedirects
+		httpClient = &hc
+	}
 	if clk == nil {
 		clk = clock.Real{}
 	}
 	return &Client{store: store, log: log, http: httpClient, clock: clk,
 		following: map[string]bool{}, perUp: map[string]int{}}
+}
+
+// errRedirectElsewhere: the upstream redirected a request to another
+// scheme, host or port.
+var errRedirectElsewhere = errors.New("redirect to another scheme, host or port refused (credentials go only to the configured base_url)")
+
+// maxRedirects is net/http's default.
+const maxRedirects = 10
+
+// sameOriginRedirects is the follower's redirect rule. Go's default keeps
+// Authorization when only the port or the scheme changes (the host name
+// matches); the follower's credentials (the configured key, a proxy
+// client's token) must reach no one but the configured scheme, host and
+// port. A redirect within that origin is followed; any other is refused,
+// and the follower counts an error and retries the configured URL.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if !sameOrigin(req.URL, via[0].URL) {
+		return errRedirectElsewhere
+	}
+	return nil
+}
+
+// sameOrigin compares scheme, host and port (an absent port is the
+// scheme's default).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		effectivePort(a) == effectivePort(b)
+}
+
+func effectivePort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // Wait blocks until every follower has stopped (after ctx ended).
@@ -175,6 +223,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 	lastID := "" // for ids that are not numbers; numeric ones come from the store
 	attempt := 0
 	reportedAuth := false
+	reportedRedirect := false
 	for ctx.Err() == nil {
 		if c.store.Finished(up.Name, turn) {
 			return
@@ -223,6 +272,11 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 		}
 		if o.reason == "" {
 			o.reason = store.ReconnectError
+		}
+		if errors.Is(o.err, errRedirectElsewhere) && !reportedRedirect {
+			reportedRedirect = true
+			c.log.Warn("Amy redirected a turn's event stream to another scheme, host or port; not followed, retrying base_url (fix base_url?)",
+				"upstream", up.Name, "turn", turn)
 		}
 		if o.reason != store.ReconnectEOF {
 			c.store.SetUp(up.Name, turn, false)

@@ -25,6 +25,10 @@ var (
 	createPath = regexp.MustCompile(`/v1/turns/?$`)
 )
 
+// errUpgradeRefused: the upstream switched protocols although the proxy
+// never forwards an Upgrade request.
+var errUpgradeRefused = errors.New("upstream answered 101 Switching Protocols: upgrades are not proxied")
+
 // maxCreateBody bounds how much of a POST /v1/turns answer is kept to find
 // the new turn's id; the client gets every byte regardless.
 const maxCreateBody = 1 << 20
@@ -42,6 +46,9 @@ const maxCreateBody = 1 << 20
 // Requests and responses pass through unchanged: status, headers (but
 // hop-by-hop ones, which HTTP forbids forwarding), and bodies, streamed
 // without buffering; a client that goes away cancels the upstream request.
+// Protocol upgrades are the exception: Upgrade is not forwarded, and a 101
+// from the upstream is answered 502, so every connection stays HTTP, tapped
+// and bounded.
 func NewProxy(ctx context.Context, up Upstream, store *store.AmyStore, client *Client, log *slog.Logger, clk clock.Clock) http.Handler {
 	return newProxy(ctx, up, store, client, log, clk, newHopTransport(nil))
 }
@@ -68,12 +75,22 @@ func newProxy(ctx context.Context, up Upstream, store *store.AmyStore, client *C
 			// No X-Forwarded-* headers: the proxy is meant to be
 			// invisible to the API.
 			pr.SetURL(up.BaseURL)
+			// No protocol upgrades (websocket, h2c): a switched
+			// connection would leave the tap, the connection limit
+			// and the server's timeouts. The reverse proxy puts
+			// Upgrade back after removing hop-by-hop headers; it goes
+			// again here, so the upstream sees a plain request.
+			pr.Out.Header.Del("Upgrade")
+			pr.Out.Header.Del("Connection")
 			pr.Out = traceConn(pr.Out)
 		},
 		Transport:     transport,
 		FlushInterval: -1, // flush every write: event streams must not wait
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				return errUpgradeRefused // 502 to the client
+			}
 			dropHopHeaders(resp)
 			req := resp.Request
 			var events []string // the event stream's path, with its turn

@@ -65,6 +65,19 @@ func NewIngestHandler(cfg func() IngestConfig, store Store, metrics Metrics, log
 	return &IngestHandler{cfg: cfg, store: store, metrics: metrics, log: log}
 }
 
+// RefuseWebPage answers 403 and reports true when r comes from a web page.
+// Browsers send Origin on every cross-origin and every POST request
+// (including the "simple" text/plain ones that need no CORS preflight);
+// command-line clients do not. A page in the user's browser must not be able
+// to change the exporter's state: not write counters, not reload.
+func RefuseWebPage(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Origin") == "" {
+		return false
+	}
+	http.Error(w, "Requests from web pages (with an Origin header) are not accepted.", http.StatusForbidden)
+	return true
+}
+
 // IngestResult is the JSON answer to an ingest request.
 type IngestResult struct {
 	Lines          int    `json:"lines"`
@@ -86,11 +99,7 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Send the body as Content-Type: application/x-ndjson (or application/json).", http.StatusUnsupportedMediaType)
 		return
 	}
-	if r.Header.Get("Origin") != "" {
-		// Browsers send Origin on every cross-origin and every POST
-		// request; command-line clients do not. A page in the user's
-		// browser must not be able to write counters.
-		http.Error(w, "Requests from web pages (with an Origin header) are not accepted.", http.StatusForbidden)
+	if RefuseWebPage(w, r) {
 		return
 	}
 	cfg := h.cfg()
