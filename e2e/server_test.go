@@ -115,7 +115,7 @@ func TestAmpServerSource(t *testing.T) {
 	if err := json.Unmarshal(doc, &parsed); err != nil || len(parsed.Messages) == 0 {
 		t.Fatal(err)
 	}
-	srv.AppendMessage(id, parsed.Messages[len(parsed.Messages)-1], time.Now().UnixMilli())
+	srv.AppendMessage(id, asNewMessage(parsed.Messages[len(parsed.Messages)-1], len(parsed.Messages)), time.Now().UnixMilli())
 	wantMessages, _ = serverExpect(t, srv)
 	e.waitFor(t, 30*time.Second, "incremental sync", synced(wantMessages))
 	if f := srv.Fetched(); len(f) != 1 || f[id] != 1 {
@@ -195,7 +195,7 @@ func bumpAmpServer(srv *ampstandin.Server, i int) {
 		Messages []json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(srv.Document(id), &doc) == nil && len(doc.Messages) > 0 && i > 0 {
-		srv.AppendMessage(id, doc.Messages[len(doc.Messages)-1], time.Now().UnixMilli())
+		srv.AppendMessage(id, asNewMessage(doc.Messages[len(doc.Messages)-1], len(doc.Messages)), time.Now().UnixMilli())
 	}
 	srv.SetCost(id, map[string]any{
 		"title": "busy", "totalCostUSD": 0.1 * float64(i+1),

@@ -21,7 +21,11 @@ import (
 //
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished bool) {
+//
+// reidentified reports a snapshot in which every message the thread had is
+// gone and every message is new and keyed by a protocol id: the whole
+// thread changed identity at once (see Apply).
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished, reidentified bool) {
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
 	add := func(f Family, l1, l2 string, v int64) {
@@ -125,6 +129,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 	d := pg.dec
 	d.seen = grow(d.seen[:0], len(d.keys))
 	d.fresh = d.fresh[:0]
+	s.adopt(sum, pg, fold)
 	ctxScale, exchScale := scaleOf(FamContextSum), scaleOf(FamExchangeSum)
 	// pass adds up the items of sum into c: all of them, or those listed in
 	// only.
@@ -285,6 +290,9 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		}
 	}
 	if vanished {
+		reidentified = s.reidentified(sum, d)
+	}
+	if vanished {
 		// The items that left count nothing from now on: what they counted
 		// goes to the thread's retired part (Apply, retire).
 		for i, seen := range d.seen {
@@ -299,7 +307,109 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 		pass(false, d.fresh)
 		fresh, c, rates = c, all, allRates
 	}
-	return c, rates, pg.result(), fresh, vanished
+	return c, rates, pg.result(), fresh, vanished, reidentified
+}
+
+// reidentified reports whether no message pinned before is in the snapshot
+// (there was at least one), and every message of the snapshot is new and
+// keyed by a protocol id. d holds the pass over the snapshot.
+func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
+	had := false
+	for i, k := range d.keys {
+		if thread.IsMessageKind(thread.KeyKind(k)) && !d.tuples[d.ns[i]-1].none {
+			if d.seen[i] {
+				return false
+			}
+			had = true
+		}
+	}
+	if !had {
+		return false
+	}
+	fresh := 0
+	for _, i := range d.fresh {
+		it := &sum.Items[i]
+		if it.IsMessage() {
+			if it.Alias == 0 {
+				return false
+			}
+			fresh++
+		}
+	}
+	for i := range sum.Items {
+		if it := &sum.Items[i]; it.IsMessage() && !it.Copied {
+			fresh--
+		}
+	}
+	return fresh == 0
+}
+
+// adopt lets an item take over the pin of its alias (thread.Item.Alias:
+// the key it had before its message got a protocol id, "M-…"). A thread
+// imported into the server's thread store gives every message that had
+// none a fresh protocol id, with the same content and usage at the same
+// places; pins saved by an exporter that did not read protocol ids key
+// the same messages by their numeric messageId. Either way the message
+// was counted under its alias and must not count again under its new key.
+//
+// An item adopts its alias's pin when the item itself is not pinned yet,
+// the alias is pinned to labels it could carry (a user message's empty
+// labels; for an assistant message the model it names now, for a tool
+// result its tool), and the alias is not an item of the snapshot in its
+// own right (a message that kept that identity). An edited message keeps
+// no alias pinned: its predecessor was keyed by its own protocol id, so
+// the edit's new messages are new items. The alias is then pinned to count
+// nothing, so that it neither counts again nor reads as gone.
+func (s *ThreadStore) adopt(sum *thread.Summary, pg *pinning, fold func(label, raw string) string) {
+	var present map[uint64]struct{}
+	for i := range sum.Items {
+		it := &sum.Items[i]
+		if it.Alias == 0 || it.Copied {
+			continue
+		}
+		if n, _ := pg.lookup(it.Key); n != 0 {
+			continue
+		}
+		an, at := pg.lookup(it.Alias)
+		if an == 0 || at < 0 {
+			continue
+		}
+		t := pg.tuple(an)
+		if t.none {
+			continue
+		}
+		switch {
+		case it.IsMessage() && it.Role == thread.RoleUser:
+			if t != (pinTuple{}) {
+				continue
+			}
+		case it.IsMessage() && it.Role == thread.RoleAssistant:
+			if t.a != "" && it.Model != "" && t.a != fold("model", it.Model) {
+				continue
+			}
+		case it.IsTool():
+			if t.a != fold("tool", it.Tool) {
+				continue
+			}
+		}
+		if present == nil {
+			present = make(map[uint64]struct{}, len(sum.Items))
+			for j := range sum.Items {
+				present[sum.Items[j].Key] = struct{}{}
+			}
+		}
+		if _, ok := present[it.Alias]; ok {
+			continue
+		}
+		if pg.pin(&s.tuples, it.Key, t) == 0 {
+			continue
+		}
+		pg.pin(&s.tuples, it.Alias, pinTuple{none: true})
+		if pg.adopted == nil {
+			pg.adopted = map[uint64]int{}
+		}
+		pg.adopted[it.Key] = at
+	}
 }
 
 // grow extends s with zero values to length n.

@@ -183,6 +183,10 @@ type pinning struct {
 	byTuple map[pinTuple]uint16 // local numbers + 1, once a thread has many
 	set     map[uint64]uint16   // new and changed pins
 	expect  int                 // how many items may be pinned
+	// adopted maps an item that took over its alias's pin (adopt) to the
+	// alias's place among the pins the Apply started from: the item is
+	// not new, and the alias is not gone.
+	adopted map[uint64]int
 }
 
 func newPinning(tt *tupleTable, base pinBlob) *pinning {
@@ -207,6 +211,9 @@ func (pg *pinning) lookup(key uint64) (n uint16, at int) {
 	}
 	if m, ok := pg.set[key]; ok {
 		n = m
+		if a, ok := pg.adopted[key]; ok && at < 0 {
+			at = a
+		}
 	}
 	return n, at
 }

@@ -363,7 +363,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
-	c, rates, pinned, fresh, vanished := s.contribute(sum, prices, base)
+	c, rates, pinned, fresh, vanished, reid := s.contribute(sum, prices, base)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -377,13 +377,21 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
-		c, rates, pinned, fresh, vanished = s.contribute(sum, s.prices, rec.pins)
+		c, rates, pinned, fresh, vanished, reid = s.contribute(sum, s.prices, rec.pins)
 	}
 	// identityMoved: the thread's pins or retired part changed, which a
 	// save must write even when no counter moved.
 	identityMoved := false
 	if vanished {
-		s.retire(rec, c, fresh)
+		// A thread whose messages all changed identity at once, into
+		// protocol ids, while the snapshot counts at least what the thread
+		// did in every series (an import into the server's thread store
+		// that no alias matched) is the same thread under new names: the
+		// new items take over by max-merging, nothing is retired. Otherwise
+		// the items that left keep what they counted.
+		if !reid || !s.covers(rec, c) {
+			s.retire(rec, c, fresh)
+		}
 		identityMoved = true
 	}
 	for _, e := range rec.retired {
@@ -456,6 +464,32 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed
+}
+
+// itemFamilies are the families a thread's items give (contribute).
+var itemFamilies = map[Family]bool{
+	FamMessages: true, FamPrompts: true, FamTokens: true, FamTokensLong: true, FamCredits: true,
+	FamFinished: true, FamToolCalls: true, FamContextBucket: true, FamContextSum: true,
+	FamExchangeBucket: true, FamExchangeSum: true,
+}
+
+// covers reports whether snapshot c, with the thread's retired part, gives
+// at least what the thread counted in every series its items give.
+func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
+	for _, e := range rec.contrib {
+		k := s.series.keys[e.id]
+		if !itemFamilies[k.Fam] {
+			continue
+		}
+		v := c[k]
+		if i, ok := rec.retired.find(e.id); ok {
+			v = satAdd(v, rec.retired[i].v)
+		}
+		if v < e.v {
+			return false
+		}
+	}
+	return true
 }
 
 // retire keeps what a thread's missing items counted. Items the thread had
@@ -542,6 +576,18 @@ func (s *ThreadStore) Snapshot() ThreadSnapshot {
 		snap.LastActivity = time.UnixMilli(s.lastActivity)
 	}
 	return snap
+}
+
+// PresentThreads is the number of distinct threads present now (what
+// amp_threads adds up for this store), without copying the totals.
+func (s *ThreadStore) PresentThreads() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := make(map[string]struct{}, len(s.files))
+	for _, f := range s.files {
+		seen[f.Key] = struct{}{}
+	}
+	return len(seen)
 }
 
 // Generation changes whenever the store does; the state writer saves only

@@ -388,7 +388,11 @@ func (a *app) buildWeb() error {
 		logger:        a.log,
 		maxRequests:   a.o.server.maxRequests,
 		remoteWrites:  remoteWritesAllowed(*a.o.web.WebConfigFile),
-		sources:       sourceProviders(a.currentConfig, a.ready.Load, a.server.accountName),
+		sources: sourceProviders(landingInputs{
+			cfg: a.currentConfig, ready: a.ready.Load, account: a.server.accountName,
+			defaultDirs: config.DefaultThreadsDirs(a.o.env),
+			threads:     storeThreads(a.threads, a.server.threadStore()),
+		}),
 	}); err != nil {
 		return fmt.Errorf("cannot set up HTTP routes: %w", err)
 	}

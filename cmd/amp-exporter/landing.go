@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
@@ -14,15 +15,59 @@ import (
 // sourceServer is the `source` label of the Amp server source (docs/metrics.md).
 const sourceServer = "server"
 
+// landingInputs is what the landing page's rows read besides the metrics.
+type landingInputs struct {
+	// cfg returns the configuration in effect.
+	cfg func() *config.Config
+	// ready reports whether the first scan of the thread directories is
+	// done.
+	ready func() bool
+	// account names the Amp account followed (never the key); may be nil.
+	account func() string
+	// defaultDirs are the thread directories watched when none is
+	// configured.
+	defaultDirs []string
+	// threads returns the threads present in a source's own store
+	// (store.SourceThreads, sourceServer), nil when that source has none.
+	// amp_threads adds both up, so the rows cannot read it.
+	threads func(source string) *float64
+}
+
 // sourceProviders are the landing page's rows, one provider per source, in
-// the order shown. cfg returns the configuration in effect; ready reports
-// whether the first scan of the thread directories is done.
-func sourceProviders(cfg func() *config.Config, ready func() bool, account func() string) []landing.Provider {
+// the order shown.
+func sourceProviders(in landingInputs) []landing.Provider {
+	cfg := in.cfg
 	return []landing.Provider{
-		serverProvider(account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }),
-		threadsProvider(cfg, ready),
+		serverProvider(in.account, func() bool { return cfg().AmpServer.Enabled == config.AmpServerOff }, count(in.threads, sourceServer)),
+		threadsProvider(cfg, in.ready, in.defaultDirs, count(in.threads, store.SourceThreads)),
 		streamsProvider(cfg),
 		amyProvider(cfg),
+	}
+}
+
+// storeThreads reads the threads present in the thread-file store and in
+// the server's (nil when that source is off).
+func storeThreads(files, server *store.ThreadStore) func(source string) *float64 {
+	return func(source string) *float64 {
+		st := files
+		if source == sourceServer {
+			st = server
+		}
+		if st == nil {
+			return nil
+		}
+		n := float64(st.PresentThreads())
+		return &n
+	}
+}
+
+// count returns a source's thread count from threads (nil: not known).
+func count(threads func(string) *float64, source string) func() *float64 {
+	return func() *float64 {
+		if threads == nil {
+			return nil
+		}
+		return threads(source)
 	}
 }
 
@@ -49,7 +94,7 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 // through the user's Amp login). Until that source registers its metrics
 // (amp_server_up) the row says "not configured"; account, when not nil,
 // names the account followed (never the key).
-func serverProvider(account func() string, turnedOff func() bool) landing.Provider {
+func serverProvider(account func() string, turnedOff func() bool, threads func() *float64) landing.Provider {
 	return func(m landing.Metrics) []landing.SourceStatus {
 		row := landing.SourceStatus{Source: "Amp server (" + sourceServer + ")"}
 		up, ok := m.Sum(collector.NameServerUp, nil)
@@ -70,7 +115,9 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 		}
 		row.Counted = ampCounts(m, sourceServer)
 		row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
-		row.Counted.Threads = m.SumPtr(collector.NameThreads, map[string]string{"source": sourceServer})
+		if threads != nil {
+			row.Counted.Threads = threads()
+		}
 		row.LastSync = m.Time(collector.NameServerLastSync, nil)
 		unauthorized := 0.0
 		for _, code := range []string{"401", "403"} {
@@ -93,28 +140,51 @@ func serverProvider(account func() string, turnedOff func() bool) landing.Provid
 	}
 }
 
-func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provider {
+// threadsProvider is the row of the local thread files. A default
+// directory that does not exist is how today's Amp is (it keeps threads on
+// the server): while the server source is synced it is "no local history",
+// not a problem. A directory the user configured that is missing is one.
+func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs []string, threads func() *float64) landing.Provider {
+	isDefault := map[string]bool{}
+	for _, d := range defaultDirs {
+		isDefault[filepath.Clean(d)] = true
+	}
 	return func(m landing.Metrics) []landing.SourceStatus {
 		c := cfg()
 		row := landing.SourceStatus{Source: "Thread files (" + store.SourceThreads + ")"}
-		missing := 0
+		serverUp, _ := m.Sum(collector.NameServerUp, nil)
+		missing, missingOwn := 0, 0
 		for _, d := range c.Threads.Dirs {
 			s := landing.Setting{Value: d}
 			switch fi, err := os.Stat(d); {
 			case os.IsNotExist(err):
 				s.Problem = "missing"
-				missing++
 			case err != nil:
 				s.Problem = "cannot read"
-				missing++
 			case !fi.IsDir():
 				s.Problem = "not a directory"
+			}
+			if s.Problem != "" {
 				missing++
+				if !isDefault[filepath.Clean(d)] || s.Problem != "missing" {
+					missingOwn++
+				}
 			}
 			row.Configured = append(row.Configured, s)
 		}
+		for i, s := range row.Configured {
+			// A default directory that does not exist is no problem while
+			// another directory is there or the server source is synced:
+			// shown, not flagged.
+			if s.Problem == "missing" && isDefault[filepath.Clean(s.Value)] && (serverUp == 1 || missing < len(c.Threads.Dirs)) {
+				row.Configured[i] = landing.Setting{Value: s.Value + " (not present)"}
+			}
+		}
 		polling, _ := m.Sum(collector.NameWatcherPolling, nil)
 		switch {
+		case missing == len(c.Threads.Dirs) && missingOwn == 0 && serverUp == 1:
+			row.State = "no local history (Amp since 2026-03 keeps threads on the server)"
+			row.Note = "The Amp server row counts today's threads. Thread files from before are counted here if the directory appears."
 		case missing == len(c.Threads.Dirs):
 			row.State, row.Attention = "missing", true
 			row.Note = "No thread directory exists, so there is nothing to count here yet (it is picked up when it appears). " +
@@ -127,24 +197,18 @@ func threadsProvider(cfg func() *config.Config, ready func() bool) landing.Provi
 		default:
 			row.State = "watching"
 		}
-		if missing > 0 && missing < len(c.Threads.Dirs) {
-			row.State += fmt.Sprintf(", %d of %d missing", missing, len(c.Threads.Dirs))
+		if missingOwn > 0 && missing < len(c.Threads.Dirs) {
+			row.State += fmt.Sprintf(", %d of %d missing", missingOwn, len(c.Threads.Dirs))
 			row.Attention = true
 		}
 		row.Counted = ampCounts(m, store.SourceThreads)
-		row.Counted.Threads = orZero(threadCount(m))
+		if threads != nil {
+			row.Counted.Threads = threads()
+		}
+		row.Counted.Threads = orZero(row.Counted.Threads)
 		row.LastSync = m.Time(collector.NameSourceLastChange, map[string]string{"source": store.SourceThreads})
 		return []landing.SourceStatus{row}
 	}
-}
-
-// threadCount reads amp_threads for local files, with or without a source
-// label (the server source may add one).
-func threadCount(m landing.Metrics) *float64 {
-	if v := m.SumPtr(collector.NameThreads, map[string]string{"source": store.SourceThreads}); v != nil {
-		return v
-	}
-	return m.SumPtr(collector.NameThreads, nil)
 }
 
 func streamsProvider(cfg func() *config.Config) landing.Provider {

@@ -57,20 +57,20 @@ func TestLandingProviders(t *testing.T) {
 		attention  bool
 		configured string
 	}{
-		{"threads watching", threadsProvider(cfgWith(none), ready), nil, "watching", false, dir},
-		{"threads polling", threadsProvider(cfgWith(none), ready), map[string]float64{"amp_exporter_watcher_polling": 1}, "polling", false, dir},
-		{"threads first scan", threadsProvider(cfgWith(none), func() bool { return false }), nil, "first scan running", false, dir},
-		{"threads all missing", threadsProvider(cfgWith(func(c *config.Config) { c.Threads.Dirs = []string{gone} }), ready), nil, "missing", true, gone + " (missing)"},
-		{"threads one missing", threadsProvider(cfgWith(func(c *config.Config) { c.Threads.Dirs = []string{dir, gone} }), ready), nil, "watching, 1 of 2 missing", true, gone + " (missing)"},
+		{"threads watching", threadsProvider(cfgWith(none), ready, nil, nil), nil, "watching", false, dir},
+		{"threads polling", threadsProvider(cfgWith(none), ready, nil, nil), map[string]float64{"amp_exporter_watcher_polling": 1}, "polling", false, dir},
+		{"threads first scan", threadsProvider(cfgWith(none), func() bool { return false }, nil, nil), nil, "first scan running", false, dir},
+		{"threads all missing", threadsProvider(cfgWith(func(c *config.Config) { c.Threads.Dirs = []string{gone} }), ready, nil, nil), nil, "missing", true, gone + " (missing)"},
+		{"threads one missing", threadsProvider(cfgWith(func(c *config.Config) { c.Threads.Dirs = []string{dir, gone} }), ready, nil, nil), nil, "watching, 1 of 2 missing", true, gone + " (missing)"},
 		{"streams off", streamsProvider(cfgWith(none)), nil, landing.NotConfigured, false, ""},
 		{"streams ingest only", streamsProvider(cfgWith(func(c *config.Config) { c.Streams.Ingest.Enabled = true })), nil, "waiting for ingest", false, IngestPath},
 		{"streams dir missing", streamsProvider(cfgWith(func(c *config.Config) { c.Streams.Dirs = []string{gone} })), nil, "1 of 1 directories missing", true, gone},
-		{"server slot empty", serverProvider(nil, nil), nil, landing.NotConfigured, false, ""},
-		{"server synced", serverProvider(func() string { return "someone@example.com" }, nil),
+		{"server slot empty", serverProvider(nil, nil, nil), nil, landing.NotConfigured, false, ""},
+		{"server synced", serverProvider(func() string { return "someone@example.com" }, nil, nil),
 			map[string]float64{"amp_server_up": 1, "amp_server_last_sync_timestamp_seconds": 1.7e9}, "synced", false, "account someone@example.com"},
-		{"server unauthorized", serverProvider(nil, nil),
+		{"server unauthorized", serverProvider(nil, nil, nil),
 			map[string]float64{"amp_server_up": 0, "amp_server_requests_total{method=listThreads,code=401}": 3}, "unauthorized", true, ""},
-		{"server first sync", serverProvider(nil, nil), map[string]float64{"amp_server_up": 0}, "first sync running", false, ""},
+		{"server first sync", serverProvider(nil, nil, nil), map[string]float64{"amp_server_up": 0}, "first sync running", false, ""},
 		{"amy none", amyProvider(cfgWith(none)), nil, landing.NotConfigured, false, ""},
 		{"amy unauthorized", amyProvider(cfgWith(func(c *config.Config) {
 			c.Amy = []config.AmyUpstream{{Name: "main", BaseURL: "https://amy.example/v1?key=secret"}}
@@ -116,7 +116,7 @@ func TestServerRowSaysWhyItIsOff(t *testing.T) {
 		off  bool
 		want string
 	}{{false, "No Amp API key was found"}, {true, "amp_server.enabled: false"}} {
-		rows := serverProvider(nil, func() bool { return c.off })(metricsOf(t, nil))
+		rows := serverProvider(nil, func() bool { return c.off }, nil)(metricsOf(t, nil))
 		if len(rows) != 1 || !strings.Contains(rows[0].Note, c.want) {
 			t.Errorf("off=%v: rows %+v, want a note with %q", c.off, rows, c.want)
 		}

@@ -170,7 +170,9 @@ func TestReloadEverySection(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		before: func(dir string) string { return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "a"), off) },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "a"), off)
+		},
 		after: func(dir string) string {
 			return fmt.Sprintf("threads:\n  dirs: [%q, %q]\n%s", filepath.Join(dir, "a"), filepath.Join(dir, "b"), off)
 		},
@@ -205,7 +207,9 @@ func TestReloadEverySection(t *testing.T) {
 	}, {
 		section: "amp_server (off)",
 		prepare: func(t *testing.T, dir string) { mkdir(t, dir, "threads") },
-		before:  func(dir string) string { return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off) },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off)
+		},
 		after: func(dir string) string {
 			return fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: true\n", filepath.Join(dir, "threads"))
 		},
@@ -265,7 +269,9 @@ func TestReloadEverySection(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		before: func(dir string) string { return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off) },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off)
+		},
 		after: func(dir string) string {
 			return fmt.Sprintf("threads:\n  dirs: [%q]\n%spricing:\n  file: %q\n", filepath.Join(dir, "threads"), off, filepath.Join(dir, "prices.json"))
 		},
@@ -277,7 +283,9 @@ func TestReloadEverySection(t *testing.T) {
 	}, {
 		section: "limits",
 		prepare: func(t *testing.T, dir string) { mkdir(t, dir, "threads") },
-		before:  func(dir string) string { return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off) },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off)
+		},
 		after: func(dir string) string {
 			return fmt.Sprintf("threads:\n  dirs: [%q]\n%slimits:\n  max_label_values: 7\n  max_file_bytes: 1MiB\n", filepath.Join(dir, "threads"), off)
 		},
@@ -289,7 +297,9 @@ func TestReloadEverySection(t *testing.T) {
 	}, {
 		section: "remote_write",
 		prepare: func(t *testing.T, dir string) { mkdir(t, dir, "threads") },
-		before:  func(dir string) string { return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off) },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off)
+		},
 		after: func(dir string) string {
 			return fmt.Sprintf("threads:\n  dirs: [%q]\n%sremote_write:\n  - url: %s\n    interval: 1h\n    external_labels: {user: alice}\n",
 				filepath.Join(dir, "threads"), off, receiverURL(t, dir))

@@ -38,6 +38,14 @@ func ItemKey(kind ItemKind, id uint64) uint64 {
 	return uint64(kind)<<kindShift | id&idMask
 }
 
+// KeyKind returns the kind of an item key.
+func KeyKind(key uint64) ItemKind { return ItemKind(key >> kindShift) }
+
+// IsMessageKind reports whether items of kind k are messages.
+func IsMessageKind(k ItemKind) bool {
+	return k == ItemMessage || k == ItemMessageStringID || k == ItemMessageAt
+}
+
 // Kind returns the kind of an item.
 func (it *Item) Kind() ItemKind { return ItemKind(it.Key >> kindShift) }
 
@@ -68,6 +76,11 @@ type Item struct {
 	// Key identifies the item within its thread, across rewrites and
 	// restarts (ItemKey).
 	Key uint64
+	// Alias is the key the item had before its message got a protocol id
+	// ("M-…"), 0 when it has no other: a thread imported into the
+	// server's thread store, or pins saved before protocol ids were read,
+	// know it by that key (the store's rule for it is in pins.go).
+	Alias uint64
 	// Copied is set on the items a fork copied from its parent: the
 	// parent's spending, not counted here.
 	Copied bool
@@ -124,22 +137,68 @@ func HashID(s string) uint64 {
 }
 
 // toolKey is the identity of the j-th tool result of message m, whose
-// toolUseID hashes to h.
-func toolKey(m *Message, j int, h uint64) uint64 {
+// toolUseID hashes to h, and the identity it had before its message got a
+// protocol id (0: the same). A message keyed by a protocol id is not keyed by
+// place: its numeric messageId is an index that another message takes
+// after an edit.
+func toolKey(m *Message, j int, h uint64) (key, alias uint64) {
+	key = ItemKey(ItemTool, h)
 	if m.HasID && m.ID >= 0 && m.ID < 1<<50 && j < 64 {
-		return ItemKey(ItemToolAt, uint64(m.ID)<<6|uint64(j))
+		at := ItemKey(ItemToolAt, uint64(m.ID)<<6|uint64(j))
+		if m.protocolID() == 0 {
+			return at, 0
+		}
+		return key, at
 	}
-	return ItemKey(ItemTool, h)
+	return key, 0
 }
 
-// messageKey is a message's identity: its numeric messageId, else the hash
-// of its string id, else its position in messages[].
+// protocolID is the hash of a message's protocol id ("M-…"): its
+// protocolMessageID, else its messageId when that is an "M-" string; 0
+// when it has none.
+func (m *Message) protocolID() uint64 {
+	if m.ProtoHash != 0 {
+		return m.ProtoHash
+	}
+	if m.IDIsProtocol {
+		return m.IDHash
+	}
+	return 0
+}
+
+// messageKey is a message's identity: its protocol id, else its numeric
+// messageId, else the hash of its string id, else its position in
+// messages[].
 func messageKey(m *Message) uint64 {
+	if p := m.protocolID(); p != 0 {
+		return ItemKey(ItemMessageStringID, p)
+	}
+	return plainMessageKey(m)
+}
+
+// plainMessageKey is the identity a message has without a protocol id.
+func plainMessageKey(m *Message) uint64 {
 	switch {
 	case m.HasID:
 		return ItemKey(ItemMessage, uint64(m.ID))
-	case m.IDHash != 0:
+	case m.IDHash != 0 && !m.IDIsProtocol:
 		return ItemKey(ItemMessageStringID, m.IDHash)
 	}
 	return ItemKey(ItemMessageAt, uint64(m.Index))
+}
+
+// messageAlias is the identity a message keyed by its protocol id had
+// before it got one (its numeric messageId, else its position: how a
+// thread imported into the server's thread store, or a state saved by an
+// exporter that did not read protocol ids, knows it), 0 for a message
+// keyed without one. The store lets a message take over the pin of its
+// alias when the alias is not in the snapshot under its own name.
+func messageAlias(m *Message) uint64 {
+	if m.protocolID() == 0 {
+		return 0
+	}
+	if a := plainMessageKey(m); a != messageKey(m) {
+		return a
+	}
+	return 0
 }

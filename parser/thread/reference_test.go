@@ -19,7 +19,9 @@ func referenceParse(data []byte) (*Thread, error) {
 		return nil, errors.New("invalid UTF-8: encoding/json rewrites it, the fast parser does not")
 	}
 	if hasDuplicateKeys(data) {
-		return nil, errors.New("duplicate keys: encoding/json keeps the last, the fast parser reads each")
+		// Both keep the last value of a key given twice, but the fast
+		// parser's per-file label budgets still see every value read.
+		return nil, errors.New("duplicate keys: not compared")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -160,6 +162,10 @@ func refMessage(obj map[string]any) Message {
 		m.ID, m.HasID = refInt(id)
 	case string:
 		m.IDHash = HashID(id)
+		m.IDIsProtocol = len(id) > 2 && id[:2] == "M-"
+	}
+	if id, ok := obj["protocolMessageID"].(string); ok && len(id) > 2 && id[:2] == "M-" {
+		m.ProtoHash = HashID(id)
 	}
 	nonToolResult := false
 	switch content := obj["content"].(type) {

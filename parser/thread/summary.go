@@ -222,10 +222,14 @@ func Summarize(t *Thread) *Summary {
 		s.Billing = BillingLedger
 	}
 	seenResults := make(map[uint64]bool, uses)
+	dup := duplicates(t.Messages)
 	for i := range t.Messages {
 		m := &t.Messages[i]
+		if dup != nil && dup[i] {
+			continue
+		}
 		copied := i < first
-		it := Item{Key: messageKey(m), Copied: copied, Role: m.Role, Prompt: m.Prompt}
+		it := Item{Key: messageKey(m), Alias: messageAlias(m), Copied: copied, Role: m.Role, Prompt: m.Prompt}
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
@@ -255,19 +259,55 @@ func Summarize(t *Thread) *Summary {
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
 				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
 			}
-			items = append(items, Item{Key: toolKey(m, j, r.ToolUseIDHash), Copied: copied, Tool: name, Status: status})
+			key, alias := toolKey(m, j, r.ToolUseIDHash)
+			items = append(items, Item{Key: key, Alias: alias, Copied: copied, Tool: name, Status: status})
 		}
 	}
 	if byLedger {
 		items = ledgerItems(t, first, items)
 	}
-	items = exchanges(t.Messages, first, items)
+	items = exchanges(t.Messages, dup, first, items)
 	if t.items != nil {
 		*t.items = items
 	}
 	s.Items, s.gen, s.parses = items, t.gen, t.parses
 	s.total()
 	return s
+}
+
+// duplicates marks the messages whose identity an earlier message of the
+// document already has (a messageId given twice: a local file, or a server
+// document whose pages overlapped): only the first counts. It returns nil
+// when there are none, the usual case, found without a map while the keys
+// ascend (numeric messageIds and positions do).
+func duplicates(msgs []Message) []bool {
+	var (
+		seen map[uint64]struct{}
+		dup  []bool
+		last uint64
+	)
+	for i := range msgs {
+		k := messageKey(&msgs[i])
+		if seen == nil {
+			if i == 0 || k > last {
+				last = k
+				continue
+			}
+			seen = make(map[uint64]struct{}, len(msgs))
+			for j := range i {
+				seen[messageKey(&msgs[j])] = struct{}{}
+			}
+		}
+		if _, ok := seen[k]; ok {
+			if dup == nil {
+				dup = make([]bool, len(msgs))
+			}
+			dup[i] = true
+			continue
+		}
+		seen[k] = struct{}{}
+	}
+	return dup
 }
 
 // total adds up the items that are the thread's own into the summary's
@@ -345,11 +385,20 @@ func ledgerItems(t *Thread, first int, items []Item) []Item {
 		}
 		byID[m.ID] = c
 	}
+	var seen map[uint64]bool
 	for j := range t.Ledger {
 		e := &t.Ledger[j]
 		key := ItemKey(ItemLedgerAt, uint64(j))
 		if e.IDHash != 0 {
 			key = ItemKey(ItemLedger, e.IDHash)
+			// An event listed twice is billed once.
+			if seen == nil {
+				seen = make(map[uint64]bool, len(t.Ledger))
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
 		}
 		it := Item{Key: key, Model: e.Model}
 		if t.ForkPoint >= 0 {
@@ -428,7 +477,7 @@ func inc(m map[string]map[string]int, a, b string) {
 // when its last assistant message is finished and did not stop to call a
 // tool; until then its end may still move, so it is not reported. The
 // exchanges of prompts a fork copied (before first) are the parent's.
-func exchanges(msgs []Message, first int, items []Item) []Item {
+func exchanges(msgs []Message, dup []bool, first int, items []Item) []Item {
 	var (
 		open      bool
 		at        int
@@ -440,6 +489,9 @@ func exchanges(msgs []Message, first int, items []Item) []Item {
 		final := i == len(msgs)
 		var m *Message
 		if !final {
+			if dup != nil && dup[i] {
+				continue
+			}
 			m = &msgs[i]
 			if m.Role == RoleAssistant && open {
 				if m.Usage != nil && m.Usage.Timestamp > end {
@@ -454,12 +506,16 @@ func exchanges(msgs []Message, first int, items []Item) []Item {
 		}
 		// A prompt, or the end: the open exchange is over.
 		if open && end > 0 && end >= start && !(final && (lastState == "" || lastState == "tool_use")) {
-			items = append(items, Item{
+			it := Item{
 				// The prompt's key, its kind rotated into the low bits.
 				Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
 				Copied:  at < first,
 				Seconds: float64(end-start) / 1000,
-			})
+			}
+			if a := messageAlias(&msgs[at]); a != 0 {
+				it.Alias = ItemKey(ItemExchange, bits.RotateLeft64(a, 4))
+			}
+			items = append(items, it)
 		}
 		if !final {
 			open, at, start, end, lastState = m.SentAt > 0, i, m.SentAt, 0, ""

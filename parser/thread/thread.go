@@ -88,10 +88,15 @@ type Message struct {
 	Role Role
 	// ID is the numeric messageId. Server exports use "M-…" strings:
 	// HasID is false and IDHash is the string's hash (0 when there is no
-	// string id either).
-	ID     int64
-	HasID  bool
-	IDHash uint64
+	// string id either), IDIsProtocol set when it is an "M-" id.
+	ID           int64
+	HasID        bool
+	IDHash       uint64
+	IDIsProtocol bool
+	// ProtoHash is the hash of protocolMessageID ("M-…"), 0 when absent:
+	// the server's stable message id, preferred to a numeric messageId
+	// (an index + 1, which another message takes after an edit).
+	ProtoHash uint64
 	// Index is the message's position in the file's messages[], where
 	// messages the exporter does not record (info, unknown roles, entries
 	// that are not objects) take their places too.
@@ -206,6 +211,12 @@ func (p *Parser) ParseBytes(b []byte) (*Thread, error) {
 	return p.parse()
 }
 
+// isProtocolID reports whether a message id is one of the server's protocol
+// ids ("M-" and base-62 characters).
+func isProtocolID(b []byte) bool {
+	return len(b) > 2 && b[0] == 'M' && b[1] == '-'
+}
+
 func (p *Parser) str(b []byte) string {
 	if s, ok := p.intern[string(b)]; ok {
 		return s
@@ -261,12 +272,18 @@ func (p *Parser) parse() (*Thread, error) {
 				t.AgentMode = p.str(v)
 			}
 		case "forkPointIndex":
+			t.ForkPoint = -1
 			if v, ok := sc.Int(); ok && v >= 0 && v < 1<<31 {
 				t.ForkPoint = int(v)
 			}
 		case "messages":
+			// A key given twice takes its last value, as JSON.parse does
+			// (the server's thread.data may carry a "messages" of its
+			// own before the assembled one): never both.
+			t.Messages = t.Messages[:0]
 			p.messages(t)
 		case "usageLedger":
+			t.Ledger = t.Ledger[:0]
 			p.ledger(t)
 		case "relationships":
 			forkRelationship = p.relationships()
@@ -341,6 +358,7 @@ func (p *Parser) message() Message {
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 		switch string(key) {
 		case "role":
+			m.Role = RoleOther
 			if v, ok := sc.String(); ok {
 				switch string(v) {
 				case "user":
@@ -352,17 +370,21 @@ func (p *Parser) message() Message {
 				}
 			}
 		case "messageId":
+			m.ID, m.HasID, m.IDHash, m.IDIsProtocol = 0, false, 0, false
 			switch sc.Peek() {
 			case jsonscan.Number:
 				m.ID, m.HasID = sc.Int()
 			case jsonscan.String:
 				if v, ok := sc.String(); ok {
-					m.IDHash = hashID(v)
+					m.IDHash, m.IDIsProtocol = hashID(v), isProtocolID(v)
 				}
 			default:
 				sc.Skip()
 			}
 		case "content":
+			// The last "content" wins: drop the blocks of an earlier one.
+			p.toolUses, p.toolResults = p.toolUses[:uses], p.toolResults[:results]
+			nonToolResult = false
 			switch sc.Peek() {
 			case jsonscan.String:
 				// A bare string is one text block (TX's defensive path).
@@ -383,7 +405,13 @@ func (p *Parser) message() Message {
 			if sc.Peek() == jsonscan.Object {
 				m.Usage = p.usage()
 			} else {
+				m.Usage = nil
 				sc.Skip()
+			}
+		case "protocolMessageID":
+			m.ProtoHash = 0
+			if v, ok := sc.String(); ok && isProtocolID(v) {
+				m.ProtoHash = hashID(v)
 			}
 		case "model":
 			if v, ok := sc.String(); ok {
@@ -500,6 +528,7 @@ func (p *Parser) runStatus() string {
 
 func (p *Parser) meta(m *Message) {
 	sc := p.sc
+	m.SentAt = 0
 	if sc.Peek() != jsonscan.Object {
 		sc.Skip()
 		return
@@ -516,6 +545,7 @@ func (p *Parser) meta(m *Message) {
 
 func (p *Parser) state(m *Message) {
 	sc := p.sc
+	m.State, m.StopReason = "", ""
 	if sc.Peek() != jsonscan.Object {
 		sc.Skip()
 		return
@@ -598,7 +628,12 @@ func (p *Parser) ledger(t *Thread) {
 	}
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
-		if string(key) != "events" || sc.Peek() != jsonscan.Array {
+		if string(key) != "events" {
+			sc.Skip()
+			continue
+		}
+		t.Ledger = t.Ledger[:0]
+		if sc.Peek() != jsonscan.Array {
 			sc.Skip()
 			continue
 		}
