@@ -368,7 +368,7 @@ func (a *app) buildWeb() error {
 	ingestHandler.SetTrusted(remoteWritesAllowed(*a.o.web.WebConfigFile))
 	var ingest http.Handler = ingestHandler
 	if a.keeper != nil {
-		ingest = durableIngest(ingest, a.keeper) // an ingest is answered 200 once saved
+		ingest = durableIngest(ingest, a.keeper, a.log) // an ingest is answered 200 once saved
 	}
 	inner := ingest
 	ingest = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -410,7 +410,8 @@ func (a *app) buildWeb() error {
 //     them is still saved before it is answered; after the drain timeout
 //     the remaining connections are closed, and the ingest handlers are
 //     waited for (what they counted is in the stores);
-//  2. stop the reloads;
+//  2. stop the reloads (a reload under way finishes, or is cut short by
+//     step 3 if it waits for a source);
 //  3. stop the sources, and wait for each to return (what they were
 //     counting is in the stores);
 //  4. the final save, and the storage directory is given back;
@@ -473,12 +474,17 @@ func (a *app) Run(ctx context.Context) error {
 
 	// 1. Stop accepting, drain.
 	a.drain(&servers)
-	// 2. No reload from now on (one under way finishes first).
+	// 2. No reload from now on; one under way finishes first, unless it
+	// waits for a source still in its first scan: stopping the sources
+	// ends that wait.
 	stopReloads()
-	reloads.Wait()
+	if !waitFor(&reloads, a.o.drainTimeout) {
+		a.log.Warn("a reload under way at shutdown waits for a source; stopping the sources", "after", a.o.drainTimeout)
+	}
 	// 3. Stop the sources.
 	stopSources()
 	sources.Wait()
+	reloads.Wait()
 	// 4. The final save.
 	stopKeeper()
 	keeper.Wait()
@@ -486,6 +492,23 @@ func (a *app) Run(ctx context.Context) error {
 	a.rw.stop()
 	a.log.Info("stopped")
 	return err
+}
+
+// waitFor waits for wg at most d; it reports whether wg is done.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // drain shuts the HTTP servers down: listeners closed at once, requests

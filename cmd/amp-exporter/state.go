@@ -682,7 +682,7 @@ var errKeeperStopped = errors.New("the state keeper has stopped")
 // When the save fails (a full disk, or the keeper already stopped), the
 // answer is 503 and says so: the lines are counted in memory and are
 // saved with the next save that succeeds, so they must not be sent again.
-func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
+func durableIngest(next http.Handler, k flusher, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &heldResponse{header: http.Header{}}
 		next.ServeHTTP(rec, r)
@@ -691,7 +691,7 @@ func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
 		}
 		if rec.status < 300 {
 			if err := k.Flush(r.Context()); err != nil {
-				k.log.Error("ingested lines are counted but not yet saved", "err", err)
+				log.Error("ingested lines are counted but not yet saved", "err", err)
 				unsaved(rec, err)
 			}
 		}
@@ -703,13 +703,23 @@ func durableIngest(next http.Handler, k *stateKeeper) http.Handler {
 	})
 }
 
+// flusher saves what changed and returns once it is on disk (the state
+// keeper).
+type flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // unsaved turns a held success into 503, keeping the ingest result (what
-// was counted) and saying why.
+// was counted) and saying what happened (the error itself, which may name
+// the storage path, is only logged).
 func unsaved(rec *heldResponse, err error) {
 	var res streams.IngestResult
 	_ = json.Unmarshal(rec.body.Bytes(), &res) // the handler's own JSON; zero counts otherwise
-	res.Error = "the lines were counted but could not be saved (" + err.Error() +
-		"); they are saved with the next save that succeeds: do not send them again"
+	msg := "the lines were counted but could not be saved (the exporter's log says why)"
+	if errors.Is(err, errKeeperStopped) {
+		msg = "the lines were counted, but the exporter is shutting down and its final save has already run"
+	}
+	res.Error = msg + "; they are saved with the next save that succeeds: do not send them again"
 	b, _ := json.Marshal(res)
 	rec.status = http.StatusServiceUnavailable
 	rec.header.Set("Content-Type", "application/json")

@@ -313,7 +313,7 @@ func TestIngestIsAnsweredOnceSaved(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = io.WriteString(w, "counted")
 	})
-	srv := httptest.NewServer(durableIngest(inner, s.keeper))
+	srv := httptest.NewServer(durableIngest(inner, s.keeper, slog.New(slog.DiscardHandler)))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL, "application/x-ndjson", strings.NewReader("{}\n"))
 	if err != nil {
