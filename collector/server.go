@@ -18,6 +18,8 @@ type ServerMetrics struct {
 	up        prometheus.Gauge
 	lastSync  prometheus.Gauge
 	requests  *prometheus.CounterVec
+	bytes     *prometheus.CounterVec
+	skipped   *prometheus.CounterVec
 	entLimit  *prometheus.GaugeVec
 	entRemain *prometheus.GaugeVec
 	entUsed   *prometheus.GaugeVec
@@ -42,6 +44,14 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 			Name: NameServerRequests,
 			Help: helpOf(NameServerRequests),
 		}, []string{"method", "code"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameServerResponseBytes,
+			Help: helpOf(NameServerResponseBytes),
+		}, []string{"encoding"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameServerThreadsSkipped,
+			Help: helpOf(NameServerThreadsSkipped),
+		}, []string{"reason"}),
 		entLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameEntitlementLimit,
 			Help: helpOf(NameEntitlementLimit),
@@ -59,15 +69,35 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 			Help: helpOf(NameEntitlementWindowEnds),
 		}, []string{"window"}),
 	}
-	reg.MustRegister(m.up, m.lastSync, m.requests, m.entLimit, m.entRemain, m.entUsed, m.entReset)
+	reg.MustRegister(m.up, m.lastSync, m.requests, m.bytes, m.skipped, m.entLimit, m.entRemain, m.entUsed, m.entReset)
 	for _, method := range methods {
 		m.requests.WithLabelValues(method, "200")
 	}
+	for _, enc := range []string{"gzip", "identity", "decoded"} {
+		m.bytes.WithLabelValues(enc)
+	}
+	m.skipped.WithLabelValues("other_user")
 	return m
 }
 
 // Request counts one request.
 func (m *ServerMetrics) Request(method, code string) { m.requests.WithLabelValues(method, code).Inc() }
+
+// Bytes counts response bytes by encoding: "gzip" or "identity" on the
+// wire, "decoded" once decompressed; anything else is "other".
+func (m *ServerMetrics) Bytes(encoding string, n int64) {
+	switch encoding {
+	case "gzip", "identity", "decoded":
+	default:
+		encoding = "other"
+	}
+	if n > 0 {
+		m.bytes.WithLabelValues(encoding).Add(float64(n))
+	}
+}
+
+// ThreadSkipped counts a listed thread that is not counted.
+func (m *ServerMetrics) ThreadSkipped(reason string) { m.skipped.WithLabelValues(reason).Inc() }
 
 // Up sets amp_server_up.
 func (m *ServerMetrics) Up(ok bool) {

@@ -26,7 +26,8 @@ func TestServerStoreExposition(t *testing.T) {
 	server.Apply(store.ServerPath("T-a"), store.FileVersion{ServerV: 3}, sum("T-a")) // a local file owns it
 	server.Apply(store.ServerPath("T-b"), store.FileVersion{ServerV: 3}, sum("T-b"))
 	server.ApplyBilled("T-b", map[string]float64{"paid": 0.5, "free": 0.25})
-	server.ApplyBilled("T-b", map[string]float64{"paid": 0.4, "free": 0.75}) // paid never goes down
+	// Billed 1.15 now: paid never goes down, free takes the growth.
+	server.ApplyBilled("T-b", map[string]float64{"paid": 0.4, "free": 0.75})
 	if server.ApplyBilled("T-a", map[string]float64{"total": 9}) {
 		t.Fatal("billed a thread the server does not count")
 	}
@@ -37,7 +38,7 @@ func TestServerStoreExposition(t *testing.T) {
 	want := `
 # HELP amp_billed_cost_usd_total What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate.
 # TYPE amp_billed_cost_usd_total counter
-amp_billed_cost_usd_total{kind="free",source="server"} 0.75
+amp_billed_cost_usd_total{kind="free",source="server"} 0.65
 amp_billed_cost_usd_total{kind="paid",source="server"} 0.5
 amp_billed_cost_usd_total{kind="subscription",source="server"} 0
 amp_billed_cost_usd_total{kind="total",source="server"} 0
@@ -80,5 +81,33 @@ amp_entitlement_limit_usd{window="other"} 10
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "amp_entitlement_limit_usd", "amp_entitlement_used_ratio"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Response bytes by encoding and skipped threads start at zero; an
+// encoding the exporter does not know is "other".
+func TestServerMetricsBytesAndSkipped(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewServerMetrics(reg, []string{"listThreads"})
+	m.Bytes("gzip", 100)
+	m.Bytes("decoded", 700)
+	m.Bytes("br", 5)
+	m.ThreadSkipped("other_user")
+	want := `
+# HELP amp_server_response_bytes_total Bytes received from the Amp server: on the wire by content encoding (gzip, identity), and decompressed (decoded).
+# TYPE amp_server_response_bytes_total counter
+amp_server_response_bytes_total{encoding="decoded"} 700
+amp_server_response_bytes_total{encoding="gzip"} 100
+amp_server_response_bytes_total{encoding="identity"} 0
+amp_server_response_bytes_total{encoding="other"} 5
+# HELP amp_server_threads_skipped_total Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread.
+# TYPE amp_server_threads_skipped_total counter
+amp_server_threads_skipped_total{reason="other_user"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "amp_server_response_bytes_total", "amp_server_threads_skipped_total"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
+		t.Fatalf("lint: %v %v", problems, err)
 	}
 }

@@ -39,6 +39,38 @@ func serverExpect(t *testing.T, srv *ampstandin.Server) (messages, output float6
 	return messages, output
 }
 
+// serverCounts is what the account's threads on the stand-in hold, read
+// as files would be: tokens per model and type ("model/type"), prompts and
+// tool calls. skip lists threads not counted (another user's).
+func serverCounts(t *testing.T, srv *ampstandin.Server, skip map[string]bool) (tokens map[string]float64, prompts, tools float64) {
+	t.Helper()
+	tokens = map[string]float64{}
+	p := thread.NewParser()
+	for _, id := range srv.IDs() {
+		if skip[id] {
+			continue
+		}
+		th, err := p.ParseBytes(srv.Document(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := thread.Summarize(th)
+		prompts += float64(s.Prompts)
+		for model, tok := range s.Tokens {
+			tokens[model+"/input"] += float64(tok.Input)
+			tokens[model+"/output"] += float64(tok.Output)
+			tokens[model+"/cache_read"] += float64(tok.CacheRead)
+			tokens[model+"/cache_creation"] += float64(tok.CacheCreation)
+		}
+		for _, byStatus := range s.ToolCalls {
+			for _, n := range byStatus {
+				tools += float64(n)
+			}
+		}
+	}
+	return tokens, prompts, tools
+}
+
 // TestAmpServerSource runs the binary with no config but the Amp CLI's
 // login (secrets.json under XDG_DATA_HOME, AMP_URL at the stand-in): the
 // source turns itself on, names the account, counts the threads with
@@ -54,9 +86,18 @@ func TestAmpServerSource(t *testing.T) {
 	}
 	srv.SetCost(srv.IDs()[0], map[string]any{
 		"title": "x", "totalCostUSD": 1.5,
-		"costBreakdown": map[string]any{"freeUSD": 0.5, "paidUSD": 1.0},
+		"costBreakdown": map[string]any{"freeUSD": 0.5, "paidUSD": 1.0, "subscriptionUSD": 0},
 		"entitlement":   map[string]any{"limitUSD": 20.0, "remainingUSD": 4.0, "percentUsed": 80.0, "windowPeriod": "daily", "windowResetsInSeconds": 3600},
 	})
+	srv.SetCost(srv.IDs()[1], map[string]any{"title": "y", "totalCostUSD": 0.25})
+	// A thread of another user of the workspace, shared with the account:
+	// not counted. And a document whose data carries a messages key of
+	// its own: the pages' messages replace it.
+	other := srv.IDs()[2]
+	srv.SetCreator(other, "user-2")
+	srv.SetCost(other, map[string]any{"title": "z", "totalCostUSD": 100.0})
+	srv.StaleMessagesInData(srv.IDs()[3])
+	wantTokens, wantPrompts, wantTools := serverCounts(t, srv, map[string]bool{other: true})
 	data := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
 		t.Fatal(err)
@@ -74,7 +115,7 @@ func TestAmpServerSource(t *testing.T) {
 		args: []string{"--config.file=" + cfg, "--storage.path=" + storage},
 		env:  []string{"XDG_DATA_HOME=" + data, "AMP_URL=" + srv.URL},
 	}
-	wantMessages, wantOutput := serverExpect(t, srv)
+	wantMessages, wantOutput := serverExpectWithout(t, srv, other)
 	if wantMessages == 0 || wantOutput == 0 {
 		t.Fatal("the corpus has nothing to count")
 	}
@@ -95,10 +136,32 @@ func TestAmpServerSource(t *testing.T) {
 	if got := mustValue(t, mfs, "amp_billed_cost_usd_total", map[string]string{"kind": "paid"}); got != 1 {
 		t.Errorf("billed paid %v", got)
 	}
+	if got, _ := value(mfs, "amp_billed_cost_usd_total", map[string]string{"source": "server"}); got != 1.75 {
+		t.Errorf("billed in all %v, want the 1.75 the stand-in billed the account's threads", got)
+	}
+	for key, want := range wantTokens {
+		model, typ, _ := strings.Cut(key, "/")
+		if got, _ := value(mfs, "amp_tokens_total", map[string]string{"source": "server", "model": model, "token_type": typ}); got != want {
+			t.Errorf("tokens %s: %v, want %v", key, got, want)
+		}
+	}
+	if got, _ := value(mfs, "amp_prompts_total", map[string]string{"source": "server"}); got != wantPrompts || wantPrompts == 0 {
+		t.Errorf("prompts %v, want %v", got, wantPrompts)
+	}
+	if got, _ := value(mfs, "amp_tool_calls_total", map[string]string{"source": "server"}); got != wantTools || wantTools == 0 {
+		t.Errorf("tool calls %v, want %v", got, wantTools)
+	}
+	if got := mustValue(t, mfs, "amp_server_threads_skipped_total", map[string]string{"reason": "other_user"}); got != 1 {
+		t.Errorf("skipped %v, want the other user's thread", got)
+	}
+	if gz, _ := value(mfs, "amp_server_response_bytes_total", map[string]string{"encoding": "gzip"}); gz == 0 ||
+		gz >= mustValue(t, mfs, "amp_server_response_bytes_total", map[string]string{"encoding": "decoded"}) {
+		t.Errorf("response bytes: gzip %v, want compressed answers", gz)
+	}
 	if got := mustValue(t, mfs, "amp_entitlement_used_ratio", map[string]string{"window": "daily"}); got != 0.8 {
 		t.Errorf("entitlement used %v", got)
 	}
-	if n, _ := value(mfs, "amp_threads", nil); n != 30 {
+	if n, _ := value(mfs, "amp_threads", nil); n != 29 {
 		t.Errorf("amp_threads %v", n)
 	}
 	if !strings.Contains(e.output.String(), "dev@example.com") {
@@ -116,7 +179,7 @@ func TestAmpServerSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.AppendMessage(id, asNewMessage(parsed.Messages[len(parsed.Messages)-1], len(parsed.Messages)), time.Now().UnixMilli())
-	wantMessages, _ = serverExpect(t, srv)
+	wantMessages, _ = serverExpectWithout(t, srv, other)
 	e.waitFor(t, 30*time.Second, "incremental sync", synced(wantMessages))
 	if f := srv.Fetched(); len(f) != 1 || f[id] != 1 {
 		t.Errorf("fetched %v, want only the changed thread", f)
@@ -163,6 +226,24 @@ func TestAmpServerSource(t *testing.T) {
 			t.Errorf("the key appears in %s", s)
 		}
 	}
+}
+
+// serverExpectWithout is serverExpect without one thread (another
+// user's).
+func serverExpectWithout(t *testing.T, srv *ampstandin.Server, skip string) (messages, output float64) {
+	t.Helper()
+	allM, allO := serverExpect(t, srv)
+	p := thread.NewParser()
+	th, err := p.ParseBytes(srv.Document(skip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := thread.Summarize(th)
+	var out float64
+	for _, tok := range s.Tokens {
+		out += float64(tok.Output)
+	}
+	return allM - float64(s.UserMessages+s.AssistantMessages), allO - out
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -4,7 +4,9 @@
 # machine. A second run finds everything and takes about a second.
 #
 #   bash scripts/test-deps.sh              everything: prometheus/promtool,
-#                                          chromium, ccusage, helm
+#                                          chromium, ccusage, the Amp CLI, helm
+#   bash scripts/test-deps.sh amp-cli-path fetches the Amp CLI if needed and
+#                                          prints its path
 #   bash scripts/test-deps.sh helm-path    builds helm if needed and prints
 #                                          its path (.ci/helm-check uses this)
 #
@@ -17,6 +19,9 @@ cd "$(dirname "$0")/.."
 # The pins. Change a version here and the next run fetches or builds it.
 HELM_VERSION=v3.22.0
 CCUSAGE_VERSION=20.0.24
+# The Amp CLI the stand-in of the Amp server is checked against
+# (internal/ampstandin's conformance test names the same version).
+AMP_CLI_VERSION=0.0.1790142911-g7618fb
 
 root=$PWD
 cache=$root/.cache
@@ -100,7 +105,41 @@ install_ccusage() {
   say "npm took $((SECONDS - t0)) s"
 }
 
+# The real Amp CLI (a self-contained executable on npm, linux-x64 only
+# here), into .cache/amp-cli/<version>/amp: the conformance test runs it,
+# offline, against the stand-in of the Amp server. npm checks the tarball's
+# integrity against the registry. Prints the path.
+amp_cli_path() {
+  local dir=$cache/amp-cli/$AMP_CLI_VERSION bin=$cache/amp-cli/$AMP_CLI_VERSION/amp
+  if [ -x "$bin" ]; then
+    echo "$bin"
+    return
+  fi
+  if [ "$(uname -s)/$(uname -m)" != "Linux/x86_64" ]; then
+    say "no Amp CLI build is fetched for $(uname -s)/$(uname -m); its conformance test skips"
+    return
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "make test needs npm to fetch the Amp CLI $AMP_CLI_VERSION — run: sudo apt-get install -y npm" >&2
+    exit 1
+  fi
+  say "npm pack @ampcode/cli-linux-x64@$AMP_CLI_VERSION into ${dir#"$root"/} (about 42 MB)"
+  local t0=$SECONDS tmp
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.fetch-XXXXXX")
+  (cd "$tmp" && npm pack --silent "@ampcode/cli-linux-x64@$AMP_CLI_VERSION" >/dev/null)
+  tar -xzf "$tmp"/ampcode-cli-linux-x64-*.tgz -C "$tmp" package/amp
+  chmod +x "$tmp/package/amp"
+  mv "$tmp/package/amp" "$bin"
+  rm -rf "$tmp"
+  say "Amp CLI fetched in $((SECONDS - t0)) s"
+  echo "$bin"
+}
+
 case "${1:-all}" in
+amp-cli-path)
+  amp_cli_path
+  ;;
 helm-path)
   helm_path
   ;;
@@ -110,10 +149,11 @@ all)
   apt_need chromium chromium
   install_apt
   install_ccusage
+  amp_cli_path >/dev/null
   helm_path >/dev/null
   ;;
 *)
-  echo "usage: $0 [all|helm-path]" >&2
+  echo "usage: $0 [all|helm-path|amp-cli-path]" >&2
   exit 2
   ;;
 esac

@@ -34,9 +34,14 @@ func (s *ThreadStore) ServerPaths() []string {
 	return out
 }
 
-// ApplyBilled records what Amp bills for thread key, in USD per kind. Like
-// every counter it only grows: each kind keeps the largest value seen for
-// the thread, and the totals grow by the difference.
+// ApplyBilled records what Amp bills for thread key: one amount, the sum
+// of usd's values, split by kind (free, paid, subscription from Amp's
+// breakdown, total for what it gives no breakdown of). Like every counter
+// it only grows, and per thread the sum over kinds equals the largest
+// amount billed: when the amount grows, the growth goes to the kinds that
+// are below their share of the new split (in proportion to how far
+// below), so a bill that changes shape (a breakdown, then a total only, or
+// the reverse) is never counted twice.
 func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,35 +49,71 @@ func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 	if rec == nil {
 		return false // only threads the store counts are billed here
 	}
-	changed := false
-	for kind, v := range usd {
-		if math.IsNaN(v) || v <= 0 {
-			continue
-		}
-		k := SeriesKey{FamBilled, kind, ""}
-		id := s.series.id(k)
-		n := fixed(FamBilled, v)
-		var was int64
-		if i, ok := rec.contrib.find(id); ok {
-			was = rec.contrib[i].v
-		}
-		if n > was {
-			if !changed {
-				// A delta taken earlier shares the record's series and
-				// reads them without the lock: change a copy.
-				rec.contrib = slices.Clone(rec.contrib)
-			}
-			s.addTo(rec, k, n-was)
-			changed = true
+	kinds := make([]string, 0, len(usd))
+	for kind := range usd {
+		kinds = append(kinds, kind)
+	}
+	for _, kind := range BilledKinds {
+		if _, ok := usd[kind]; !ok {
+			kinds = append(kinds, kind) // counted before, maybe
 		}
 	}
-	if changed {
-		s.lastChange = s.now()
-		s.generation++
-		// Saved with the next delta: the bill often arrives after the
-		// thread's counts were saved, and an unchanged thread is not
-		// fetched again after a restart.
-		s.changedThreads[key] = struct{}{}
+	sort.Strings(kinds)
+	var target, counted int64
+	want := make([]int64, len(kinds))
+	have := make([]int64, len(kinds))
+	for i, kind := range kinds {
+		if v := usd[kind]; !math.IsNaN(v) && v > 0 {
+			want[i] = fixed(FamBilled, v)
+			target += want[i]
+		}
+		if j, ok := rec.contrib.find(s.series.id(SeriesKey{FamBilled, kind, ""})); ok {
+			have[i] = rec.contrib[j].v
+			counted += have[i]
+		}
 	}
-	return changed
+	if target <= counted {
+		return false
+	}
+	// The growth, shared among the kinds below their share: their
+	// shortfalls add up to at least the growth (the shares add up to the
+	// target, what is counted to less).
+	grow := target - counted
+	var short int64
+	for i := range kinds {
+		short += max(want[i]-have[i], 0)
+	}
+	add := make([]int64, len(kinds))
+	var given int64
+	for i := range kinds {
+		if d := want[i] - have[i]; d > 0 {
+			add[i] = min(int64(float64(d)*float64(grow)/float64(short)), d)
+			given += add[i]
+		}
+	}
+	for i := range kinds { // what rounding left, to those still short
+		if given >= grow {
+			break
+		}
+		if d := want[i] - have[i] - add[i]; d > 0 {
+			n := min(d, grow-given)
+			add[i] += n
+			given += n
+		}
+	}
+	// A delta taken earlier shares the record's series and reads them
+	// without the lock: change a copy.
+	rec.contrib = slices.Clone(rec.contrib)
+	for i, kind := range kinds {
+		if add[i] > 0 {
+			s.addTo(rec, SeriesKey{FamBilled, kind, ""}, add[i])
+		}
+	}
+	s.lastChange = s.now()
+	s.generation++
+	// Saved with the next delta: the bill often arrives after the
+	// thread's counts were saved, and an unchanged thread is not fetched
+	// again after a restart.
+	s.changedThreads[key] = struct{}{}
+	return true
 }

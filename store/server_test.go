@@ -1,9 +1,12 @@
 package store
 
 import (
+	"math"
+	"reflect"
 	"testing"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // run is a stream-json run of thread id: a prompt, an answer with usage,
@@ -128,5 +131,49 @@ func TestStreamWithoutServerUnchanged(t *testing.T) {
 	s.Apply(run("T-1"))
 	if m, _, ex := streamTotals(s); m != 3 || ex != 1 {
 		t.Fatalf("messages %d executions %d", m, ex)
+	}
+}
+
+// A thread's bill is one amount split by kind: whatever shapes Amp's
+// answers take (a breakdown, then a total only, or the reverse), the sum
+// over kinds is the largest amount billed, never the sum of two shapes,
+// and no kind goes down.
+func TestBilledIsOneAmountSplitByKind(t *testing.T) {
+	cases := []struct {
+		name  string
+		bills []map[string]float64
+		want  map[string]float64
+	}{
+		{"breakdown then total only", []map[string]float64{{"free": 10}, {"total": 2}}, map[string]float64{"free": 10}},
+		{"total only then breakdown", []map[string]float64{{"total": 2}, {"free": 10}}, map[string]float64{"total": 2, "free": 8}},
+		{"breakdown grows", []map[string]float64{{"free": 3, "paid": 2}, {"free": 3, "paid": 4}}, map[string]float64{"free": 3, "paid": 4}},
+		{"bill shrinks", []map[string]float64{{"total": 5}, {"total": 3}}, map[string]float64{"total": 5}},
+		{"split moves", []map[string]float64{{"paid": 0.5, "free": 0.25}, {"paid": 0.4, "free": 0.75}}, map[string]float64{"paid": 0.5, "free": 0.65}},
+		{"total beside a breakdown", []map[string]float64{{"subscription": 1, "total": 0.5}}, map[string]float64{"subscription": 1, "total": 0.5}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewThreadStore(StoreOptions{})
+			s.Apply(ServerPath("T-b"), FileVersion{ServerV: 1}, &thread.Summary{ID: "T-b", UserMessages: 1})
+			for _, b := range tc.bills {
+				s.ApplyBilled("T-b", b)
+			}
+			totals := s.Snapshot().Totals()
+			got := map[string]float64{}
+			var sum, wantSum float64
+			for _, kind := range BilledKinds {
+				if v := Unfixed(FamBilled, totals[SeriesKey{Fam: FamBilled, L1: kind}]); v != 0 {
+					got[kind] = v
+					sum += v
+				}
+				wantSum += tc.want[kind]
+			}
+			if !reflect.DeepEqual(got, tc.want) || math.Abs(sum-wantSum) > 1e-9 {
+				t.Fatalf("billed %v (sum %g), want %v", got, sum, tc.want)
+			}
+			if s.ApplyBilled("T-b", tc.bills[len(tc.bills)-1]) {
+				t.Fatal("the same bill again changed the counts")
+			}
+		})
 	}
 }

@@ -71,6 +71,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		Version:          version.Version,
 		MaxResponseBytes: int64(cfg.Limits.MaxFileBytes) + 1<<20,
 		OnRequest:        sm.Request,
+		OnBytes:          sm.Bytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("amp_server: %w", err)
@@ -81,6 +82,8 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	local.SetClaim(owners, ampstore.SourceThreads)
 	streams.EnableServerDedupe(owners)
 	amp.SetServerStore(store)
+	src := &serverSource{store: store, owners: owners, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
+		log: logger, firstScan: make(chan struct{})}
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
 		Interval:        time.Duration(a.SyncInterval),
 		FullInterval:    time.Duration(a.FullSyncInterval),
@@ -91,9 +94,18 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		Billed:          true,
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
+		OnAccount: src.named,
 	})
-	return &serverSource{store: store, owners: owners, syncer: syncer, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
-		log: logger, firstScan: make(chan struct{})}, nil
+	src.syncer = syncer
+	return src, nil
+}
+
+// named is called by the syncer when the server first names the account
+// (at the first sync that gets past the key).
+func (s *serverSource) named(u ampserver.UserInfo) {
+	s.account.Store(&u.Email)
+	s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
+		"account", u.Email, "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom)
 }
 
 // seed rebuilds who owns which thread from the restored states: local
@@ -104,20 +116,9 @@ func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.Strea
 	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
 }
 
-// run names the account once, then syncs until ctx ends.
+// run syncs until ctx ends; the first sync that gets past the key names
+// the account (named).
 func (s *serverSource) run(ctx context.Context) error {
-	u, err := s.client.GetUserInfo(ctx)
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case err != nil:
-		// The syncer logs the failure and retries; this only names it.
-		s.log.Warn("cannot reach the Amp server yet", "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom, "err", err)
-	default:
-		s.account.Store(&u.Email)
-		s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
-			"account", u.Email, "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom)
-	}
 	return s.syncer.Run(ctx, s.firstScan)
 }
 

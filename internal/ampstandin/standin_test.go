@@ -92,3 +92,67 @@ func TestStandInSpeaksTheAPI(t *testing.T) {
 		t.Fatalf("counts %v %d", r, s.BytesServed())
 	}
 }
+
+// The stand-in refuses what the CLI's request schemas refuse, with
+// invalid-argument, and accepts their edges.
+func TestStandInRefusesParamsOutsideTheCLISchemas(t *testing.T) {
+	s := New("k", "a@b")
+	defer s.Close()
+	if err := s.PutGenerated(threadgen.New(threadgen.Options{Threads: 1, TotalBytes: 20_000, Seed: 2}), 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	id := s.IDs()[0]
+	ids101 := make([]string, 101)
+	for i := range ids101 {
+		ids101[i] = id
+	}
+	empty := ""
+	cases := []struct {
+		method string
+		params map[string]any
+		ok     bool
+	}{
+		{"listThreads", map[string]any{}, true},
+		{"listThreads", map[string]any{"limit": 500, "offset": 0}, true},
+		{"listThreads", map[string]any{"limit": 0}, false},
+		{"listThreads", map[string]any{"limit": 501}, false},
+		{"listThreads", map[string]any{"limit": 1.5}, false},
+		{"listThreads", map[string]any{"offset": -1}, false},
+		{"listThreads", map[string]any{"threadIDs": ids101[:100]}, true},
+		{"listThreads", map[string]any{"threadIDs": ids101}, false},
+		{"listThreads", map[string]any{"threadIDs": []string{"T-nope"}}, false},
+		{"listThreads", map[string]any{"installationID": &empty}, false},
+		{"listThreads", map[string]any{"installationID": "inst-1"}, true},
+		{"getThreadTail", map[string]any{"thread": id, "limit": 1}, true},
+		{"getThreadTail", map[string]any{"thread": id, "limit": 500}, true},
+		{"getThreadTail", map[string]any{"thread": id}, false},
+		{"getThreadTail", map[string]any{"thread": id, "limit": 501}, false},
+		{"getThreadTail", map[string]any{"thread": "x", "limit": 1}, false},
+		{"getThread", map[string]any{"thread": id}, true},
+		{"getThreadMessagesPage", map[string]any{"thread": id, "fromIndex": 0, "limit": 200}, true},
+		{"getThreadMessagesPage", map[string]any{"thread": id, "fromIndex": -1, "limit": 200}, false},
+		{"getThreadMessagesPage", map[string]any{"thread": id, "limit": 200}, false},
+		{"getThreadMessagesPage", map[string]any{"thread": id, "fromIndex": 0, "limit": 0}, false},
+		{"threadDisplayCostInfo", map[string]any{"threadID": id}, true},
+		{"threadDisplayCostInfo", map[string]any{"threadID": ""}, false},
+	}
+	for _, tc := range cases {
+		code, env := call(t, s, "k", tc.method, tc.params)
+		refused := code == 400 && bytes.Contains(env["error"], []byte(`"invalid-argument"`))
+		if tc.ok == refused || (tc.ok && code != 200) {
+			t.Errorf("%s %v: HTTP %d %s", tc.method, tc.params, code, env["error"])
+		}
+	}
+	// The record header wraps the document.
+	_, env := call(t, s, "k", "getThread", map[string]any{"thread": id})
+	var res struct {
+		Thread struct {
+			ID, CreatorUserID string
+			Data              map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(env["result"], &res); err != nil || res.Thread.ID != id || res.Thread.CreatorUserID != DefaultUserID ||
+		res.Thread.Data["v"] == nil || res.Thread.Data["messages"] != nil {
+		t.Fatalf("getThread: %s", env["result"])
+	}
+}

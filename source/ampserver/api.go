@@ -11,6 +11,7 @@ import (
 
 // UserInfo is getUserInfo's result, reduced to what is used.
 type UserInfo struct {
+	ID    string `json:"id"`
 	Email string `json:"email"`
 }
 
@@ -18,11 +19,15 @@ type UserInfo struct {
 // it is logged and shown on the landing page.
 const maxEmail = 254
 
+// maxUserID bounds the account's id (compared with threads' creators).
+const maxUserID = 256
+
 // GetUserInfo checks the key and names the account.
 func (c *Client) GetUserInfo(ctx context.Context) (UserInfo, error) {
 	var u UserInfo
 	err := c.Call(ctx, MethodGetUserInfo, nil, &u)
 	u.Email = bounded(u.Email, maxEmail)
+	u.ID = bounded(u.ID, maxUserID)
 	return u, err
 }
 
@@ -48,6 +53,7 @@ type Summary struct {
 	UserLastInteractedAt Time    `json:"userLastInteractedAt"`
 	Archived             bool    `json:"archived"`
 	AgentMode            string  `json:"agentMode"`
+	CreatorUserID        string  `json:"creatorUserID"`
 }
 
 // LastActivity is when the thread last changed, as far as the summary
@@ -67,19 +73,38 @@ func (c *Client) ListThreads(ctx context.Context, p ListParams) ([]Summary, erro
 	return out.Threads, nil
 }
 
+// Header is the record a thread document comes in (getThreadTail,
+// getThread): the document is Data, not the header.
+type Header struct {
+	ID            string          `json:"id"`
+	Title         *string         `json:"title"`
+	UpdatedAt     Time            `json:"updatedAt"`
+	CreatorUserID string          `json:"creatorUserID"`
+	Data          json.RawMessage `json:"data"`
+}
+
 // Tail is getThreadTail's result.
 type Tail struct {
-	Thread        json.RawMessage   `json:"thread"`
+	Thread        Header            `json:"thread"`
 	Messages      []json.RawMessage `json:"messages"`
 	HasMoreBefore bool              `json:"hasMoreBefore"`
 }
 
-// GetThreadTail returns the thread without its messages and its last limit
-// messages.
+// GetThreadTail returns the thread's record (its document without
+// messages in Thread.Data) and its last limit messages (1–500).
 func (c *Client) GetThreadTail(ctx context.Context, id string, limit int) (Tail, error) {
 	var t Tail
 	err := c.Call(ctx, MethodGetThreadTail, map[string]any{"thread": id, "limit": limit}, &t)
 	return t, err
+}
+
+// GetThread returns the thread's record without its messages.
+func (c *Client) GetThread(ctx context.Context, id string) (Header, error) {
+	var out struct {
+		Thread Header `json:"thread"`
+	}
+	err := c.Call(ctx, MethodGetThread, map[string]any{"thread": id}, &out)
+	return out.Thread, err
 }
 
 // Page is getThreadMessagesPage's result.
@@ -88,11 +113,21 @@ type Page struct {
 	NextMessageIndex *int              `json:"nextMessageIndex"`
 }
 
-// GetThreadMessagesPage returns up to limit messages from fromIndex.
+// GetThreadMessagesPage returns up to limit (1–500) messages from index
+// from of the thread's messages. A page must continue exactly where it
+// says: when NextMessageIndex is set it equals from+len(Messages) and the
+// page is not empty, else the answer is an ErrBadDocument (overlapping or
+// skipping pages would count messages twice or lose them).
 func (c *Client) GetThreadMessagesPage(ctx context.Context, id string, from, limit int) (Page, error) {
 	var p Page
-	err := c.Call(ctx, MethodGetThreadMessagesPage, map[string]any{"thread": id, "fromIndex": from, "limit": limit}, &p)
-	return p, err
+	if err := c.Call(ctx, MethodGetThreadMessagesPage, map[string]any{"thread": id, "fromIndex": from, "limit": limit}, &p); err != nil {
+		return p, err
+	}
+	if n := p.NextMessageIndex; n != nil && (*n != from+len(p.Messages) || len(p.Messages) == 0) {
+		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument,
+			detail: fmt.Sprintf("page from %d with %d messages says the next starts at %d", from, len(p.Messages), *n)}
+	}
+	return p, nil
 }
 
 // PageSize is how many messages one getThreadMessagesPage asks for, as the
@@ -103,25 +138,39 @@ const PageSize = 200
 // paging must not keep the exporter busy for ever).
 const maxPages = 10000
 
-// ExportThread fetches a whole thread document the way `amp threads export`
-// does: the tail with limit 1, then, when there are earlier messages, every
-// page from index 0. The result has the shape of a local thread file. The
-// version returned is the thread's `v` as the tail gave it (the document
-// may have grown while it was paged; that is picked up at the next sync).
-// maxBytes bounds the assembled document.
-func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) ([]byte, int64, error) {
+// Export is a whole thread as ExportThread assembles it.
+type Export struct {
+	// Doc is the thread document with all its messages: the shape of a
+	// local thread file.
+	Doc []byte
+	// V is the document's `v` as the tail gave it (0 when missing).
+	V int64
+	// CreatorUserID and UpdatedAt (epoch ms) are the record header's.
+	CreatorUserID string
+	UpdatedAt     int64
+}
+
+// ExportThread fetches a whole thread the way `amp threads export` does:
+// the tail with limit 1, then, when there are earlier messages, every page
+// from index 0. The document is the header's `data` with `messages` set to
+// the messages fetched (replacing any `messages` key `data` has). The
+// version is `v` as the tail gave it (the document may have grown while it
+// was paged; that is picked up at the next sync). maxBytes bounds the
+// assembled document.
+func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (Export, error) {
 	tail, err := c.GetThreadTail(ctx, id, 1)
 	if err != nil {
-		return nil, 0, err
+		return Export{}, err
 	}
-	thread := bytes.TrimSpace(tail.Thread)
-	if len(thread) < 2 || thread[0] != '{' || thread[len(thread)-1] != '}' {
-		return nil, 0, &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "thread is not an object"}
+	data := bytes.TrimSpace(tail.Thread.Data)
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
+		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "thread.data is not an object"}
 	}
 	var head struct {
 		V Version `json:"v"`
 	}
-	_ = json.Unmarshal(thread, &head)
+	_ = json.Unmarshal(data, &head)
+	out := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt)}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
 		messages = messages[:0:0]
@@ -129,49 +178,68 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) ([
 		from := 0
 		for pages := 0; ; pages++ {
 			if pages >= maxPages {
-				return nil, 0, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadResponse, detail: "too many pages"}
+				return Export{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument, detail: "too many pages"}
 			}
 			p, err := c.GetThreadMessagesPage(ctx, id, from, PageSize)
 			if err != nil {
-				return nil, 0, err
+				return Export{}, err
 			}
 			for _, m := range p.Messages {
 				size += int64(len(m)) + 1
 			}
-			if size+int64(len(thread)) > maxBytes {
-				return nil, 0, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
+			if size+int64(len(data)) > maxBytes {
+				return Export{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
 					detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
 			}
 			messages = append(messages, p.Messages...)
 			if p.NextMessageIndex == nil {
 				break
 			}
-			if *p.NextMessageIndex <= from {
-				return nil, 0, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadResponse, detail: "nextMessageIndex does not advance"}
-			}
 			from = *p.NextMessageIndex
 		}
 	}
-	doc := assemble(thread, messages)
-	if int64(len(doc)) > maxBytes {
-		return nil, 0, &Error{Method: MethodGetThreadTail, kind: ErrTooLarge, detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
+	doc, err := assemble(data, messages)
+	if err != nil {
+		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: err.Error()}
 	}
-	return doc, int64(head.V), nil
+	if int64(len(doc)) > maxBytes {
+		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrTooLarge, detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
+	}
+	out.Doc = doc
+	return out, nil
 }
 
-// assemble sets "messages" on the thread object. The thread object from
-// getThreadTail carries no messages; if it does, the parser takes the
-// last "messages" key, which is the one added here.
-func assemble(thread []byte, messages []json.RawMessage) []byte {
-	n := len(thread) + 16
+// assemble builds the document as the CLI does ({...data, messages}): the
+// members of the object data in their order, without any "messages" key
+// of its own, then "messages" set to messages.
+func assemble(data []byte, messages []json.RawMessage) ([]byte, error) {
+	n := len(data) + 16
 	for _, m := range messages {
 		n += len(m) + 1
 	}
 	out := make([]byte, 0, n)
-	body := bytes.TrimSpace(thread[1 : len(thread)-1])
 	out = append(out, '{')
-	out = append(out, body...)
-	if len(body) > 0 {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, fmt.Errorf("thread.data: %w", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("thread.data: %w", err)
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, fmt.Errorf("thread.data: %w", err)
+		}
+		if key == "messages" {
+			continue
+		}
+		k, _ := json.Marshal(key)
+		out = append(out, k...)
+		out = append(out, ':')
+		out = append(out, val...)
 		out = append(out, ',')
 	}
 	out = append(out, `"messages":[`...)
@@ -181,7 +249,7 @@ func assemble(thread []byte, messages []json.RawMessage) []byte {
 		}
 		out = append(out, m...)
 	}
-	return append(out, "]}"...)
+	return append(out, "]}"...), nil
 }
 
 // CostParams are threadDisplayCostInfo's parameters.

@@ -42,6 +42,9 @@ func benchServer(b *testing.B) *ampstandin.Server {
 			total = v
 		}
 		benchSrv = ampstandin.New(testKey, "bench@example.com")
+		if os.Getenv("AMP_BENCH_GZIP") == "0" {
+			benchSrv.DisableGzip() // answers as a server that does not compress
+		}
 		benchErr = benchSrv.PutGenerated(threadgen.New(threadgen.Options{Threads: n, TotalBytes: total, Seed: 1}), 0, n)
 	})
 	if benchErr != nil {

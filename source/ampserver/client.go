@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	promconfig "github.com/prometheus/common/config"
 )
 
@@ -27,6 +28,7 @@ const (
 	MethodGetUserInfo           = "getUserInfo"
 	MethodListThreads           = "listThreads"
 	MethodGetThreadTail         = "getThreadTail"
+	MethodGetThread             = "getThread"
 	MethodGetThreadMessagesPage = "getThreadMessagesPage"
 	MethodThreadDisplayCostInfo = "threadDisplayCostInfo"
 )
@@ -45,11 +47,24 @@ var (
 	ErrThreadNotFound = errors.New("amp server: thread not found")
 	// ErrTooLarge: a response exceeded the size limit.
 	ErrTooLarge = errors.New("amp server: response too large")
-	// ErrBadResponse: the reply is not the envelope or not the expected
-	// shape.
+	// ErrBadResponse: the reply is not the envelope, or a refusal
+	// without a usable error code.
 	ErrBadResponse = errors.New("amp server: unreadable response")
-	// ErrTransient: a failure worth retrying (5xx, 429, network).
+	// ErrBadDocument: an {ok: true} answer whose result is not the shape
+	// the CLI reads (a thread's data that is not an object, pages that do
+	// not continue where the last ended): the document is there and
+	// cannot be read.
+	ErrBadDocument = errors.New("amp server: result not understood")
+	// ErrTransient: a failure worth retrying (5xx, internal-error,
+	// network).
 	ErrTransient = errors.New("amp server: temporary failure")
+	// ErrRateLimited: rate-limit-exceeded or HTTP 429; the server wants
+	// fewer requests for RetryAfter. It is also an ErrTransient.
+	ErrRateLimited = errors.New("amp server: rate limited")
+	// ErrInvalidArgument: the server says the request is wrong
+	// (invalid-argument): a bug of the exporter or a change of the API,
+	// not worth a retry soon.
+	ErrInvalidArgument = errors.New("amp server: request refused as invalid")
 )
 
 // Error is a failed call. It never carries the API key.
@@ -84,8 +99,14 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap lets errors.Is match the sentinel.
-func (e *Error) Unwrap() error { return e.kind }
+// Unwrap lets errors.Is match the sentinel (a rate limit is transient
+// too).
+func (e *Error) Unwrap() []error {
+	if e.kind == ErrRateLimited {
+		return []error{e.kind, ErrTransient}
+	}
+	return []error{e.kind}
+}
 
 // DefaultURL is the Amp server.
 const DefaultURL = "https://ampcode.com/"
@@ -107,7 +128,8 @@ type Options struct {
 	Version string
 	// Timeout bounds one request (default 2m).
 	Timeout time.Duration
-	// MaxResponseBytes bounds one response body (default 64 MiB).
+	// MaxResponseBytes bounds one response body, decompressed and on the
+	// wire (default 64 MiB).
 	MaxResponseBytes int64
 	// Retries of transient failures within one call (default 3).
 	Retries int
@@ -120,8 +142,10 @@ type Options struct {
 	// OnRequest is called once per HTTP request with the method and the
 	// status code ("error" for a network failure).
 	OnRequest func(method, code string)
-	// OnBytes is called with the size of every response body read.
-	OnBytes func(n int64)
+	// OnBytes is called for every response body read: with its size on
+	// the wire by content encoding ("gzip", "identity"), then with its
+	// decompressed size ("decoded").
+	OnBytes func(encoding string, n int64)
 	// Transport replaces the transport built from HTTP (tests).
 	Transport http.RoundTripper
 }
@@ -206,8 +230,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Call invokes method with params and decodes its result into out,
-// retrying transient failures with backoff. ErrAuth, ErrThreadNotFound,
-// ErrTooLarge and ErrBadResponse are returned at once.
+// retrying transient failures (rate limits included) with backoff, and
+// classifies failures by the envelope's error code on any HTTP status.
+// ErrAuth, ErrThreadNotFound, ErrInvalidArgument, ErrTooLarge,
+// ErrBadResponse and ErrBadDocument are returned at once.
 func (c *Client) Call(ctx context.Context, method string, params, out any) error {
 	if params == nil {
 		params = struct{}{}
@@ -230,6 +256,7 @@ func (c *Client) Call(ctx context.Context, method string, params, out any) error
 			continue
 		}
 		if err == nil || !errors.As(err, &e) || !errors.Is(err, ErrTransient) || attempt >= c.opts.Retries {
+			// ErrTransient includes ErrRateLimited.
 			return err
 		}
 		wait := e.RetryAfter
@@ -267,6 +294,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	// Set here, so the transport leaves the body compressed: its size on
+	// the wire is counted and the bound applies to what it inflates to.
+	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", "amp-exporter/"+c.opts.Version)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := c.hc.Do(req)
@@ -282,16 +312,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	}
 	defer resp.Body.Close()
 	c.report(method, strconv.Itoa(resp.StatusCode))
-	data, readErr := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxResponseBytes+1))
-	if c.opts.OnBytes != nil {
-		c.opts.OnBytes(int64(len(data)))
-	}
-	if int64(len(data)) > c.opts.MaxResponseBytes {
-		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTooLarge,
-			detail: fmt.Sprintf("more than %d bytes", c.opts.MaxResponseBytes)}
-	}
-	if readErr != nil {
-		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(readErr), key)}
+	data, err := c.readBody(resp, method, key)
+	if err != nil {
+		return err
 	}
 	// The result is decoded straight into out, in the same pass as the
 	// envelope: thread pages are most of the bytes read, and each extra
@@ -303,9 +326,11 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		OK     *bool `json:"ok"`
 		Result any   `json:"result"`
 		Error  *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code              string   `json:"code"`
+			Message           string   `json:"message"`
+			RetryAfterSeconds *float64 `json:"retryAfterSeconds"`
 		} `json:"error"`
+		RetryAfterSeconds *float64 `json:"retryAfterSeconds"`
 	}{Result: out}
 	envErr := json.Unmarshal(data, &env)
 	var typeErr *json.UnmarshalTypeError
@@ -314,47 +339,124 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		envErr = nil
 	}
 	e := &Error{Method: method, Status: resp.StatusCode}
+	var retryAfterBody *float64
 	if envErr == nil && env.Error != nil {
 		// Scrubbed before it is cut: a key across the cut would
 		// otherwise be left half in.
 		e.Code = bounded(scrub(env.Error.Code, key), 64)
 		e.detail = bounded(scrub(env.Error.Message, key), 200)
+		retryAfterBody = env.Error.RetryAfterSeconds
 	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "auth-required":
+	if envErr == nil && retryAfterBody == nil {
+		retryAfterBody = env.RetryAfterSeconds
+	}
+	ok2xx := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	// The envelope's code decides, on any status (2xx included); the
+	// status only where there is no code the exporter knows.
+	switch e.Code {
+	case "auth-required", "permission-denied":
 		e.kind = ErrAuth
-		e.otherKey = c.opts.Keys != nil && c.opts.Keys.Refused(key)
-		return e
-	case e.Code == "thread-not-found" || (resp.StatusCode == http.StatusNotFound && e.Code == ""):
+	case "thread-not-found":
 		e.kind = ErrThreadNotFound
-		return e
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+	case "rate-limit-exceeded":
+		e.kind = ErrRateLimited
+	case "internal-error":
 		e.kind = ErrTransient
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now(), c.opts.MaxRetryAfter)
-		return e
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout:
-		e.kind = ErrTransient
-		return e
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		e.kind = ErrBadResponse
-		return e
-	case envErr != nil || env.OK == nil:
-		e.kind = ErrBadResponse
-		e.detail = "not an {ok, result} envelope"
-		return e
-	case !*env.OK:
-		e.kind = ErrBadResponse
-		if e.Code == "" {
-			e.detail = "ok is false without an error"
+	case "invalid-argument":
+		e.kind = ErrInvalidArgument
+	default:
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+			e.kind = ErrAuth
+		case resp.StatusCode == http.StatusTooManyRequests:
+			e.kind = ErrRateLimited
+		case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+			// A redirect is not followed (it would carry the key).
+			e.kind = ErrBadResponse
+		case !ok2xx:
+			// No usable code: back off and try again.
+			e.kind = ErrTransient
+		case envErr != nil || env.OK == nil:
+			e.kind = ErrBadResponse
+			e.detail = "not an {ok, result} envelope"
+		case !*env.OK:
+			e.kind = ErrBadResponse
+			if e.Code == "" {
+				e.detail = "ok is false without an error"
+			}
+		case resultErr:
+			e.kind = ErrBadDocument
+			e.detail = "result: " + scrub(typeErr.Error(), key)
+		default:
+			return nil
 		}
-		return e
 	}
-	if resultErr {
-		e.kind = ErrBadResponse
-		e.detail = "result: " + scrub(typeErr.Error(), key)
-		return e
+	if e.kind == ErrAuth {
+		// A login replaced since this key was read (amp login elsewhere, a
+		// refresh by another process) is tried once more at once.
+		e.otherKey = c.opts.Keys != nil && c.opts.Keys.Refused(key)
 	}
-	return nil
+	if e.kind == ErrRateLimited || resp.StatusCode == http.StatusServiceUnavailable {
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now(), c.opts.MaxRetryAfter)
+		if e.RetryAfter == 0 && retryAfterBody != nil && *retryAfterBody > 0 {
+			e.RetryAfter = min(time.Duration(*retryAfterBody*float64(time.Second)), c.opts.MaxRetryAfter)
+		}
+	}
+	return e
+}
+
+// readBody reads a response body, inflating gzip, bounded on the wire and
+// decompressed: a gzip bomb is refused once MaxResponseBytes are inflated.
+func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, error) {
+	limit := c.opts.MaxResponseBytes
+	wire := &countingReader{r: io.LimitReader(resp.Body, limit+1)}
+	var body io.Reader = wire
+	encoding := "identity"
+	tooLarge := func() error {
+		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTooLarge, detail: fmt.Sprintf("more than %d bytes", limit)}
+	}
+	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		encoding = "gzip"
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			c.countBytes(encoding, wire.n, 0)
+			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrBadResponse, detail: "content encoding not asked for: " + bounded(ce, 32)}
+	}
+	data, readErr := io.ReadAll(io.LimitReader(body, limit+1))
+	c.countBytes(encoding, wire.n, int64(len(data)))
+	if int64(len(data)) > limit || wire.n > limit {
+		return nil, tooLarge()
+	}
+	if readErr != nil {
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(readErr), key)}
+	}
+	return data, nil
+}
+
+func (c *Client) countBytes(encoding string, wire, decoded int64) {
+	if c.opts.OnBytes != nil {
+		c.opts.OnBytes(encoding, wire)
+		c.opts.OnBytes("decoded", decoded)
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.n += int64(n)
+	return n, err
 }
 
 func (c *Client) apiKey(ctx context.Context) (string, error) {

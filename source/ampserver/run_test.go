@@ -17,6 +17,16 @@ type sourceMetrics struct {
 	synced int
 	ent    []collector.Entitlement
 	upCh   chan bool
+	skip   map[string]int
+}
+
+func (m *sourceMetrics) ThreadSkipped(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.skip == nil {
+		m.skip = map[string]int{}
+	}
+	m.skip[reason]++
 }
 
 func (m *sourceMetrics) Up(ok bool) {
@@ -48,12 +58,12 @@ func TestRunRefusedKeyRetriesSlowlyAndNeverLogsIt(t *testing.T) {
 	if ok := <-m.upCh; ok {
 		t.Fatal("up with a refused key")
 	}
-	if n := h.srv.Requests()[MethodListThreads]; n != 1 {
-		t.Fatalf("%d list requests", n)
+	if n := h.srv.Requests()[MethodGetUserInfo]; n != 1 {
+		t.Fatalf("%d user info requests", n)
 	}
 	// Step the clock until the next attempt: not before AuthRetry.
 	var advanced time.Duration
-	for h.srv.Requests()[MethodListThreads] < 2 {
+	for h.srv.Requests()[MethodGetUserInfo] < 2 {
 		h.clk.Advance(time.Second)
 		advanced += time.Second
 		time.Sleep(time.Millisecond)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"math"
 	"sync"
 	"time"
 
@@ -35,7 +35,18 @@ type SourceMetrics interface {
 	Up(ok bool)
 	Synced(at time.Time)
 	SetEntitlement(e store.Entitlement)
+	// ThreadSkipped counts a listed thread that is not counted, once per
+	// thread and reason.
+	ThreadSkipped(reason string)
 }
+
+// ErrListingTooLong ends a sync whose listing passed the bounds of one
+// sync (SyncConfig.MaxListPages, MaxListed).
+var ErrListingTooLong = errors.New("amp server: the thread listing does not end within the bounds of one sync")
+
+// SkipOtherUser is the reason a thread another user created (a workspace
+// thread shared with the account) is not counted.
+const SkipOtherUser = "other_user"
 
 // Syncing tells the stream-json store how the server's syncs go, so a
 // run the server does not list is counted from its stream.
@@ -55,6 +66,11 @@ type SyncConfig struct {
 	MaxThreadBytes  int64 // largest thread document
 	// ListLimit is listThreads' page size (default and maximum 500).
 	ListLimit int
+	// MaxListPages and MaxListed bound one sync's listing: a server whose
+	// pages never end must not grow the exporter without bound (defaults
+	// 1,000 pages and 100,000 threads).
+	MaxListPages int
+	MaxListed    int
 	// Billed turns on threadDisplayCostInfo for changed threads.
 	Billed bool
 }
@@ -71,9 +87,18 @@ type Syncer struct {
 	log     *slog.Logger
 	clock   clock.Clock
 
+	onAccount func(UserInfo)
+
 	mu           sync.Mutex
 	lastComplete time.Time // start of the last complete sync
 	lastFull     time.Time // start of the last complete full listing
+	// user is the account, once getUserInfo answered.
+	user *UserInfo
+	// otherUser holds the threads skipped as another user's (counted in
+	// the metric once each).
+	otherUser map[string]bool
+	bugMu     sync.Mutex
+	bugLogged map[string]bool // methods whose invalid-argument was logged
 	// unreadable holds the `v` of threads that could not be read (too
 	// large, a shape not understood): like a local file that does not
 	// parse, such a thread is a parse error once and is read again when
@@ -91,6 +116,9 @@ type SyncOptions struct {
 	Streams Syncing
 	Logger  *slog.Logger
 	Clock   clock.Clock
+	// OnAccount is called once, when getUserInfo first answers (also
+	// when the key was refused at start-up and works later).
+	OnAccount func(UserInfo)
 }
 
 // NewSyncer returns a syncer; nothing happens until Run or Sync.
@@ -113,6 +141,12 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	if cfg.ListLimit <= 0 || cfg.ListLimit > 500 {
 		cfg.ListLimit = 500
 	}
+	if cfg.MaxListPages <= 0 {
+		cfg.MaxListPages = 1000
+	}
+	if cfg.MaxListed <= 0 {
+		cfg.MaxListed = 100_000
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -120,8 +154,8 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 		opts.Clock = clock.Real{}
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
-		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock,
-		unreadable: map[string]int64{}}
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount,
+		unreadable: map[string]int64{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
 }
 
 // Stats describe one sync.
@@ -182,11 +216,29 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	defer s.mu.Unlock()
 	start := s.clock.Now()
 	st := Stats{StartedAt: start}
+	if s.user == nil {
+		// The account's id tells its own threads from those shared with
+		// it; asked until it answers (a key refused at start-up may work
+		// later).
+		u, err := s.client.GetUserInfo(ctx)
+		if err != nil {
+			s.noteBug(err)
+			return st, fmt.Errorf("user info: %w", err)
+		}
+		s.user = &u
+		if s.onAccount != nil {
+			s.onAccount(u)
+		}
+	}
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
 	var changed []Summary
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
+		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
+			listErr = fmt.Errorf("list threads: %w (%d pages, %d threads)", ErrListingTooLong, st.Pages, st.Listed)
+			break
+		}
 		page, err := s.client.ListThreads(ctx, ListParams{
 			IncludeArchived: s.cfg.IncludeArchived,
 			InstallationID:  s.cfg.InstallationID,
@@ -209,6 +261,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			fresh++
 			st.Listed++
 			listed[t.ID] = true
+			if s.otherUsers(t.CreatorUserID) {
+				s.skipOther(t.ID)
+				st.Skipped++
+				continue
+			}
 			if s.changed(t) {
 				changed = append(changed, t)
 				allOld = false
@@ -231,7 +288,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			break
 		}
 	}
-	if errors.Is(listErr, ErrAuth) {
+	if errors.Is(listErr, ErrAuth) || errors.Is(listErr, ErrListingTooLong) {
+		// A listing past its bounds is not a listing to act on: its
+		// threads could be any number of ids that lead nowhere.
 		return st, listErr
 	}
 	st.Changed = len(changed)
@@ -277,6 +336,45 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	return st, errors.Join(listErr, fetchErr)
 }
 
+// otherUsers reports whether creator is another user than the account (a
+// thread with no creator is the account's).
+func (s *Syncer) otherUsers(creator string) bool {
+	return creator != "" && s.user != nil && s.user.ID != "" && creator != s.user.ID
+}
+
+// skipOther counts a thread of another user once. One counted before
+// (by a version that did not tell them apart) leaves amp_threads; what it
+// counted stays, as counters do.
+func (s *Syncer) skipOther(id string) {
+	if s.otherUser[id] {
+		return
+	}
+	s.otherUser[id] = true
+	if _, ok := s.store.File(store.ServerPath(id)); ok {
+		s.store.Remove(store.ServerPath(id))
+	}
+	if s.source != nil {
+		s.source.ThreadSkipped(SkipOtherUser)
+	}
+}
+
+// noteBug logs an invalid-argument answer once per method: the exporter
+// asked for something the server's API does not accept.
+func (s *Syncer) noteBug(err error) {
+	var e *Error
+	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) {
+		return
+	}
+	s.bugMu.Lock()
+	first := !s.bugLogged[e.Method]
+	s.bugLogged[e.Method] = true
+	s.bugMu.Unlock()
+	if first {
+		s.log.Error("the Amp server refused a request as invalid: a bug of the exporter or a change of Amp's API; please report it",
+			"method", e.Method, "err", err)
+	}
+}
+
 // changed reports whether a listed thread needs fetching: its `v` differs
 // from the one counted, and no other source counts it.
 func (s *Syncer) changed(t Summary) bool {
@@ -320,6 +418,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					st.Gone++
 				case outcome == outcomeSkipped:
 					st.Skipped++
+				case outcome == outcomeOtherUser:
+					st.Skipped++
+					s.skipOther(t.ID)
 				case outcome == outcomeUnreadable:
 					st.Unreadable++
 					s.unreadable[t.ID] = int64(t.V)
@@ -328,7 +429,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					if firstErr == nil {
 						firstErr = err
 					}
-					if errors.Is(err, ErrAuth) || rateLimited(err) {
+					if errors.Is(err, ErrAuth) || errors.Is(err, ErrRateLimited) {
 						// The rest waits for the next sync.
 						cancel()
 					}
@@ -350,13 +451,6 @@ feed:
 	return firstErr
 }
 
-// rateLimited reports whether err is a 429 the client's retries did not
-// get past: the server wants fewer requests, not the next thread's.
-func rateLimited(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusTooManyRequests
-}
-
 type outcome int
 
 const (
@@ -365,6 +459,7 @@ const (
 	outcomeGone
 	outcomeSkipped
 	outcomeUnreadable
+	outcomeOtherUser
 )
 
 func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
@@ -374,7 +469,8 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		}
 	}
 	path := store.ServerPath(t.ID)
-	doc, v, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	ex, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	doc, v := ex.Doc, ex.V
 	switch {
 	case errors.Is(err, ErrThreadNotFound):
 		s.store.Remove(path)
@@ -382,16 +478,19 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	case errors.Is(err, ErrTooLarge):
 		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
 		return outcomeUnreadable, err
-	case errors.Is(err, ErrBadResponse):
+	case errors.Is(err, ErrBadDocument):
+		// The document is there and cannot be read: a parse error, read
+		// again when its `v` changes.
 		s.parseFailed("bad_response", t.ID, err)
-		if e := (*Error)(nil); errors.As(err, &e) && e.Status != 0 && (e.Status < 200 || e.Status > 299) {
-			// The request was refused (4xx, a redirect): nothing is
-			// known of the document; fetch it again next time.
-			return outcomeFailed, err
-		}
 		return outcomeUnreadable, err
 	case err != nil:
+		// Refused, rate limited, invalid, transient: nothing is known of
+		// the document; it is fetched again at the next sync.
+		s.noteBug(err)
 		return outcomeFailed, err
+	}
+	if s.otherUsers(ex.CreatorUserID) {
+		return outcomeOtherUser, nil
 	}
 	began := s.clock.Now()
 	parsed, err := p.ParseBytes(doc)
@@ -404,7 +503,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		// The store counts a thread under its document's id; one that
 		// names another thread than the one listed and claimed would be
 		// counted under an id nobody claimed (a local thread's, say).
-		err := &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "the document names another thread"}
+		err := &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "the document names another thread"}
 		s.parseFailed("bad_response", t.ID, err)
 		return outcomeUnreadable, err
 	}
@@ -435,8 +534,9 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 		case errors.Is(err, ErrThreadNotFound):
 			s.store.Remove(path)
 			return outcomeGone, nil
-		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrTooLarge):
+		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInvalidArgument):
 			// Not worth a retry: the thread is counted without its bill.
+			s.noteBug(err)
 			s.log.Debug("no billed cost for a thread", "err", err)
 		default:
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
@@ -460,19 +560,29 @@ func (s *Syncer) parseFailed(reason, id string, err error) {
 	_ = id // thread ids are not logged at warn level
 }
 
-// billed records what Amp bills for the thread and the user's entitlement.
-func (s *Syncer) billed(id string, ci CostInfo) {
+// billSplit is a thread's bill as one amount split by kind: the breakdown's
+// kinds, and under "total" what totalCostUSD has beyond them (all of it
+// when there is no breakdown).
+func billSplit(ci CostInfo) map[string]float64 {
 	usd := map[string]float64{}
-	if b := ci.CostBreakdown; b != nil && (b.FreeUSD != nil || b.PaidUSD != nil || b.SubscriptionUSD != nil) {
+	var split float64
+	if b := ci.CostBreakdown; b != nil {
 		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
-			if v != nil {
+			if v != nil && *v > 0 && !math.IsInf(*v, 0) {
 				usd[kind] = *v
+				split += *v
 			}
 		}
-	} else if ci.TotalCostUSD != nil {
-		usd["total"] = *ci.TotalCostUSD
 	}
-	s.store.ApplyBilled(id, usd)
+	if t := ci.TotalCostUSD; t != nil && *t-split > 1e-9 && !math.IsInf(*t, 0) {
+		usd["total"] = *t - split
+	}
+	return usd
+}
+
+// billed records what Amp bills for the thread and the user's entitlement.
+func (s *Syncer) billed(id string, ci CostInfo) {
+	s.store.ApplyBilled(id, billSplit(ci))
 	if e := ci.Entitlement; e != nil && s.source != nil {
 		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
 		if e.PercentUsed != nil {
@@ -498,6 +608,7 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 		}
 	}
 	refused := false // the key was refused, and that was logged
+	tooLong := false // a listing too long was logged
 	for {
 		wait := s.cfg.Interval
 		st, err := s.Sync(ctx)
@@ -519,11 +630,21 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 			s.log.Log(ctx, level, "the Amp server refused the API key; retrying slowly (log in again, or set amp_server.enabled: false to stop)",
 				"err", err, "retry_in", wait)
 			s.up(false)
+		case errors.Is(err, ErrListingTooLong):
+			level := slog.LevelError // once, not once per sync
+			if tooLong {
+				level = slog.LevelDebug
+			}
+			tooLong = true
+			s.log.Log(ctx, level, "the Amp server's thread listing does not end; each sync stops at its bound (what was listed is counted)",
+				"err", err, "fetched", st.Fetched)
+			s.up(false)
 		case err != nil:
 			s.log.Warn("sync with the Amp server incomplete; what was fetched is counted, the rest is retried",
 				"err", err, "fetched", st.Fetched, "failed", st.Failed)
 			s.up(false)
 		default:
+			tooLong = false
 			s.up(true)
 			if s.source != nil {
 				s.source.Synced(s.clock.Now())
