@@ -157,7 +157,7 @@ func newApp(o appOptions) (a *app, err error) {
 	a.amy = amysource.NewSource(a.amyStore, amysource.SourceOptions{Logger: a.log})
 	var server source.Source = ampserver.Off()
 	if a.server != nil {
-		server = serverLifecycle{ampserver.NewSource(a.server.syncer, a.server.firstScan), a.server}
+		server = ampserver.NewSource(a.server.syncer, a.server.firstScan)
 	}
 	a.sources = []source.Source{
 		threads.NewSource(threads.Options{
@@ -206,15 +206,6 @@ func newApp(o appOptions) (a *app, err error) {
 	}
 	return a, nil
 }
-
-// serverLifecycle is the Amp server source; its Run names the account
-// before the syncer starts (ampserver.go).
-type serverLifecycle struct {
-	*ampserver.Source
-	s *serverSource
-}
-
-func (l serverLifecycle) Run(ctx context.Context) error { return l.s.run(ctx) }
 
 // closeKeeper gives the storage directory back when start-up fails after
 // the state was restored.
