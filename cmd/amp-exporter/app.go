@@ -463,8 +463,16 @@ func (a *app) Run(ctx context.Context) error {
 	case err = <-failed:
 	}
 
+	// Each step is timed: the log line at the end says where a slow
+	// shutdown spent its time.
+	var timings []any
+	step := func(name string, f func()) {
+		t := time.Now()
+		f()
+		timings = append(timings, slog.Duration(name, time.Since(t)))
+	}
 	// 1. Stop accepting, drain.
-	a.drain(&servers)
+	step("drain", func() { a.drain(&servers) })
 	// 2. No reload from now on; one under way finishes first, unless it
 	// waits for a source still in its first scan: stopping the sources
 	// ends that wait.
@@ -473,15 +481,19 @@ func (a *app) Run(ctx context.Context) error {
 		a.log.Warn("a reload under way at shutdown waits for a source; stopping the sources", "after", a.o.drainTimeout)
 	}
 	// 3. Stop the sources.
-	stopSources()
-	sources.Wait()
-	reloads.Wait()
+	step("sources", func() {
+		stopSources()
+		sources.Wait()
+		reloads.Wait()
+	})
 	// 4. The final save.
-	stopKeeper()
-	keeper.Wait()
+	step("save", func() {
+		stopKeeper()
+		keeper.Wait()
+	})
 	// 5. The last pushes.
-	a.rw.stop()
-	a.log.Info("stopped")
+	step("remote_write", a.rw.stop)
+	a.log.Info("stopped", slog.Group("steps", timings...))
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,11 +29,14 @@ type testExporter struct {
 	*app
 	cfgPath string
 	logs    *syncWriter
+	addr    string // of the main HTTP server
+	// stop ends Run (once) and returns its error.
+	stop func() error
 }
 
 // startTestApp builds and runs an exporter on the configuration text, with
 // an environment of its own (no key, no Amp CLI files unless env says).
-func startTestApp(t *testing.T, cfgText string, env map[string]string) *testExporter {
+func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...func(*appOptions)) *testExporter {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "amp-exporter.yml")
@@ -45,28 +49,35 @@ func startTestApp(t *testing.T, cfgText string, env map[string]string) *testExpo
 		t.Fatal(err)
 	}
 	logs := &syncWriter{}
-	addrs, systemd, webCfg := []string{"127.0.0.1:0"}, false, ""
-	a, err := newApp(appOptions{
+	addrs, systemd, webCfg := []string{freeAddr(t)}, false, ""
+	o := appOptions{
 		configFile: cfgPath, env: cenv, config: cfg,
 		logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		telemetryPath: "/metrics",
 		web:           &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg},
 		server:        serverFlags{maxRequests: 4, maxConnections: 16},
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	a, err := newApp(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
-	t.Cleanup(func() {
+	e := &testExporter{app: a, cfgPath: cfgPath, logs: logs, addr: addrs[0], stop: sync.OnceValue(func() error {
 		cancel()
-		if err := <-ran; err != nil {
+		return <-ran
+	})}
+	t.Cleanup(func() {
+		if err := e.stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
 	waitUntil(t, "the first scan", a.ready.Load)
-	return &testExporter{app: a, cfgPath: cfgPath, logs: logs}
+	return e
 }
 
 // reloadWith writes the configuration file and reloads it as SIGHUP and
