@@ -29,6 +29,10 @@ type ExporterMetrics struct {
 	fallbacks     *prometheus.CounterVec
 	polling       *prometheus.GaugeVec
 	stateErrors   *prometheus.CounterVec
+	stateDamage   *prometheus.CounterVec
+	stateWritten  prometheus.Counter
+	stateCompacts prometheus.Counter
+	stateSaveTime prometheus.Histogram
 	dirsMissing   prometheus.Gauge
 	pricingInfo   *prometheus.GaugeVec
 }
@@ -73,6 +77,23 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 			Name: NameStateErrors,
 			Help: helpOf(NameStateErrors),
 		}, []string{"operation"}),
+		stateDamage: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameStateLoadErrors,
+			Help: helpOf(NameStateLoadErrors),
+		}, []string{"kind"}),
+		stateWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameStateBytesWritten,
+			Help: helpOf(NameStateBytesWritten),
+		}),
+		stateCompacts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameStateCompactions,
+			Help: helpOf(NameStateCompactions),
+		}),
+		stateSaveTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    NameStateSaveDuration,
+			Help:    helpOf(NameStateSaveDuration),
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
 		pricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NamePricingInfo,
 			Help: helpOf(NamePricingInfo),
@@ -99,8 +120,12 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	for _, op := range []string{"load", "save"} {
 		m.stateErrors.WithLabelValues(op)
 	}
+	for _, k := range []string{"torn_tail", "batch", "record", "undecodable", "not_a_log", "legacy_file"} {
+		m.stateDamage.WithLabelValues(k)
+	}
 	reg.MustRegister(m.parseErrors, m.filesParsed, m.parseDuration, m.reloadOK, m.reloadTime,
-		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo)
+		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo,
+		m.stateDamage, m.stateWritten, m.stateCompacts, m.stateSaveTime)
 	return m
 }
 
@@ -141,6 +166,23 @@ func (m *ExporterMetrics) DirsMissing(n int) { m.dirsMissing.Set(float64(n)) }
 // StateFailed counts a failed state load or save.
 func (m *ExporterMetrics) StateFailed(operation string) {
 	m.stateErrors.WithLabelValues(operation).Inc()
+}
+
+// StateLoadDamage counts what a state load found, by kind.
+func (m *ExporterMetrics) StateLoadDamage(kind string, n int) {
+	m.stateDamage.WithLabelValues(kind).Add(float64(n))
+}
+
+// StateSaved records a state save: the bytes it wrote and its duration.
+func (m *ExporterMetrics) StateSaved(bytes int64, d time.Duration) {
+	m.stateWritten.Add(float64(bytes))
+	m.stateSaveTime.Observe(d.Seconds())
+}
+
+// StateCompacted records a compaction of the state log that wrote bytes.
+func (m *ExporterMetrics) StateCompacted(bytes int64) {
+	m.stateWritten.Add(float64(bytes))
+	m.stateCompacts.Inc()
 }
 
 // ConfigLoaded records the outcome of a configuration (re)load.

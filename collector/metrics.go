@@ -83,6 +83,7 @@ const (
 	NameStateBytesWritten  = "amp_exporter_state_bytes_written_total"
 	NameStateCompactions   = "amp_exporter_state_compactions_total"
 	NameStateSaveDuration  = "amp_exporter_state_save_duration_seconds"
+	NameStateLoadErrors    = "amp_exporter_state_load_errors_total"
 	NamePricingInfo        = "amp_exporter_pricing_info"
 	NameSourceLastChange   = "amp_exporter_source_last_change_timestamp_seconds"
 	NameRemoteWriteSamples = "amp_exporter_remote_write_samples_total"
@@ -271,12 +272,14 @@ var Metrics = []Metric{
 		Help: "Configured thread directories that do not exist right now."},
 	{Name: NameStateErrors, Type: Counter, Labels: []string{"operation"}, Source: fromSelf,
 		Help: "Failures to load or save the state under --storage.path."},
+	{Name: NameStateLoadErrors, Type: Counter, Labels: []string{"kind"}, Source: fromSelf,
+		Help: "What loading the state found, by kind: torn_tail (a save cut off by a crash, expected after one), batch and record (damage: what it hit is lost, the rest kept), undecodable, not_a_log, legacy_file."},
 	{Name: NameStateBytesWritten, Type: Counter, Source: fromSelf,
-		Help: "Bytes written to the state under --storage.path."},
+		Help: "Bytes written to the state log by saves and compactions."},
 	{Name: NameStateCompactions, Type: Counter, Source: fromSelf,
-		Help: "Compactions of the state log under --storage.path."},
+		Help: "Rewrites of the state log without its superseded records."},
 	{Name: NameStateSaveDuration, Type: Histogram, Source: fromSelf,
-		Help: "Time to save the state under --storage.path."},
+		Help: "Time to save what changed to the state log, sync included."},
 	{Name: NamePricingInfo, Type: Gauge, Labels: []string{"source", "version"}, Source: fromSelf,
 		Help: "The price table in use (source and version); 1 for the current one."},
 	{Name: NameSourceLastChange, Type: Gauge, Labels: []string{"source"}, Source: fromSelf,

@@ -115,7 +115,6 @@ func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.Strea
 	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
 }
 
-
 // accountName is the followed account, "" while unknown or when the source
 // is off.
 func (s *serverSource) accountName() string {

@@ -25,6 +25,7 @@ import (
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -67,7 +68,7 @@ type app struct {
 	streams  *ampstore.StreamStore
 	amyStore *ampstore.AmyStore
 	server   *serverSource // nil while the Amp server source is off
-	keeper   *stateKeeper  // nil without --storage.path
+	keeper   *state.Keeper // nil without --storage.path
 	amy      *amysource.Source
 	sources  []source.Source
 	rw       *remoteWriters
@@ -185,10 +186,9 @@ func newApp(o appOptions) (a *app, err error) {
 	a.metrics.ConfigLoaded(true, time.Now())
 
 	if o.storagePath != "" {
-		k := newStateKeeper(o.storagePath, stateStores{threads: a.threads, server: a.server.threadStore(),
-			streams: a.streams, amy: a.amyStore, labels: a.labels}, a.metrics, a.log)
-		k.interval = o.saveInterval
-		if err := k.restore(); err != nil {
+		k, err := state.Open(state.Options{Dir: o.storagePath, Metrics: a.metrics, Logger: a.log,
+			Stores: state.Stores{Threads: a.threads, Server: a.server.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels}})
+		if err != nil {
 			return nil, fmt.Errorf("cannot use storage path %q: %w", o.storagePath, err)
 		}
 		a.keeper = k
@@ -211,7 +211,7 @@ func newApp(o appOptions) (a *app, err error) {
 // the state was restored.
 func (a *app) closeKeeper() {
 	if a.keeper != nil {
-		_ = a.keeper.close()
+		_ = a.keeper.Close()
 	}
 }
 
@@ -425,7 +425,7 @@ func (a *app) Run(ctx context.Context) error {
 	defer stopKeeper()
 	var keeper sync.WaitGroup
 	if a.keeper != nil {
-		keeper.Go(func() { _ = a.keeper.run(keeperCtx) })
+		keeper.Go(func() { _ = runStateKeeper(keeperCtx, a.keeper, a.o.saveInterval, a.log) })
 	}
 
 	reloadCtx, stopReloads := context.WithCancel(context.Background())

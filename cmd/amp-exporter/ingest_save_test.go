@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/amp-exporter/amp-exporter/source/streams"
+	"github.com/amp-exporter/amp-exporter/state"
 )
 
 type failingFlusher struct{ err error }
@@ -32,7 +33,7 @@ func TestIngestWhoseSaveFailsIsNotAnswered200(t *testing.T) {
 	}{
 		{"saved", http.StatusOK, nil, http.StatusOK, ""},
 		{"disk full", http.StatusOK, errors.New("write state.log: no space left on device"), http.StatusServiceUnavailable, "could not be saved"},
-		{"keeper stopped", http.StatusOK, errKeeperStopped, http.StatusServiceUnavailable, "do not send them again"},
+		{"keeper stopped", http.StatusOK, state.ErrClosed, http.StatusServiceUnavailable, "do not send them again"},
 		{"bad lines, not saved either", http.StatusBadRequest, errors.New("disk full"), http.StatusBadRequest, "line 2"},
 	}
 	for _, tc := range tests {

@@ -103,7 +103,8 @@ func (v *victim) counters() (string, bool) {
 	}
 	var lines []string
 	for name, mf := range mfs {
-		if !strings.HasPrefix(name, "amp_") || strings.HasPrefix(name, "amp_exporter_") {
+		if !strings.HasPrefix(name, "amp_") || strings.HasPrefix(name, "amp_exporter_") ||
+			strings.HasPrefix(name, "amp_server_") { // the sync's own requests and bytes, not counts
 			continue
 		}
 		for _, m := range mf.GetMetric() {

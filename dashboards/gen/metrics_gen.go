@@ -66,6 +66,7 @@ const (
 	NameWatcherPolling        = "amp_exporter_watcher_polling"
 	NameThreadDirsMissing     = "amp_exporter_thread_dirs_missing"
 	NameStateErrors           = "amp_exporter_state_errors_total"
+	NameStateLoadErrors       = "amp_exporter_state_load_errors_total"
 	NameStateBytesWritten     = "amp_exporter_state_bytes_written_total"
 	NameStateCompactions      = "amp_exporter_state_compactions_total"
 	NameStateSaveDuration     = "amp_exporter_state_save_duration_seconds"
@@ -138,6 +139,7 @@ var metricTypes = map[string]string{
 	NameWatcherPolling:        "gauge",
 	NameThreadDirsMissing:     "gauge",
 	NameStateErrors:           "counter",
+	NameStateLoadErrors:       "counter",
 	NameStateBytesWritten:     "counter",
 	NameStateCompactions:      "counter",
 	NameStateSaveDuration:     "histogram",

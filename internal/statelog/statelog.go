@@ -3,11 +3,25 @@
 // else.
 //
 // A log file starts with a 16-byte header (magic, format version) and is
-// followed by batches. A batch is its payload's length and CRC-32C, then
-// the payload: records of a key and a value (or a deletion). The last
-// record of a key wins. A batch is all or nothing: a crash in the middle
-// of a write leaves a torn last batch, which Open cuts off, so the log
-// always reads as the state after some whole number of commits.
+// followed by batches. A batch (format 2) is a 16-byte head — a marker,
+// the payload's length, the payload's CRC-32C and a CRC-32C of the head's
+// first twelve bytes — then the payload: records of a key and a value (or
+// a deletion), each followed by its own CRC-32C. The last record of a key
+// wins.
+//
+// Damage is contained. A batch whose payload does not check is read
+// record by record, and every record whose own checksum holds is kept; a
+// damaged head is found past by looking for the next marker whose head
+// checks. So a flipped bit costs the record it lands in (at most the rest
+// of its batch when it hits a record's length), never what follows. Damage
+// that nothing intact follows is a write a crash interrupted (a torn
+// tail): Open cuts it off, so the log reads as the state after some whole
+// number of batches. Damage before intact batches is reported (Recovery,
+// CorruptionError with the offset), a copy of the file is set aside before
+// anything is changed, and the log is rewritten without the damage.
+//
+// Format 1 (8-byte batch heads, no per-record checksums) is still read,
+// and rewritten in format 2 at once.
 //
 // When more than half of the file is superseded records, Compact rewrites
 // the live records to a temporary file and renames it over the log.
@@ -15,6 +29,7 @@ package statelog
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,26 +46,61 @@ import (
 
 // FormatVersion is the layout of the log this package writes and the
 // highest it reads.
-const FormatVersion = 1
+const FormatVersion = 2
 
 const (
 	magic      = "AMPSTLOG"
 	headerSize = 16
-	batchHead  = 8
-	// maxBatch bounds one batch's payload when writing, so a large commit
-	// is never built whole in memory; maxRead bounds what a reader accepts.
-	maxBatch = 1 << 20
+	// batchHead is the size of a batch's head; batchHeadV1 that of format 1.
+	batchHead   = 16
+	batchHeadV1 = 8
+	// crcSize is a record's trailing checksum.
+	crcSize = 4
+	// maxBatch bounds one batch's payload when writing: a large commit is
+	// never built whole in memory, and a batch whose head is lost costs at
+	// most this much. maxRead bounds what a reader accepts.
+	maxBatch = 64 << 10
 	maxRead  = 256 << 20
 	// Compaction starts when superseded bytes exceed both the live ones
 	// and this floor.
 	compactFloor = 1 << 20
 )
 
+// batchMarker starts every batch head, so a reader can find the next
+// batch after damage.
+var batchMarker = [4]byte{0xA7, 'B', 'A', 'T'}
+
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrNewer is returned by Open for a log written by a newer version of the
 // exporter, in a layout this one does not know. The file is left alone.
 var ErrNewer = errors.New("state was written by a newer amp-exporter")
+
+// CorruptionError is damage found in a log: the file, the offset of the
+// first damaged byte run, and what was wrong there.
+type CorruptionError struct {
+	Path   string
+	Offset int64
+	Err    error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("state log %q damaged at offset %d: %v", e.Path, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// Damage is one damaged stretch of a log, before intact batches.
+type Damage struct {
+	Offset int64 // first byte of the damaged batch (or of unreadable bytes)
+	Length int64 // up to the next intact batch
+	// Kept are records of the stretch whose own checksum held and that
+	// were kept. Lost counts the runs of records that were not: a damaged
+	// record, with those its damaged lengths hid (the rest of its batch
+	// at most), or unreadable bytes between batches.
+	Kept, Lost int
+	Err        error
+}
 
 // Record is one key's new value; a nil Value deletes the key.
 type Record struct {
@@ -66,21 +116,24 @@ type entry struct {
 // Log is an open state log. It is not safe for concurrent use: one
 // goroutine (the state keeper) owns it.
 type Log struct {
-	path  string
-	f     *os.File
-	size  int64
-	live  int64
-	index map[string]entry
-	buf   []byte
+	path    string
+	f       *os.File
+	version uint32 // of the file as opened; Open rewrites older ones
+	size    int64
+	live    int64
+	index   map[string]entry
+	buf     []byte
 }
 
 // Recovery reports what Open had to repair.
 type Recovery struct {
 	// TornBytes were cut off the end: a write that a crash interrupted.
 	TornBytes int64
-	// SetAside names a copy of the whole file, kept because a damaged
-	// batch was followed by more data (not a torn write); the log then
-	// continues from the last good batch before it.
+	// Damage lists damaged stretches followed by intact batches: not torn
+	// writes. The intact records around them are kept.
+	Damage []Damage
+	// SetAside names a copy of the whole file as it was found, kept
+	// because it was damaged (Damage) or not a state log at all (Damaged).
 	SetAside string
 	// Damaged is set when the file was not a state log at all; it was set
 	// aside (SetAside) and the log starts empty.
@@ -88,10 +141,30 @@ type Recovery struct {
 	// TempRemoved counts temporary files of an interrupted compaction that
 	// were removed.
 	TempRemoved int
+	// Upgraded is the format version of a log that was rewritten in the
+	// current format (0 when none was).
+	Upgraded int
 }
 
-// Open opens the log at path, creating it when there is none, and cuts
-// off a torn last batch.
+// Err is the first damage as a CorruptionError (nil when there was none).
+func (r Recovery) Err(path string) error {
+	if len(r.Damage) == 0 {
+		return nil
+	}
+	return &CorruptionError{Path: path, Offset: r.Damage[0].Offset, Err: r.Damage[0].Err}
+}
+
+// LostRecords counts the records (or unreadable runs) damage cost.
+func (r Recovery) LostRecords() int {
+	n := 0
+	for _, d := range r.Damage {
+		n += d.Lost
+	}
+	return n
+}
+
+// Open opens the log at path, creating it when there is none, cuts off a
+// torn last batch, and repairs damage before it (see the package comment).
 func Open(path string, now time.Time) (*Log, Recovery, error) {
 	var rec Recovery
 	n, err := statefile.CleanTemp(path)
@@ -104,7 +177,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeFile(path, nil); err != nil {
+		if err := writeFile(path); err != nil {
 			return nil, rec, err
 		}
 		f, err = os.OpenFile(path, os.O_RDWR, 0)
@@ -113,7 +186,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		return nil, rec, fmt.Errorf("open state log: %w", err)
 	}
 	l := &Log{path: path, f: f, index: map[string]entry{}}
-	good, size, herr := l.scan()
+	good, size, damage, herr := l.scan()
 	switch {
 	case errors.Is(herr, ErrNewer):
 		f.Close()
@@ -126,25 +199,33 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 			return nil, rec, errors.Join(herr, err)
 		}
 		rec.SetAside, rec.Damaged = aside, herr
-		if err := writeFile(path, nil); err != nil {
+		if err := writeFile(path); err != nil {
 			return nil, rec, err
 		}
 		if l.f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
 			return nil, rec, fmt.Errorf("open state log: %w", err)
 		}
-		l.index, l.live, good, size = map[string]entry{}, 0, headerSize, headerSize
+		l.index, l.live, l.version, good, size, damage = map[string]entry{}, 0, FormatVersion, headerSize, headerSize, nil
+	}
+	rec.Damage = damage
+	v1Damaged := l.version < FormatVersion && good < size && !l.tornAtV1(good, size)
+	if len(damage) > 0 || v1Damaged {
+		// Damage before intact data: kept as found, before anything is cut.
+		aside, err := copyAside(path, now)
+		if err != nil {
+			l.f.Close()
+			return nil, rec, err
+		}
+		rec.SetAside = aside
+		if v1Damaged {
+			// Format 1 cannot tell: what follows the damage is lost.
+			rec.Damage = []Damage{{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")}}
+		}
+	}
+	if good < size && !v1Damaged {
+		rec.TornBytes = size - good // after damage too: nothing intact follows it
 	}
 	if good < size {
-		if l.tornAt(good, size) {
-			rec.TornBytes = size - good
-		} else {
-			aside, err := copyAside(path, now)
-			if err != nil {
-				l.f.Close()
-				return nil, rec, err
-			}
-			rec.SetAside = aside
-		}
 		if err := l.f.Truncate(good); err != nil {
 			l.f.Close()
 			return nil, rec, fmt.Errorf("cut off the damaged end of the state log: %w", err)
@@ -155,67 +236,319 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		}
 	}
 	l.size = good
+	if len(damage) > 0 || l.version < FormatVersion {
+		// Rewrite the live records: the damage (or the old format) is gone.
+		if l.version < FormatVersion {
+			rec.Upgraded = int(l.version)
+		}
+		if _, err := l.Compact(); err != nil {
+			l.f.Close()
+			return nil, rec, fmt.Errorf("rewrite the state log: %w", err)
+		}
+	}
 	return l, rec, nil
 }
 
-// tornAt reports whether the bad batch at off is the last thing in the
-// file, as a write interrupted by a crash leaves it.
-func (l *Log) tornAt(off, size int64) bool {
+// scan reads the whole file, building the index. It returns the offset
+// after the last intact batch, the file's size and the damage found before
+// intact batches; an error means the file is not a state log this version
+// can read.
+func (l *Log) scan() (good, size int64, damage []Damage, err error) {
+	st, err := l.f.Stat()
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("stat state log: %w", err)
+	}
+	size = st.Size()
+	var h [headerSize]byte
+	if _, err := l.f.ReadAt(h[:], 0); err != nil {
+		if size == 0 {
+			// Created but the header never made it: a crash at creation.
+			l.version = FormatVersion
+			return headerSize, headerSize, nil, l.writeHeaderAt()
+		}
+		return 0, size, nil, fmt.Errorf("state log %q: header: %w", l.path, err)
+	}
+	if string(h[:8]) != magic {
+		return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
+	}
+	v := binary.LittleEndian.Uint32(h[8:12])
+	if v > FormatVersion {
+		return 0, size, nil, fmt.Errorf("%w: %q has format %d, this version reads up to %d; upgrade amp-exporter or move the file away to start counting afresh",
+			ErrNewer, l.path, v, FormatVersion)
+	}
+	if v < 1 {
+		return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
+	}
+	l.version = v
+	if v == 1 {
+		good, err = l.scanV1(size)
+		return good, size, nil, err
+	}
+	good, damage = l.scanV2(size)
+	return good, size, damage, nil
+}
+
+// scanV2 reads format 2: intact batches in order; at a batch that does not
+// check, the next intact head is looked for, and what lies between is read
+// record by record. Damage that no intact batch follows is the torn tail.
+func (l *Log) scanV2(size int64) (good int64, damage []Damage) {
+	r := bufio.NewReaderSize(io.NewSectionReader(l.f, headerSize, size-headerSize), 1<<16)
+	off := int64(headerSize)
+	good = off
+	for off < size {
+		payload, n, ok := l.readBatch(r, size-off)
+		// A batch whose checksum holds but whose records do not parse
+		// (not a flipped bit) is damage like any other.
+		if ok && l.applyPayload(payload, off+batchHead) == nil {
+			off += batchHead + n
+			good = off
+			continue
+		}
+		next, err := l.nextHead(off+1, size)
+		if err != nil || next < 0 {
+			// Nothing intact after it: the tail a crash left.
+			return good, damage
+		}
+		damage = append(damage, l.salvage(off, next))
+		off, good = next, next
+		r.Reset(io.NewSectionReader(l.f, off, size-off))
+	}
+	return good, damage
+}
+
+// readBatch reads one batch head and payload and checks them; ok is false
+// for a torn or damaged one. n is the payload's length.
+func (l *Log) readBatch(r io.Reader, left int64) (payload []byte, n int64, ok bool) {
 	var h [batchHead]byte
-	if size-off < batchHead {
+	if left < batchHead {
+		return nil, 0, false
+	}
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, 0, false
+	}
+	n, ok = checkHead(h[:])
+	if !ok || n > left-batchHead {
+		return nil, 0, false
+	}
+	payload = l.grow(n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return nil, 0, false
+	}
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[8:12]) {
+		return nil, 0, false
+	}
+	return payload, n, true
+}
+
+func (l *Log) grow(n int64) []byte {
+	if int64(cap(l.buf)) < n {
+		l.buf = make([]byte, n)
+	}
+	return l.buf[:n]
+}
+
+// checkHead checks a format 2 batch head and returns its payload length.
+func checkHead(h []byte) (int64, bool) {
+	if !bytes.Equal(h[:4], batchMarker[:]) || crc32.Checksum(h[:12], crcTable) != binary.LittleEndian.Uint32(h[12:16]) {
+		return 0, false
+	}
+	n := int64(binary.LittleEndian.Uint32(h[4:8]))
+	return n, n > 0 && n <= maxRead
+}
+
+// nextHead finds the first offset at or after from where an intact batch
+// head starts whose payload fits in the file; -1 when there is none.
+func (l *Log) nextHead(from, size int64) (int64, error) {
+	buf := make([]byte, 1<<16)
+	for base := from; base+batchHead <= size; {
+		n, err := l.f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
+		if n < batchHead {
+			if err != nil && !errors.Is(err, io.EOF) {
+				return -1, fmt.Errorf("read state log: %w", err)
+			}
+			return -1, nil
+		}
+		b := buf[:n]
+		for i := 0; ; i++ {
+			j := bytes.Index(b[i:], batchMarker[:])
+			if j < 0 || i+j+batchHead > len(b) {
+				break
+			}
+			i += j
+			if plen, ok := checkHead(b[i : i+batchHead]); ok && base+int64(i)+batchHead+plen <= size {
+				return base + int64(i), nil
+			}
+		}
+		// The next chunk overlaps this one by a head less a byte, so a
+		// head across the boundary is seen whole.
+		base += int64(len(b) - batchHead + 1)
+	}
+	return -1, nil
+}
+
+// salvage reads the damaged stretch [off, next) for what can be kept: the
+// whole payload when only the head was hit (the payload's checksum still
+// holds over the bytes up to the next batch), else every record, walked
+// from the payload's start, whose own checksum holds, up to the first one
+// whose lengths no longer fit.
+func (l *Log) salvage(off, next int64) Damage {
+	d := Damage{Offset: off, Length: next - off}
+	if next-off <= batchHead {
+		d.Lost, d.Err = 1, errors.New("unreadable bytes between batches")
+		return d
+	}
+	b := make([]byte, next-off)
+	if _, err := l.f.ReadAt(b, off); err != nil {
+		d.Lost, d.Err = 1, fmt.Errorf("read: %w", err)
+		return d
+	}
+	payload := b[batchHead:]
+	hn, headOK := checkHead(b[:batchHead])
+	junk := false
+	if headOK && hn < int64(len(payload)) {
+		payload, junk = payload[:hn], true
+	}
+	if crc32.Checksum(payload, crcTable) == binary.LittleEndian.Uint32(b[8:12]) && l.applyPayload(payload, off+batchHead) == nil {
+		d.Kept = countRecords(payload)
+		if junk {
+			d.Lost, d.Err = 1, errors.New("unreadable bytes after a batch")
+		} else {
+			d.Err = errors.New("batch head does not check")
+		}
+		return d
+	}
+	if headOK {
+		d.Err = errors.New("batch payload does not check")
+	} else {
+		d.Err = errors.New("batch head and payload do not check")
+	}
+	if junk {
+		d.Lost++
+	}
+	roff := off + batchHead
+	inRun := false // after a record that did not check: its lengths may be wrong too
+	for p := payload; len(p) > 0; {
+		key, val, n, ok := decodeRecord(p, true)
+		if ok {
+			l.put(key, val != nil, entry{off: roff, n: int64(n)})
+			d.Kept++
+			inRun = false
+		} else {
+			if !inRun {
+				d.Lost++
+			}
+			inRun = true
+			if n == 0 {
+				break // its lengths do not fit: the rest of the batch is lost
+			}
+			// Its lengths fit, its checksum does not: this record only.
+		}
+		roff += int64(n)
+		p = p[n:]
+	}
+	return d
+}
+
+func crcOK(p []byte, n int) bool {
+	return n >= crcSize && n <= len(p) && crc32.Checksum(p[:n-crcSize], crcTable) == binary.LittleEndian.Uint32(p[n-crcSize:n])
+}
+
+func countRecords(p []byte) int {
+	n := 0
+	for len(p) > 0 {
+		_, _, k, ok := decodeRecord(p, false)
+		if !ok {
+			break
+		}
+		p = p[k:]
+		n++
+	}
+	return n
+}
+
+// applyPayload indexes the records of a checked batch whose payload starts
+// at off.
+func (l *Log) applyPayload(payload []byte, off int64) error {
+	type rec struct {
+		key     string
+		present bool
+		e       entry
+	}
+	var recs []rec
+	for p := payload; len(p) > 0; {
+		key, val, n, ok := decodeRecord(p, false)
+		if !ok {
+			return errors.New("records do not parse")
+		}
+		recs = append(recs, rec{key, val != nil, entry{off: off, n: int64(n)}})
+		off += int64(n)
+		p = p[n:]
+	}
+	for _, r := range recs {
+		l.put(r.key, r.present, r.e)
+	}
+	return nil
+}
+
+// tornAtV1 reports whether the bad format 1 batch at off is the last
+// thing in the file, as a write interrupted by a crash leaves it.
+func (l *Log) tornAtV1(off, size int64) bool {
+	var h [batchHeadV1]byte
+	if size-off < batchHeadV1 {
 		return true
 	}
 	if _, err := l.f.ReadAt(h[:], off); err != nil {
 		return true
 	}
 	n := int64(binary.LittleEndian.Uint32(h[:4]))
-	return off+batchHead+n >= size
+	return off+batchHeadV1+n >= size
 }
 
-// scan reads the whole file, building the index. It returns the offset
-// after the last good batch and the file's size; an error means the file
-// is not a state log this version can read.
-func (l *Log) scan() (good, size int64, err error) {
-	st, err := l.f.Stat()
-	if err != nil {
-		return 0, 0, fmt.Errorf("stat state log: %w", err)
-	}
-	size = st.Size()
-	r := bufio.NewReaderSize(io.NewSectionReader(l.f, 0, size), 1<<16)
-	var h [headerSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		if size == 0 {
-			// Created but the header never made it: a crash at creation.
-			return headerSize, headerSize, l.writeHeaderAt()
-		}
-		return 0, size, fmt.Errorf("state log %q: header: %w", l.path, err)
-	}
-	if string(h[:8]) != magic {
-		return 0, size, fmt.Errorf("state log %q: not a state log", l.path)
-	}
-	if v := binary.LittleEndian.Uint32(h[8:12]); v > FormatVersion {
-		return 0, size, fmt.Errorf("%w: %q has format %d, this version reads up to %d; upgrade amp-exporter or move the file away to start counting afresh",
-			ErrNewer, l.path, v, FormatVersion)
-	}
+// scanV1 reads format 1: batches of an 8-byte head (length, CRC-32C) and
+// records without checksums. It stops at the first batch that does not
+// check; Open sets the file aside when more follows and rewrites it in the
+// current format.
+func (l *Log) scanV1(size int64) (good int64, err error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(l.f, headerSize, size-headerSize), 1<<16)
 	good = headerSize
 	for good < size {
-		payload, ok := l.readBatch(r, size-good)
-		if !ok {
+		var h [batchHeadV1]byte
+		if size-good < batchHeadV1 {
 			break
 		}
-		off := good + batchHead
-		for p := payload; len(p) > 0; {
-			key, val, n, ok := decodeRecord(p)
-			if !ok {
-				return good, size, nil // CRC passed but the records do not parse: treat as damage
-			}
-			l.put(key, val != nil, entry{off: off, n: int64(n)})
-			off += int64(n)
-			p = p[n:]
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			break
 		}
-		good = off
+		n := int64(binary.LittleEndian.Uint32(h[:4]))
+		if n == 0 || n > maxRead || n > size-good-batchHeadV1 {
+			break
+		}
+		payload := l.grow(n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			break
+		}
+		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
+			break
+		}
+		if l.applyPayloadV1(payload, good+batchHeadV1) != nil {
+			break
+		}
+		good += batchHeadV1 + n
 	}
-	return good, size, nil
+	return good, nil
+}
+
+func (l *Log) applyPayloadV1(payload []byte, off int64) error {
+	for p := payload; len(p) > 0; {
+		key, val, n, ok := decodeRecordV1(p)
+		if !ok {
+			return errors.New("records do not parse")
+		}
+		l.put(key, val != nil, entry{off: off, n: int64(n)})
+		off += int64(n)
+		p = p[n:]
+	}
+	return nil
 }
 
 func (l *Log) writeHeaderAt() error {
@@ -223,33 +556,6 @@ func (l *Log) writeHeaderAt() error {
 		return fmt.Errorf("write state log header: %w", err)
 	}
 	return l.f.Sync()
-}
-
-// readBatch reads one batch and checks it; ok is false for a torn or
-// damaged one.
-func (l *Log) readBatch(r io.Reader, left int64) ([]byte, bool) {
-	var h [batchHead]byte
-	if left < batchHead {
-		return nil, false
-	}
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, false
-	}
-	n := int64(binary.LittleEndian.Uint32(h[:4]))
-	if n == 0 || n > maxRead || n > left-batchHead {
-		return nil, false
-	}
-	if int64(cap(l.buf)) < n {
-		l.buf = make([]byte, n)
-	}
-	payload := l.buf[:n]
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return nil, false
-	}
-	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
-		return nil, false
-	}
-	return payload, true
 }
 
 func (l *Log) put(key string, present bool, e entry) {
@@ -266,7 +572,7 @@ func (l *Log) put(key string, present bool, e entry) {
 // Len is the number of live keys.
 func (l *Log) Len() int { return len(l.index) }
 
-// Size is the file's size in bytes; Live the bytes of its live records.
+// Size is the file's size in bytes.
 func (l *Log) Size() int64 { return l.size }
 
 // Live is the size of the live records' encodings.
@@ -280,22 +586,22 @@ func (l *Log) Has(key string) bool { _, ok := l.index[key]; return ok }
 func (l *Log) Each(fn func(key string, value []byte) error) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(l.f, headerSize, l.size-headerSize), 1<<16)
 	for off := int64(headerSize); off < l.size; {
-		payload, ok := l.readBatch(r, l.size-off)
+		payload, n, ok := l.readBatch(r, l.size-off)
 		if !ok {
 			return fmt.Errorf("state log %q changed while it was read", l.path)
 		}
 		roff := off + batchHead
 		for p := payload; len(p) > 0; {
-			key, val, n, _ := decodeRecord(p)
+			key, val, k, _ := decodeRecord(p, false)
 			if e, ok := l.index[key]; ok && e.off == roff && val != nil {
 				if err := fn(key, val); err != nil {
 					return err
 				}
 			}
-			roff += int64(n)
-			p = p[n:]
+			roff += int64(k)
+			p = p[k:]
 		}
-		off = roff
+		off += batchHead + n
 	}
 	return nil
 }
@@ -345,27 +651,33 @@ func (t *Tx) Put(key string, value []byte) error {
 	if t.err != nil {
 		return t.err
 	}
-	enc := encodeRecord(nil, Record{Key: key, Value: value})
-	if len(t.batch) > 0 && len(t.batch)+len(enc) > maxBatch {
+	size := recordSize(key, value)
+	if len(t.batch) > batchHead && len(t.batch)+size > batchHead+maxBatch {
 		if err := t.flush(); err != nil {
 			return err
 		}
 	}
 	if t.batch == nil {
-		t.batch = make([]byte, batchHead, batchHead+len(enc)+4096) // grows up to about maxBatch
+		t.batch = make([]byte, batchHead, batchHead+size+4096) // grows up to about maxBatch
 	}
-	t.placed = append(t.placed, placed{key, value != nil, entry{off: t.off + int64(len(t.batch)), n: int64(len(enc))}})
-	t.batch = append(t.batch, enc...)
+	t.placed = append(t.placed, placed{key, value != nil, entry{off: t.off + int64(len(t.batch)), n: int64(size)}})
+	t.batch = encodeRecord(t.batch, Record{Key: key, Value: value})
 	return nil
+}
+
+// putHead fills in a format 2 batch head for payload.
+func putHead(h []byte, payload []byte) {
+	copy(h[:4], batchMarker[:])
+	binary.LittleEndian.PutUint32(h[4:8], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(h[8:12], crc32.Checksum(payload, crcTable))
+	binary.LittleEndian.PutUint32(h[12:16], crc32.Checksum(h[:12], crcTable))
 }
 
 func (t *Tx) flush() error {
 	if len(t.batch) <= batchHead {
 		return nil
 	}
-	payload := t.batch[batchHead:]
-	binary.LittleEndian.PutUint32(t.batch[:4], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(t.batch[4:batchHead], crc32.Checksum(payload, crcTable))
+	putHead(t.batch[:batchHead], t.batch[batchHead:])
 	if _, err := t.l.f.WriteAt(t.batch, t.off); err != nil {
 		t.fail(fmt.Errorf("append to state log: %w", err))
 		return t.err
@@ -438,7 +750,8 @@ func (l *Log) Compact() (int64, error) {
 		tmp.Close()
 		return 0, fmt.Errorf("write compacted state log: %w", err)
 	}
-	// Live records in file order, copied as they are encoded.
+	// Live records in file order, copied as they are encoded (format 1
+	// records are encoded again).
 	keys := make([]string, 0, len(l.index))
 	for k := range l.index {
 		keys = append(keys, k)
@@ -446,23 +759,19 @@ func (l *Log) Compact() (int64, error) {
 	sort.Slice(keys, func(i, j int) bool { return l.index[keys[i]].off < l.index[keys[j]].off })
 	index := make(map[string]entry, len(keys))
 	off := int64(headerSize)
-	var batch []byte
+	batch := make([]byte, batchHead, batchHead+maxBatch)
 	var rec []byte
+	var live int64
 	flush := func() error {
-		if len(batch) == 0 {
+		if len(batch) == batchHead {
 			return nil
 		}
-		var h [batchHead]byte
-		binary.LittleEndian.PutUint32(h[:4], uint32(len(batch)))
-		binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(batch, crcTable))
-		if _, err := w.Write(h[:]); err != nil {
-			return err
-		}
+		putHead(batch[:batchHead], batch[batchHead:])
 		if _, err := w.Write(batch); err != nil {
 			return err
 		}
-		off += batchHead + int64(len(batch))
-		batch = batch[:0]
+		off += int64(len(batch))
+		batch = batch[:batchHead]
 		return nil
 	}
 	for _, k := range keys {
@@ -475,13 +784,22 @@ func (l *Log) Compact() (int64, error) {
 			tmp.Close()
 			return 0, fmt.Errorf("read state log: %w", err)
 		}
-		if len(batch) > 0 && len(batch)+len(rec) > maxBatch {
+		if l.version < FormatVersion {
+			key, val, _, ok := decodeRecordV1(rec)
+			if !ok {
+				tmp.Close()
+				return 0, fmt.Errorf("state log %q changed while it was read", l.path)
+			}
+			rec = encodeRecord(nil, Record{Key: key, Value: val})
+		}
+		if len(batch) > batchHead && len(batch)+len(rec) > batchHead+maxBatch {
 			if err := flush(); err != nil {
 				tmp.Close()
 				return 0, fmt.Errorf("write compacted state log: %w", err)
 			}
 		}
-		index[k] = entry{off: off + batchHead + int64(len(batch)), n: e.n}
+		index[k] = entry{off: off + int64(len(batch)), n: int64(len(rec))}
+		live += int64(len(rec))
 		batch = append(batch, rec...)
 	}
 	if err := errors.Join(flush(), w.Flush()); err != nil {
@@ -509,7 +827,7 @@ func (l *Log) Compact() (int64, error) {
 		return 0, fmt.Errorf("replace state log: %w", renameErr)
 	}
 	syncDir(filepath.Dir(l.path))
-	l.index, l.size = index, off
+	l.index, l.size, l.live, l.version = index, off, live, FormatVersion
 	return off, nil
 }
 
@@ -523,8 +841,8 @@ func header() []byte {
 	return h
 }
 
-// writeFile creates path atomically with a header and the records.
-func writeFile(path string, recs []Record) error {
+// writeFile creates path atomically with a header.
+func writeFile(path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create state log: %w", err)
@@ -573,27 +891,83 @@ func copyAside(path string, now time.Time) (string, error) {
 		out.Close()
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return "", fmt.Errorf("copy damaged state log: %w", err)
+	}
 	if err := out.Close(); err != nil {
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
 	return dst, nil
 }
 
+func recordSize(key string, value []byte) int {
+	n := uvarintLen(uint64(len(key))) + len(key) + crcSize
+	if value == nil {
+		return n + 1
+	}
+	return n + uvarintLen(uint64(len(value))+1) + len(value)
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
 // encodeRecord appends a record: uvarint key length, key, uvarint value
-// length + 1 (0 for a deletion), value.
+// length + 1 (0 for a deletion), value, and the CRC-32C of all of it.
 func encodeRecord(dst []byte, r Record) []byte {
+	start := len(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
 	dst = append(dst, r.Key...)
 	if r.Value == nil {
-		return binary.AppendUvarint(dst, 0)
+		dst = binary.AppendUvarint(dst, 0)
+	} else {
+		dst = binary.AppendUvarint(dst, uint64(len(r.Value))+1)
+		dst = append(dst, r.Value...)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(r.Value))+1)
-	return append(dst, r.Value...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
 }
 
-// decodeRecord reads one record; val is nil for a deletion (and non-nil,
-// possibly empty, otherwise).
-func decodeRecord(p []byte) (key string, val []byte, n int, ok bool) {
+// decodeRecord reads one record (with its checksum, checked when check is
+// set); val is nil for a deletion (and non-nil, possibly empty, otherwise).
+// n is the record's length whenever its lengths fit in p, even when ok is
+// false because the checksum does not hold; n is 0 when they do not.
+func decodeRecord(p []byte, check bool) (key string, val []byte, n int, ok bool) {
+	kl, a := binary.Uvarint(p)
+	if a <= 0 || kl > uint64(len(p)-a) {
+		return "", nil, 0, false
+	}
+	k := p[a : a+int(kl)]
+	n = a + int(kl)
+	vl, b := binary.Uvarint(p[n:])
+	if b <= 0 {
+		return "", nil, 0, false
+	}
+	n += b
+	if vl > 0 {
+		if vl-1 > uint64(len(p)-n) {
+			return "", nil, 0, false
+		}
+		val = p[n : n+int(vl-1) : n+int(vl-1)] // non-nil, possibly empty
+		n += int(vl - 1)
+	}
+	if len(p)-n < crcSize {
+		return "", nil, 0, false
+	}
+	n += crcSize
+	if check && !crcOK(p, n) {
+		return "", nil, n, false
+	}
+	return string(k), val, n, true
+}
+
+// decodeRecordV1 reads one format 1 record (no checksum).
+func decodeRecordV1(p []byte) (key string, val []byte, n int, ok bool) {
 	kl, a := binary.Uvarint(p)
 	if a <= 0 || kl > uint64(len(p)-a) {
 		return "", nil, 0, false

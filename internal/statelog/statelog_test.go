@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestCommitReopenLastWriteWins(t *testing.T) {
 	}
 	l.Close()
 	l2, rec := open(t, path)
-	if rec != (Recovery{}) {
+	if !reflect.DeepEqual(rec, Recovery{}) {
 		t.Errorf("clean log needed recovery: %+v", rec)
 	}
 	if got := contents(t, l2); !maps.Equal(got, want) {
@@ -120,8 +121,8 @@ func TestTornCommitReadsAsBefore(t *testing.T) {
 	}
 }
 
-// Damage that is not at the end (a flipped byte) keeps a copy of the file
-// and continues from the last good batch.
+// Damage that is not at the end (a flipped byte) keeps a copy of the file,
+// costs the record it hit, and the batches after it are read.
 func TestDamageInTheMiddleIsSetAside(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.log")
@@ -143,8 +144,24 @@ func TestDamageInTheMiddleIsSetAside(t *testing.T) {
 	if kept, _ := os.ReadFile(rec.SetAside); string(kept) != string(b) {
 		t.Fatal("set-aside copy differs from the damaged file")
 	}
-	if got := contents(t, l2); !maps.Equal(got, map[string]string{"a": "1"}) {
+	if got := contents(t, l2); !maps.Equal(got, map[string]string{"a": "1", "c": "3"}) {
 		t.Fatalf("got %v", got)
+	}
+	if len(rec.Damage) != 1 || rec.Damage[0].Offset != mid || rec.Damage[0].Lost != 1 {
+		t.Fatalf("damage %+v, want one record lost at %d", rec.Damage, mid)
+	}
+	var ce *CorruptionError
+	if err := rec.Err(path); !errors.As(err, &ce) || ce.Offset != mid {
+		t.Fatalf("error %v, want a CorruptionError at %d", err, mid)
+	}
+	// Repaired: the next open finds nothing to report.
+	l2.Close()
+	l3, rec3 := open(t, path)
+	if len(rec3.Damage) != 0 || rec3.SetAside != "" {
+		t.Fatalf("damage reported twice: %+v", rec3)
+	}
+	if got := contents(t, l3); !maps.Equal(got, map[string]string{"a": "1", "c": "3"}) {
+		t.Fatalf("after the repair: %v", got)
 	}
 }
 

@@ -1,7 +1,6 @@
-package main
+package state
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,7 +43,7 @@ func benchStore(b *testing.B, n int) (*testState, string, *thread.Summary) {
 			b.Fatal(err)
 		}
 		last, lastName = thread.Summarize(th), name
-		s.stores.threads.Apply("/threads/"+name, store.FileVersion{Size: int64(len(data))}, last)
+		s.stores.Threads.Apply("/threads/"+name, store.FileVersion{Size: int64(len(data))}, last)
 	}
 	return s, "/threads/" + lastName, last
 }
@@ -57,7 +56,7 @@ func grow(s *testState, path string, sum *thread.Summary, i int) {
 		sum.Tokens[m] = t
 		break
 	}
-	s.stores.threads.Apply(path, store.FileVersion{Size: int64(1e6 + i)}, sum)
+	s.stores.Threads.Apply(path, store.FileVersion{Size: int64(1e6 + i)}, sum)
 }
 
 func heapMB() float64 {
@@ -101,7 +100,7 @@ func BenchmarkStateSave(b *testing.B) {
 		var written int64
 		for i := range b.N {
 			grow(s, path, sum, i)
-			if err := statefile.Save(file, s.stores.threads.Export()); err != nil {
+			if err := statefile.Save(file, s.stores.Threads.Export()); err != nil {
 				b.Fatal(err)
 			}
 			st, err := os.Stat(file)
@@ -121,13 +120,13 @@ func BenchmarkStateRestore(b *testing.B) {
 	n := benchThreads(b)
 	s, _, _ := benchStore(b, n)
 	logDir := b.TempDir()
-	s.keeper = newStateKeeper(logDir, s.stores, s.metrics, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.keeper = newKeeper(Options{Dir: logDir, Stores: s.stores, Metrics: s.metrics, Logger: slog.New(slog.DiscardHandler)})
 	if err := s.keeper.restore(); err != nil {
 		b.Fatal(err)
 	}
 	s.keeper.close()
 	file := filepath.Join(b.TempDir(), "threads-state.json")
-	if err := statefile.Save(file, s.stores.threads.Export()); err != nil {
+	if err := statefile.Save(file, s.stores.Threads.Export()); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("log/threads="+strconv.Itoa(n), func(b *testing.B) {
@@ -148,7 +147,7 @@ func BenchmarkStateRestore(b *testing.B) {
 			if _, err := statefile.Load(file, &st); err != nil {
 				b.Fatal(err)
 			}
-			if err := r.stores.threads.Import(&st); err != nil {
+			if err := r.stores.Threads.Import(&st); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -162,15 +161,15 @@ func BenchmarkStateRestore(b *testing.B) {
 func BenchmarkExportDeltaAllChanged(b *testing.B) {
 	n := benchThreads(b)
 	s, _, _ := benchStore(b, n)
-	d := s.stores.threads.ExportDelta()
+	d := s.stores.Threads.ExportDelta()
 	if d.ThreadCount() != n {
 		b.Fatalf("%d changed threads, want %d", d.ThreadCount(), n)
 	}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		s.stores.threads.Requeue(d)
+		s.stores.Threads.Requeue(d)
 		b.StartTimer()
-		d = s.stores.threads.ExportDelta()
+		d = s.stores.Threads.ExportDelta()
 	}
 }

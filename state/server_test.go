@@ -1,4 +1,4 @@
-package main
+package state
 
 import (
 	"bytes"
@@ -23,13 +23,13 @@ import (
 func newServerTestState(dir string, server bool, logs *bytes.Buffer) *testState {
 	s := newTestState(dir)
 	if server {
-		s.stores.server = store.NewThreadStore(store.StoreOptions{Labels: s.stores.labels})
+		s.stores.Server = store.NewThreadStore(store.StoreOptions{Labels: s.stores.Labels})
 	}
 	log := slog.New(slog.DiscardHandler)
 	if logs != nil {
 		log = slog.New(slog.NewTextHandler(logs, nil))
 	}
-	s.keeper = newStateKeeper(dir, s.stores, s.metrics, log)
+	s.keeper = newKeeper(Options{Dir: dir, Stores: s.stores, Metrics: s.metrics, Logger: log})
 	return s
 }
 
@@ -77,18 +77,18 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 3 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.server, store.ServerPath(id), int64(i+1),
+		applyDoc(t, a.stores.Server, store.ServerPath(id), int64(i+1),
 			stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100*(i+1))))
 	}
-	applyDoc(t, a.stores.threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
+	applyDoc(t, a.stores.Threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
 	// What Amp bills arrives after the thread was counted (and saved).
-	if !a.stores.server.ApplyBilled("T-srv-1", map[string]float64{"total": 0.25}) {
+	if !a.stores.Server.ApplyBilled("T-srv-1", map[string]float64{"total": 0.25}) {
 		t.Fatal("billed cost not applied")
 	}
-	a.stores.server.Remove(store.ServerPath("T-srv-2")) // gone from the server
+	a.stores.Server.Remove(store.ServerPath("T-srv-2")) // gone from the server
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	if a.keeper.db.Has(keyThreadPrefix+"T-srv-0") || a.keeper.db.Has(keyServerThreadPrefix+"T-local") {
 		t.Error("a thread is in the other space's records")
 	}
-	want, wantLocal := serverFingerprint(t, a.stores.server), serverFingerprint(t, a.stores.threads)
+	want, wantLocal := serverFingerprint(t, a.stores.Server), serverFingerprint(t, a.stores.Threads)
 	if !strings.Contains(want, `"billed_usd"`) {
 		t.Fatalf("no billed cost in the server store: %s", want)
 	}
@@ -111,16 +111,16 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 
 	b := newServerTestState(dir, true, nil)
 	mustRestore(t, b)
-	if got := serverFingerprint(t, b.stores.server); got != want {
+	if got := serverFingerprint(t, b.stores.Server); got != want {
 		t.Errorf("server store after a restart:\n%s\nwant\n%s", got, want)
 	}
-	if got := serverFingerprint(t, b.stores.threads); got != wantLocal {
+	if got := serverFingerprint(t, b.stores.Threads); got != wantLocal {
 		t.Errorf("local store after a restart:\n%s\nwant\n%s", got, wantLocal)
 	}
-	if f, ok := b.stores.server.File(store.ServerPath("T-srv-1")); !ok || f.Version.ServerV != 2 {
+	if f, ok := b.stores.Server.File(store.ServerPath("T-srv-1")); !ok || f.Version.ServerV != 2 {
 		t.Errorf("server thread version not restored: %+v %v", f, ok)
 	}
-	for _, st := range []*store.ThreadStore{b.stores.threads, b.stores.server} {
+	for _, st := range []*store.ThreadStore{b.stores.Threads, b.stores.Server} {
 		if d := st.ExportDelta(); !d.Empty() {
 			t.Errorf("a restore left %d threads and %d files to save again", d.ThreadCount(), len(d.Files))
 		}
@@ -133,12 +133,12 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 20 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.server, store.ServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
+		applyDoc(t, a.stores.Server, store.ServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
 	}
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	want := serverFingerprint(t, a.stores.server)
+	want := serverFingerprint(t, a.stores.Server)
 	a.keeper.close()
 
 	// The source off: its records are neither damaged nor a newer
@@ -154,7 +154,7 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	}
 	for round := range 30 {
 		doc := stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 10+round))
-		applyDoc(t, b.stores.threads, "/threads/T-local.json", int64(round), doc)
+		applyDoc(t, b.stores.Threads, "/threads/T-local.json", int64(round), doc)
 		if err := b.keeper.save(); err != nil {
 			t.Fatal(err)
 		}
@@ -170,10 +170,10 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	// On again: restored as they were.
 	c := newServerTestState(dir, true, nil)
 	mustRestore(t, c)
-	if got := serverFingerprint(t, c.stores.server); got != want {
+	if got := serverFingerprint(t, c.stores.Server); got != want {
 		t.Errorf("server store after a restart with the source off and on again:\n%s\nwant\n%s", got, want)
 	}
-	if _, ok := c.stores.threads.File("/threads/T-local.json"); !ok {
+	if _, ok := c.stores.Threads.File("/threads/T-local.json"); !ok {
 		t.Error("the local thread saved meanwhile is lost")
 	}
 }
@@ -188,9 +188,9 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 			dir := t.TempDir()
 			space := func(s *testState) *store.ThreadStore {
 				if server {
-					return s.stores.server
+					return s.stores.Server
 				}
-				return s.stores.threads
+				return s.stores.Threads
 			}
 			path, prefix := "/threads/T-1.json", keyThreadPrefix
 			if server {
@@ -265,7 +265,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	doc := stateDoc("T-x", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100))
 	a := newServerTestState(dir, true, nil)
 	mustRestore(t, a)
-	applyDoc(t, a.stores.server, store.ServerPath("T-x"), 1, doc)
+	applyDoc(t, a.stores.Server, store.ServerPath("T-x"), 1, doc)
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +273,8 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 
 	b := newServerTestState(dir, false, nil)
 	mustRestore(t, b)
-	applyDoc(t, b.stores.threads, "/threads/T-x.json", 0, doc)
-	applyDoc(t, b.stores.threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
+	applyDoc(t, b.stores.Threads, "/threads/T-x.json", 0, doc)
+	applyDoc(t, b.stores.Threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
 	if err := b.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	c := newServerTestState(dir, true, nil)
 	mustRestore(t, c)
 	var out int64
-	for _, st := range []*store.ThreadStore{c.stores.threads, c.stores.server} {
+	for _, st := range []*store.ThreadStore{c.stores.Threads, c.stores.Server} {
 		for key, ts := range st.Export().Threads {
 			for _, sv := range ts.Series {
 				if sv.Family == "tokens" && sv.L2 == "output" {

@@ -1,4 +1,4 @@
-package main
+package state
 
 import (
 	"slices"
@@ -26,7 +26,7 @@ func BenchmarkScrapeWhileSaving(b *testing.B) {
 	n := benchThreads(b)
 	s, path, sum := benchStore(b, n)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(collector.NewAmpCollector(s.stores.threads, s.stores.streams), collector.NewAmyCollector(s.stores.amy))
+	reg.MustRegister(collector.NewAmpCollector(s.stores.Threads, s.stores.Streams), collector.NewAmyCollector(s.stores.Amy))
 	scrape := func() time.Duration {
 		t := time.Now()
 		if _, err := reg.Gather(); err != nil {
