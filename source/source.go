@@ -24,7 +24,8 @@ type Source interface {
 	// every reload (never concurrently). What can change while it runs
 	// is applied; what cannot is reported with an error wrapping
 	// ErrRestart, and the rest is still applied. The configuration has
-	// been validated; any other error refuses it.
+	// been validated, so Apply has no other reason to fail; should it,
+	// the reload is reported as failed (the other sources still apply).
 	Apply(cfg *config.Config) error
 	// Run reads until ctx ends, then returns once the source's own
 	// goroutines have stopped, so that what it counted is in the stores

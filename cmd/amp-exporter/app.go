@@ -295,7 +295,9 @@ func (a *app) apply(cfg *config.Config, reload bool) error {
 		case errors.Is(err, source.ErrRestart):
 			a.log.Warn("configuration change needs a restart; the rest of the configuration is applied", "section", s.name, "err", err)
 		default:
-			a.log.Error("configuration step failed", "step", s.name, "duration", d, "err", err)
+			// No step fails here today (the configuration was validated
+			// and prepared); should one, the others still apply.
+			a.log.Error("configuration step failed; the other steps are applied", "step", s.name, "duration", d, "err", err)
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 		}
 	}
@@ -306,7 +308,7 @@ func (a *app) apply(cfg *config.Config, reload bool) error {
 	if reload {
 		msg = "configuration reloaded"
 	}
-	a.log.Info(msg, "file", a.o.configFile, "duration", time.Since(start), slog.Group("steps", timings...))
+	a.log.Info(msg, "duration", time.Since(start), slog.Group("steps", timings...))
 	return nil
 }
 
