@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -57,6 +58,31 @@ var legacyStateFiles = []string{"threads-state.json", "stream-state.json", "amy-
 // log without it is one whose first commit (a migration) did not finish.
 type stateMeta struct {
 	Version int `json:"version"`
+	// Began is when the log was started, epoch ms: when these counters
+	// began (the default end of `amp-exporter backfill`).
+	Began int64 `json:"began_ms,omitempty"`
+}
+
+// CountersBegan is when the live counters kept under dir began (the state
+// log's first commit), zero when there is no state or it does not say. It
+// only reads the log, which the exporter may be writing meanwhile.
+func CountersBegan(dir string) (time.Time, error) {
+	path := filepath.Join(dir, LogName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil
+	}
+	b, ok, err := statelog.Lookup(path, keyMeta)
+	if err != nil || !ok {
+		return time.Time{}, err
+	}
+	var meta stateMeta
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return time.Time{}, fmt.Errorf("state log %q: meta record: %w", path, err)
+	}
+	if meta.Began <= 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(meta.Began), nil
 }
 
 // Stores are the stores whose state is kept.
@@ -662,7 +688,7 @@ func (k *Keeper) save() error {
 		tail = append(tail, whole{keyAmy, b, g})
 	}
 	if !k.haveMeta {
-		b, _ := json.Marshal(stateMeta{Version: store.StateVersion})
+		b, _ := json.Marshal(stateMeta{Version: store.StateVersion, Began: k.now().UnixMilli()})
 		tail = append(tail, whole{keyMeta, b, 0})
 	}
 	empty := true

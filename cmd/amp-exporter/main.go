@@ -51,6 +51,7 @@ type flags struct {
 	web           *web.FlagConfig
 	server        serverFlags
 	log           *promslog.Config
+	backfill      backfillFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
@@ -75,6 +76,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + IngestPath).StringVar(&f.ingest.url)
 	ingest.Flag("basic-auth.username", "Basic auth user, when the exporter's --web.config.file asks for one.").StringVar(&f.ingest.user)
 	ingest.Flag("basic-auth.password-file", "File holding the basic auth password.").StringVar(&f.ingest.passwordFile)
+	addBackfillCommand(app, &f.backfill) // backfill.go
 	app.Version(version.Print("amp-exporter"))
 	app.HelpFlag.Short('h')
 	exited := false
@@ -99,6 +101,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.command == "ingest" {
 		return runIngest(f.ingest, os.Stdin, stdout, stderr)
+	}
+	if f.command == "backfill" {
+		return runBackfill(f, stdout, stderr)
 	}
 	logger := promslog.New(f.log)
 	env := config.OSEnv()

@@ -831,6 +831,47 @@ func (l *Log) Compact() (int64, error) {
 	return off, nil
 }
 
+// Lookup reads the value of one key from the log at path without changing
+// the file (another process may be writing it): what does not read as
+// whole batches (a torn or damaged end) is left out, as Open would cut it.
+// ok is false when the key has no value.
+func Lookup(path, key string) (value []byte, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("open state log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, fmt.Errorf("stat state log: %w", err)
+	}
+	if st.Size() == 0 {
+		return nil, false, nil // created, its header not written yet
+	}
+	l := &Log{path: path, f: f, index: map[string]entry{}}
+	if _, _, _, err := l.scan(); err != nil {
+		return nil, false, err
+	}
+	e, found := l.index[key]
+	if !found {
+		return nil, false, nil
+	}
+	b := make([]byte, e.n)
+	if _, err := f.ReadAt(b, e.off); err != nil {
+		return nil, false, fmt.Errorf("read state log %q: %w", path, err)
+	}
+	var val []byte
+	if l.version == 1 {
+		_, val, _, found = decodeRecordV1(b)
+	} else {
+		_, val, _, found = decodeRecord(b, false)
+	}
+	if !found || val == nil {
+		return nil, false, fmt.Errorf("state log %q changed while it was read", path)
+	}
+	return bytes.Clone(val), true, nil
+}
+
 // Close closes the file.
 func (l *Log) Close() error { return l.f.Close() }
 

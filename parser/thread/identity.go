@@ -113,6 +113,12 @@ type Item struct {
 	HasRatio bool
 	// Seconds is an exchange's duration.
 	Seconds float64
+	// At is when the item happened, epoch ms, for history (backfill): its
+	// own time (a usage block's timestamp, else the message's sentAt; a
+	// ledger event's timestamp; an exchange's end), else the nearest
+	// earlier one in the thread, else the thread's created; 0 when there
+	// is none of these.
+	At int64
 }
 
 // hashID hashes an id string (FNV-1a, 64 bits). Unlike a seeded hash it is

@@ -222,6 +222,7 @@ func Summarize(t *Thread) *Summary {
 		s.Billing = BillingLedger
 	}
 	seenResults := make(map[uint64]bool, uses)
+	at := t.Created // the nearest earlier time (Item.At)
 	dup := duplicates(t.Messages)
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -229,7 +230,12 @@ func Summarize(t *Thread) *Summary {
 			continue
 		}
 		copied := i < first
-		it := Item{Key: messageKey(m), Alias: messageAlias(m), Copied: copied, Role: m.Role, Prompt: m.Prompt}
+		if m.Usage != nil && m.Usage.Timestamp > 0 {
+			at = m.Usage.Timestamp
+		} else if m.SentAt > 0 {
+			at = m.SentAt
+		}
+		it := Item{Key: messageKey(m), Alias: messageAlias(m), Copied: copied, Role: m.Role, Prompt: m.Prompt, At: at}
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
@@ -260,7 +266,7 @@ func Summarize(t *Thread) *Summary {
 				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
 			}
 			key, alias := toolKey(m, j, r.ToolUseIDHash)
-			items = append(items, Item{Key: key, Alias: alias, Copied: copied, Tool: name, Status: status})
+			items = append(items, Item{Key: key, Alias: alias, Copied: copied, Tool: name, Status: status, At: at})
 		}
 	}
 	if byLedger {
@@ -367,6 +373,7 @@ func (s *Summary) total() {
 func ledgerItems(t *Thread, first int, items []Item) []Item {
 	type cache struct{ read, creation int64 }
 	byID := make(map[int64]cache)
+	at := t.Created // the nearest earlier ledger time (Item.At)
 	copiedID := make(map[int64]bool)
 	for i := range t.Messages {
 		m := &t.Messages[i]
@@ -400,7 +407,10 @@ func ledgerItems(t *Thread, first int, items []Item) []Item {
 			}
 			seen[key] = true
 		}
-		it := Item{Key: key, Model: e.Model}
+		if e.Timestamp > 0 {
+			at = e.Timestamp
+		}
+		it := Item{Key: key, Model: e.Model, At: at}
 		if t.ForkPoint >= 0 {
 			if e.HasTo {
 				it.Copied = copiedID[e.ToMessageID]
@@ -511,6 +521,7 @@ func exchanges(msgs []Message, dup []bool, first int, items []Item) []Item {
 				Key:     ItemKey(ItemExchange, bits.RotateLeft64(messageKey(&msgs[at]), 4)),
 				Copied:  at < first,
 				Seconds: float64(end-start) / 1000,
+				At:      end,
 			}
 			if a := messageAlias(&msgs[at]); a != 0 {
 				it.Alias = ItemKey(ItemExchange, bits.RotateLeft64(a, 4))

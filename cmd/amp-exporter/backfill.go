@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	commoncfg "github.com/prometheus/common/config"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+
+	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/pricing"
+	"github.com/amp-exporter/amp-exporter/source/ampserver"
+	"github.com/amp-exporter/amp-exporter/state"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
+)
+
+// backfillFlags are the flags of `amp-exporter backfill`.
+type backfillFlags struct {
+	output         string
+	labels         []string
+	step           time.Duration
+	from, until    string
+	remoteWriteURL string
+	workers        int
+}
+
+// addBackfillCommand declares the backfill subcommand.
+func addBackfillCommand(app *kingpin.Application, b *backfillFlags) {
+	cmd := app.Command("backfill", "Write the history of the counters (from the thread files and the Amp server the configuration names) "+
+		"as timestamped OpenMetrics, for `promtool tsdb create-blocks-from openmetrics`, or push it with remote-write. See docs/backfill.md.")
+	cmd.Flag("output", "OpenMetrics file to write (- for stdout).").StringVar(&b.output)
+	cmd.Flag("label", "Target label NAME=VALUE the scrape adds (repeatable; at least job and instance, as in the Prometheus scrape config).").
+		StringsVar(&b.labels)
+	cmd.Flag("step", "Time between the samples of a series.").Default("5m").DurationVar(&b.step)
+	cmd.Flag("from", "First sample time, RFC 3339 (default: the first usage).").StringVar(&b.from)
+	cmd.Flag("until", "Last sample time, RFC 3339 (default: when the live counters of the state under --storage.path began, else now).").
+		StringVar(&b.until)
+	cmd.Flag("remote-write.url", "Push the samples to this remote-write receiver (it must accept out-of-order samples); "+
+		"client settings come from the remote_write entry of the configuration with the same url.").StringVar(&b.remoteWriteURL)
+	cmd.Flag("workers", "Thread files parsed at once.").Default(fmt.Sprint(runtime.GOMAXPROCS(0))).IntVar(&b.workers)
+}
+
+// runBackfill runs `amp-exporter backfill`.
+func runBackfill(f *flags, stdout, stderr io.Writer) int {
+	logger := promslog.New(f.log)
+	if err := backfillMain(f, stdout, stderr, logger); err != nil {
+		fmt.Fprintf(stderr, "amp-exporter backfill: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error {
+	b := f.backfill
+	if b.output == "" && b.remoteWriteURL == "" {
+		return errors.New("nothing to do: give --output FILE or --remote-write.url URL")
+	}
+	target, err := backfill.ParseLabels(b.labels)
+	if err != nil {
+		return err
+	}
+	if !hasLabel(target, "job") || !hasLabel(target, "instance") {
+		fmt.Fprintln(stderr, "amp-exporter backfill: warning: no --label job=… and instance=…: the series will not join those the scrape writes")
+	}
+	var from, until time.Time
+	if b.from != "" {
+		if from, err = time.Parse(time.RFC3339, b.from); err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+	}
+	untilFrom := "--until"
+	switch {
+	case b.until != "":
+		if until, err = time.Parse(time.RFC3339, b.until); err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+	case f.storagePath != "":
+		began, err := state.CountersBegan(f.storagePath)
+		if err != nil {
+			return fmt.Errorf("--storage.path: %w", err)
+		}
+		until, untilFrom = began, "the state under --storage.path"
+		if until.IsZero() {
+			until, untilFrom = time.Now(), "now (the state does not say when its counters began)"
+		}
+	default:
+		until, untilFrom = time.Now(), "now"
+	}
+	if !from.IsZero() && !from.Before(until) {
+		return fmt.Errorf("--from %s is not before --until %s", from.Format(time.RFC3339), until.Format(time.RFC3339))
+	}
+
+	env := config.OSEnv()
+	cfg, err := config.Load(f.configFile, env)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	embedded, err := pricing.Embedded(nil)
+	if err != nil {
+		return fmt.Errorf("embedded price table: %w", err)
+	}
+	pricer, err := buildPricer(cfg.Pricing, embedded)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	bf, err := backfill.New(backfill.Options{
+		Until:  until,
+		Step:   b.step,
+		Prices: pricer,
+		Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
+	})
+	if err != nil {
+		return fmt.Errorf("--step: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	bar := newProgress(stderr)
+
+	// Local thread files first: a thread both on disk and on the server is
+	// the file's, as in the live exporter.
+	files, err := backfill.ThreadFiles(cfg.Threads.Dirs)
+	if err != nil {
+		return err
+	}
+	owners := ampstore.NewOwners()
+	scan, err := backfill.ScanFiles(ctx, bf, files, int64(cfg.Limits.MaxFileBytes), b.workers, owners,
+		func(done int) { bar.show("thread files", done, len(files)) })
+	bar.done()
+	if err != nil {
+		return fmt.Errorf("thread files: %w", err)
+	}
+	for reason, n := range scan.Failed {
+		logger.Warn("thread files that could not be read are left out of the history", "reason", reason, "files", n)
+	}
+	serverThreads := int64(0)
+	if err := backfillServer(ctx, cfg, env, logger, bf, owners, bar, &serverThreads); err != nil {
+		return err
+	}
+
+	times := bf.Range(from)
+	series := bf.Series(times)
+	var samples int64
+	if b.output != "" {
+		samples, err = writeOutput(b.output, stdout, series, target)
+		if err != nil {
+			return err
+		}
+	}
+	if b.remoteWriteURL != "" {
+		n, err := pushBackfill(ctx, cfg, b.remoteWriteURL, series, target, bar)
+		bar.done()
+		if err != nil {
+			return err
+		}
+		samples = max(samples, n)
+	}
+	st := bf.Stats()
+	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
+	fmt.Fprintf(stderr, "backfilled %d series, %d samples, %s to %s (until: %s) from %d thread files and %d server threads (%d items; %d later items left to the live counters) in %s\n",
+		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
+		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
+	if b.output != "" && b.output != "-" {
+		fmt.Fprintf(stderr, "next: promtool tsdb create-blocks-from openmetrics %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
+			b.output, int(time.Since(first).Hours()/24)+1)
+	}
+	return nil
+}
+
+func hasLabel(ls []backfill.Label, name string) bool {
+	for _, l := range ls {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// backfillServer replays the Amp server's threads, when the configuration
+// turns that source on (as the live exporter decides it).
+func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, logger *slog.Logger,
+	bf *backfill.Backfill, owners *ampstore.Owners, bar *progress, n *int64) error {
+	a := cfg.AmpServer
+	if a.Enabled == config.AmpServerOff {
+		return nil
+	}
+	key, err := ampserver.FindKey(a.APIKeyFile, a.URL, ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home})
+	if err != nil {
+		if errors.Is(err, ampserver.ErrNoKey) && a.Enabled == config.AmpServerAuto {
+			return nil
+		}
+		return fmt.Errorf("amp_server: %w", err)
+	}
+	client, err := ampserver.NewClient(ampserver.Options{
+		URL:              a.URL,
+		Key:              key.Read,
+		HTTP:             a.HTTPClient,
+		Version:          version.Version,
+		MaxResponseBytes: int64(cfg.Limits.MaxFileBytes) + 1<<20,
+	})
+	if err != nil {
+		return fmt.Errorf("amp_server: %w", err)
+	}
+	rec := &backfill.ServerStore{B: bf}
+	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
+		IncludeArchived: a.IncludeArchived,
+		InstallationID:  a.InstallationID,
+		MaxConcurrency:  a.MaxConcurrency,
+		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
+	}, rec, ampserver.SyncOptions{Owners: owners, Logger: logger})
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				bar.show("server threads", int(rec.Threads.Load()), 0)
+			}
+		}
+	}()
+	stats, err := syncer.Sync(ctx)
+	close(done)
+	bar.done()
+	*n = rec.Threads.Load()
+	if err != nil {
+		return fmt.Errorf("amp_server: %w", err)
+	}
+	if err := rec.FirstErr(); err != nil {
+		return fmt.Errorf("amp_server: %w", err)
+	}
+	logger.Debug("server threads read", "stats", fmt.Sprintf("%+v", stats))
+	return nil
+}
+
+// writeOutput writes the OpenMetrics file (atomically: a temporary file
+// renamed over it) or stdout.
+func writeOutput(path string, stdout io.Writer, series []backfill.Series, target []backfill.Label) (int64, error) {
+	if path == "-" {
+		return backfill.WriteOpenMetrics(stdout, series, target)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, fmt.Errorf("--output: %w", err)
+	}
+	n, err := backfill.WriteOpenMetrics(f, series, target)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("--output: %w", err)
+	}
+	return n, nil
+}
+
+// pushBackfill sends the series to a remote-write receiver, with the
+// client settings of the configuration's remote_write entry for that url.
+func pushBackfill(ctx context.Context, cfg *config.Config, url string, series []backfill.Series,
+	target []backfill.Label, bar *progress) (int64, error) {
+	hc := commoncfg.DefaultHTTPClientConfig
+	timeout := 30 * time.Second
+	for _, rw := range cfg.RemoteWrite {
+		if string(rw.URL) == url {
+			hc = rw.HTTPClientConfig
+			if rw.Timeout > 0 {
+				timeout = time.Duration(rw.Timeout)
+			}
+		}
+	}
+	client, err := commoncfg.NewClientFromConfig(hc, "remote_write", commoncfg.WithUserAgent(userAgent()))
+	if err != nil {
+		return 0, fmt.Errorf("--remote-write.url: %w", err)
+	}
+	client.Timeout = timeout
+	return backfill.Push(ctx, backfill.PushOptions{
+		URL: url, Client: client, UserAgent: userAgent(),
+		Progress: func(done, total int) { bar.show("remote-write", done, total) },
+	}, series, target)
+}
+
+// progress draws a progress line on stderr when it is a terminal.
+type progress struct {
+	mu    sync.Mutex
+	last  time.Time
+	w     io.Writer
+	on    bool
+	shown bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+// show draws what: done of total (total 0: unknown).
+func (p *progress) show(what string, done, total int) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); now.Sub(p.last) < 100*time.Millisecond && done != total {
+		return
+	} else {
+		p.last = now
+	}
+	p.shown = true
+	if total <= 0 {
+		fmt.Fprintf(p.w, "\r%s: %d", what, done)
+		return
+	}
+	const width = 30
+	n := done * width / total
+	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d", what, strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total)
+}
+
+// done ends the progress line.
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.on && p.shown {
+		fmt.Fprintln(p.w)
+		p.shown = false
+	}
+}
