@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/app"
 )
 
 // DefaultListenAddress is the exporter's port. The Prometheus wiki's
@@ -49,40 +50,40 @@ type flags struct {
 	storagePath   string
 	saveInterval  time.Duration // hidden: how often the state is saved (tests)
 	web           *web.FlagConfig
-	server        serverFlags
+	server        app.ServerLimits
 	log           *promslog.Config
 	backfill      backfillFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
-	app := kingpin.New("amp-exporter", appHelp)
-	app.UsageWriter(stdout)
-	app.ErrorWriter(stderr)
+	cli := kingpin.New("amp-exporter", appHelp)
+	cli.UsageWriter(stdout)
+	cli.ErrorWriter(stderr)
 	f := &flags{log: &promslog.Config{Writer: stderr}}
-	app.Flag("config.file", "Configuration file (YAML, one document; see config.example.yaml). Without one: the zero-configuration rules above.").
+	cli.Flag("config.file", "Configuration file (YAML, one document; see config.example.yaml). Without one: the zero-configuration rules above.").
 		Default("").StringVar(&f.configFile)
-	app.Flag("config.check", "Validate the configuration and exit.").BoolVar(&f.configCheck)
-	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
-	app.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
+	cli.Flag("config.check", "Validate the configuration and exit.").BoolVar(&f.configCheck)
+	cli.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.telemetryPath)
+	cli.Flag("storage.path", "Directory where counting state is kept across restarts (empty: none; totals of deleted threads are then lost on restart).").
 		Default("").StringVar(&f.storagePath)
-	app.Flag("storage.save-interval", "How often changed counting state is saved.").Hidden().
-		Default(stateSaveInterval.String()).DurationVar(&f.saveInterval)
-	f.web = kingpinflag.AddFlags(app, DefaultListenAddress)
-	addServerFlags(app, &f.server)
-	flag.AddFlags(app, f.log)
-	app.Command("serve", "Run the exporter (the default command).").Default()
-	ingest := app.Command("ingest", "Copy stdin to stdout and stream it to an exporter's "+IngestPath+
+	cli.Flag("storage.save-interval", "How often changed counting state is saved.").Hidden().
+		Default(app.StateSaveInterval.String()).DurationVar(&f.saveInterval)
+	f.web = kingpinflag.AddFlags(cli, DefaultListenAddress)
+	addServerFlags(cli, &f.server)
+	flag.AddFlags(cli, f.log)
+	cli.Command("serve", "Run the exporter (the default command).").Default()
+	ingest := cli.Command("ingest", "Copy stdin to stdout and stream it to an exporter's "+app.IngestPath+
 		" endpoint: amp -x --stream-json … | amp-exporter ingest")
-	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + IngestPath).StringVar(&f.ingest.url)
+	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + app.IngestPath).StringVar(&f.ingest.url)
 	ingest.Flag("basic-auth.username", "Basic auth user, when the exporter's --web.config.file asks for one.").StringVar(&f.ingest.user)
 	ingest.Flag("basic-auth.password-file", "File holding the basic auth password.").StringVar(&f.ingest.passwordFile)
-	addBackfillCommand(app, &f.backfill) // backfill.go
-	app.Version(version.Print("amp-exporter"))
-	app.HelpFlag.Short('h')
+	addBackfillCommand(cli, &f.backfill) // backfill.go
+	cli.Version(version.Print("amp-exporter"))
+	cli.HelpFlag.Short('h')
 	exited := false
 	code := 0
-	app.Terminate(func(c int) { exited, code = true, c })
-	cmd, err := app.Parse(args)
+	cli.Terminate(func(c int) { exited, code = true, c })
+	cmd, err := cli.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "amp-exporter: %v (try --help)\n", err)
 		return nil, 2, true
@@ -122,23 +123,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(cfg.Streams.Dirs) > 0 {
 		logger.Info("tailing stream-json directories", "dirs", cfg.Streams.Dirs)
 	}
-	a, err := newApp(appOptions{
-		configFile:    f.configFile,
-		env:           env,
-		config:        cfg,
-		logger:        logger,
-		telemetryPath: f.telemetryPath,
-		web:           f.web,
-		server:        f.server,
-		storagePath:   f.storagePath,
-		saveInterval:  f.saveInterval,
+	a, err := app.New(app.Options{
+		ConfigFile:    f.configFile,
+		Env:           env,
+		Config:        cfg,
+		Logger:        logger,
+		TelemetryPath: f.telemetryPath,
+		Web:           f.web,
+		Limits:        f.server,
+		StoragePath:   f.storagePath,
+		SaveInterval:  f.saveInterval,
 	})
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
 
-	// SIGINT and SIGTERM shut down (in order: see app.Run); SIGHUP reloads.
+	// SIGINT and SIGTERM shut down (in order: see App.Run); SIGHUP reloads.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	term := make(chan os.Signal, 1)
@@ -155,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				cancel()
 				return
 			case <-hup:
-				go a.requestReload(ctx) // the reload logs its outcome
+				go a.RequestReload(ctx) // the reload logs its outcome
 			case <-ctx.Done():
 				return
 			}
@@ -166,4 +167,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// addServerFlags registers the limits of the HTTP servers.
+func addServerFlags(cli *kingpin.Application, s *app.ServerLimits) {
+	cli.Flag("web.max-requests", "Maximum number of parallel scrape requests (and, apart, of landing page requests). Use 0 to disable.").
+		Default(fmt.Sprint(app.DefaultMaxRequests)).IntVar(&s.MaxRequests)
+	cli.Flag("web.max-connections", "Maximum number of open HTTP connections per server (the main one, and each Amy proxy). When full, the oldest connection that is not serving a request (silent, half a header, or idle keep-alive) is closed to make room. Use 0 to disable.").
+		Default(fmt.Sprint(app.DefaultMaxConnections)).IntVar(&s.MaxConnections)
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/app"
 )
 
 // TestIngestAnsweredDuringShutdownIsSaved sends SIGTERM while an ingest
@@ -49,7 +51,7 @@ func TestIngestAnsweredDuringShutdownIsSaved(t *testing.T) {
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d%s", v.port, IngestPath), "application/x-ndjson", pr)
+		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d%s", v.port, app.IngestPath), "application/x-ndjson", pr)
 		if err != nil {
 			answered <- answer{err: err}
 			return

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -29,36 +29,36 @@ import (
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
-// appOptions are what an exporter is built from: the flags' values and the
-// configuration loaded at start. Tests build one without flags.
-type appOptions struct {
-	// configFile is read again on every reload ("" for the defaults).
-	configFile string
-	env        config.Env
-	config     *config.Config
-	logger     *slog.Logger
+// Options are what an exporter is built from: the flags' values and the
+// configuration loaded at start. Tests build them without flags.
+type Options struct {
+	// ConfigFile is read again on every reload ("" for the defaults).
+	ConfigFile string
+	Env        config.Env
+	Config     *config.Config
+	Logger     *slog.Logger
 
-	telemetryPath string
-	web           *web.FlagConfig
-	server        serverFlags
-	// storagePath keeps the counting state across restarts ("" for none).
-	storagePath  string
-	saveInterval time.Duration
-	// drainTimeout bounds how long shutdown waits for HTTP requests under
+	TelemetryPath string
+	Web           *web.FlagConfig
+	Limits        ServerLimits
+	// StoragePath keeps the counting state across restarts ("" for none).
+	StoragePath  string
+	SaveInterval time.Duration
+	// DrainTimeout bounds how long shutdown waits for HTTP requests under
 	// way (an ingest streaming its body, an Amy event stream through a
-	// proxy) before it closes their connections.
-	drainTimeout time.Duration
+	// proxy) before it closes their connections (0: defaultDrainTimeout).
+	DrainTimeout time.Duration
 }
 
 // defaultDrainTimeout is the HTTP servers' grace period at shutdown.
 const defaultDrainTimeout = 5 * time.Second
 
-// app is one exporter: stores, collectors, sources, the state keeper and
+// App is one exporter: stores, collectors, sources, the state keeper and
 // the HTTP servers, built from options. Start-up and every reload run the
 // same list of apply steps; Run serves until its context ends, then shuts
 // down in order (see Run).
-type app struct {
-	o   appOptions
+type App struct {
+	o   Options
 	log *slog.Logger
 
 	reg      *prometheus.Registry
@@ -124,14 +124,14 @@ type reloadRequest struct {
 	reply chan<- error
 }
 
-// newApp builds the exporter and applies its configuration: nothing runs
+// New builds the exporter and applies its configuration: nothing runs
 // until Run.
-func newApp(o appOptions) (a *app, err error) {
-	if o.drainTimeout <= 0 {
-		o.drainTimeout = defaultDrainTimeout
+func New(o Options) (a *App, err error) {
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = defaultDrainTimeout
 	}
-	a = &app{o: o, log: o.logger, reloads: make(chan reloadRequest)}
-	cfg := o.config
+	a = &App{o: o, log: o.Logger, reloads: make(chan reloadRequest)}
+	cfg := o.Config
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -145,7 +145,7 @@ func newApp(o appOptions) (a *app, err error) {
 	amp := collector.NewAmpCollector(a.threads, a.streams)
 	// The server source's store must exist before the state is restored
 	// and before the Amp collector is registered (ampserver.go).
-	if a.server, err = newServerSource(cfg, o.env, a.log, a.reg, a.labels, a.metrics, a.threads, a.streams, amp); err != nil {
+	if a.server, err = newServerSource(cfg, o.Env, a.log, a.reg, a.labels, a.metrics, a.threads, a.streams, amp); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	a.reg.MustRegister(amp)
@@ -185,11 +185,11 @@ func newApp(o appOptions) (a *app, err error) {
 	a.current = cfg
 	a.metrics.ConfigLoaded(true, time.Now())
 
-	if o.storagePath != "" {
-		k, err := state.Open(state.Options{Dir: o.storagePath, Metrics: a.metrics, Logger: a.log,
+	if o.StoragePath != "" {
+		k, err := state.Open(state.Options{Dir: o.StoragePath, Metrics: a.metrics, Logger: a.log,
 			Stores: state.Stores{Threads: a.threads, Server: a.server.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels}})
 		if err != nil {
-			return nil, fmt.Errorf("cannot use storage path %q: %w", o.storagePath, err)
+			return nil, fmt.Errorf("cannot use storage path %q: %w", o.StoragePath, err)
 		}
 		a.keeper = k
 	}
@@ -209,7 +209,7 @@ func newApp(o appOptions) (a *app, err error) {
 
 // closeKeeper gives the storage directory back when start-up fails after
 // the state was restored.
-func (a *app) closeKeeper() {
+func (a *App) closeKeeper() {
 	if a.keeper != nil {
 		_ = a.keeper.Close()
 	}
@@ -232,7 +232,7 @@ type applyStep struct {
 // applySteps lists the steps: the label cap and the prices first (so
 // that what the sources count next is capped and priced by the new
 // configuration), then every source, then the remote-write senders.
-func (a *app) applySteps() []applyStep {
+func (a *App) applySteps() []applyStep {
 	var pricer *pricing.Pricer
 	var plan *rwPlan
 	steps := []applyStep{
@@ -243,7 +243,7 @@ func (a *app) applySteps() []applyStep {
 			return nil
 		}},
 		{name: "pricing", prepare: func(cfg *config.Config) (err error) {
-			pricer, err = buildPricer(cfg.Pricing, a.embedded)
+			pricer, err = BuildPricer(cfg.Pricing, a.embedded)
 			return err
 		}, apply: func(*config.Config) error {
 			a.threads.SetPrices(pricer)
@@ -271,7 +271,7 @@ func (a *app) applySteps() []applyStep {
 // prepare that fails refuses cfg before anything changed; a step whose
 // change needs a restart is logged once, naming its section, and the
 // others still apply.
-func (a *app) apply(cfg *config.Config, reload bool) error {
+func (a *App) apply(cfg *config.Config, reload bool) error {
 	start := time.Now()
 	for _, s := range a.steps {
 		if s.prepare == nil {
@@ -314,8 +314,8 @@ func (a *app) apply(cfg *config.Config, reload bool) error {
 
 // reload reads the configuration file again and applies it; a file that
 // does not load or a step that refuses it keeps the previous configuration.
-func (a *app) reload() error {
-	cfg, err := config.Load(a.o.configFile, a.o.env)
+func (a *App) reload() error {
+	cfg, err := config.Load(a.o.ConfigFile, a.o.Env)
 	if err == nil {
 		err = a.apply(cfg, true)
 	}
@@ -331,9 +331,9 @@ func (a *app) reload() error {
 	return nil
 }
 
-// requestReload asks for a reload and waits for it (SIGHUP); reloads go
+// RequestReload asks for a reload and waits for it (SIGHUP); reloads go
 // through Run's one goroutine, so they never race.
-func (a *app) requestReload(ctx context.Context) {
+func (a *App) RequestReload(ctx context.Context) {
 	reply := make(chan error, 1)
 	select {
 	case a.reloads <- reloadRequest{reply: reply}:
@@ -343,22 +343,22 @@ func (a *app) requestReload(ctx context.Context) {
 }
 
 // currentConfig is the configuration in effect (it changes on reload).
-func (a *app) currentConfig() *config.Config {
+func (a *App) currentConfig() *config.Config {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.current
 }
 
-func (a *app) ingestConfig() streams.IngestConfig { return streams.IngestConfigOf(a.currentConfig()) }
+func (a *App) ingestConfig() streams.IngestConfig { return streams.IngestConfigOf(a.currentConfig()) }
 
-func (a *app) ingestEnabled() bool { return a.currentConfig().Streams.Ingest.Enabled }
+func (a *App) ingestEnabled() bool { return a.currentConfig().Streams.Ingest.Enabled }
 
-func (a *app) configText() string { return a.currentConfig().String() }
+func (a *App) configText() string { return a.currentConfig().String() }
 
 // buildWeb sets up the main HTTP server's routes.
-func (a *app) buildWeb() error {
+func (a *App) buildWeb() error {
 	ingestHandler := streams.NewIngestHandler(a.ingestConfig, a.streams, a.metrics, a.log)
-	ingestHandler.SetTrusted(remoteWritesAllowed(*a.o.web.WebConfigFile))
+	ingestHandler.SetTrusted(remoteWritesAllowed(*a.o.Web.WebConfigFile))
 	var ingest http.Handler = ingestHandler
 	if a.keeper != nil {
 		ingest = durableIngest(ingest, a.keeper, a.log) // an ingest is answered 200 once saved
@@ -371,7 +371,7 @@ func (a *app) buildWeb() error {
 	})
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{
-		telemetryPath: a.o.telemetryPath,
+		telemetryPath: a.o.TelemetryPath,
 		registry:      a.reg,
 		ready:         &a.ready,
 		reloads:       a.reloads,
@@ -379,11 +379,11 @@ func (a *app) buildWeb() error {
 		ingest:        ingest,
 		ingestEnabled: a.ingestEnabled,
 		logger:        a.log,
-		maxRequests:   a.o.server.maxRequests,
-		remoteWrites:  remoteWritesAllowed(*a.o.web.WebConfigFile),
+		maxRequests:   a.o.Limits.MaxRequests,
+		remoteWrites:  remoteWritesAllowed(*a.o.Web.WebConfigFile),
 		sources: sourceProviders(landingInputs{
 			cfg: a.currentConfig, ready: a.ready.Load, account: a.server.accountName,
-			defaultDirs: config.DefaultThreadsDirs(a.o.env),
+			defaultDirs: config.DefaultThreadsDirs(a.o.Env),
 			threads:     storeThreads(a.threads, a.server.threadStore()),
 		}),
 	}); err != nil {
@@ -409,7 +409,7 @@ func (a *app) buildWeb() error {
 //     counting is in the stores);
 //  4. the final save, and the storage directory is given back;
 //  5. the remote-write senders' last pushes.
-func (a *app) Run(ctx context.Context) error {
+func (a *App) Run(ctx context.Context) error {
 	failed := make(chan error, len(a.sources)+len(a.proxies)+2)
 
 	srcCtx, stopSources := context.WithCancel(context.Background())
@@ -427,7 +427,7 @@ func (a *app) Run(ctx context.Context) error {
 	defer stopKeeper()
 	var keeper sync.WaitGroup
 	if a.keeper != nil {
-		keeper.Go(func() { _ = runStateKeeper(keeperCtx, a.keeper, a.o.saveInterval, a.log) })
+		keeper.Go(func() { _ = runStateKeeper(keeperCtx, a.keeper, a.o.SaveInterval, a.log) })
 	}
 
 	reloadCtx, stopReloads := context.WithCancel(context.Background())
@@ -448,13 +448,13 @@ func (a *app) Run(ctx context.Context) error {
 	for _, p := range a.proxies {
 		servers.Go(func() {
 			a.log.Info("Amy proxy listening", "upstream", p.upstream, "address", p.server.Addr, "to", p.target)
-			if err := p.serve(a.o.server.maxConnections, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := p.serve(a.o.Limits.MaxConnections, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("amy proxy %s: %w", p.upstream, err)
 			}
 		})
 	}
 	servers.Go(func() {
-		if err := listenAndServe(a.web, a.o.web, a.o.server.maxConnections, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := listenAndServe(a.web, a.o.Web, a.o.Limits.MaxConnections, a.log); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			failed <- fmt.Errorf("web server: %w", err)
 		}
 	})
@@ -479,8 +479,8 @@ func (a *app) Run(ctx context.Context) error {
 	// waits for a source still in its first scan: stopping the sources
 	// ends that wait.
 	stopReloads()
-	if !waitFor(&reloads, a.o.drainTimeout) {
-		a.log.Warn("a reload under way at shutdown waits for a source; stopping the sources", "after", a.o.drainTimeout)
+	if !waitFor(&reloads, a.o.DrainTimeout) {
+		a.log.Warn("a reload under way at shutdown waits for a source; stopping the sources", "after", a.o.DrainTimeout)
 	}
 	// 3. Stop the sources.
 	step("sources", func() {
@@ -519,8 +519,8 @@ func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
 // drain shuts the HTTP servers down: listeners closed at once, requests
 // under way given the drain timeout, then their connections closed; it
 // returns when every server has returned and every ingest handler is done.
-func (a *app) drain(servers *sync.WaitGroup) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.o.drainTimeout)
+func (a *App) drain(servers *sync.WaitGroup) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.o.DrainTimeout)
 	defer cancel()
 	all := []*http.Server{a.web}
 	for _, p := range a.proxies {
@@ -530,7 +530,7 @@ func (a *app) drain(servers *sync.WaitGroup) {
 	for _, s := range all {
 		wg.Go(func() {
 			if err := s.Shutdown(ctx); err != nil {
-				a.log.Warn("requests still under way at shutdown were cut off", "after", a.o.drainTimeout, "err", err)
+				a.log.Warn("requests still under way at shutdown were cut off", "after", a.o.DrainTimeout, "err", err)
 				_ = s.Close()
 			}
 		})

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -18,9 +18,9 @@ func TestIngestCutOffByTheDrainIsStillSaved(t *testing.T) {
 	dir := t.TempDir()
 	storage := dir + "/state"
 	cfg := fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", mkdir(t, dir, "threads"))
-	withStorage := func(o *appOptions) {
-		o.storagePath = storage
-		o.drainTimeout = 200 * time.Millisecond
+	withStorage := func(o *Options) {
+		o.StoragePath = storage
+		o.DrainTimeout = 200 * time.Millisecond
 	}
 	e := startTestApp(t, cfg, nil, withStorage)
 	run, err := os.ReadFile("../../parser/streamjson/testdata/success-run.jsonl")

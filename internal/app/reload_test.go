@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 
 // testExporter is an app built from options, running, with its logs.
 type testExporter struct {
-	*app
+	*App
 	cfgPath string
 	logs    *syncWriter
 	addr    string // of the main HTTP server
@@ -36,7 +36,7 @@ type testExporter struct {
 
 // startTestApp builds and runs an exporter on the configuration text, with
 // an environment of its own (no key, no Amp CLI files unless env says).
-func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...func(*appOptions)) *testExporter {
+func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...func(*Options)) *testExporter {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "amp-exporter.yml")
@@ -50,24 +50,24 @@ func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...f
 	}
 	logs := &syncWriter{}
 	addrs, systemd, webCfg := []string{freeAddr(t)}, false, ""
-	o := appOptions{
-		configFile: cfgPath, env: cenv, config: cfg,
-		logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		telemetryPath: "/metrics",
-		web:           &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg},
-		server:        serverFlags{maxRequests: 4, maxConnections: 16},
+	o := Options{
+		ConfigFile: cfgPath, Env: cenv, Config: cfg,
+		Logger:        slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		TelemetryPath: "/metrics",
+		Web:           &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg},
+		Limits:        ServerLimits{MaxRequests: 4, MaxConnections: 16},
 	}
 	for _, f := range opts {
 		f(&o)
 	}
-	a, err := newApp(o)
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(ctx) }()
-	e := &testExporter{app: a, cfgPath: cfgPath, logs: logs, addr: addrs[0], stop: sync.OnceValue(func() error {
+	e := &testExporter{App: a, cfgPath: cfgPath, logs: logs, addr: addrs[0], stop: sync.OnceValue(func() error {
 		cancel()
 		return <-ran
 	})}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -129,7 +129,7 @@ func (rw *remoteWriters) apply(cfg *config.Config) error {
 }
 
 func (rw *remoteWriters) sender(c config.RemoteWriteConfig) (*remotewrite.Sender, error) {
-	client, err := commoncfg.NewClientFromConfig(c.HTTPClientConfig, "remote_write", commoncfg.WithUserAgent(userAgent()))
+	client, err := commoncfg.NewClientFromConfig(c.HTTPClientConfig, "remote_write", commoncfg.WithUserAgent(UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("remote_write %s: %w", c.URL.Redacted(), err)
 	}
@@ -141,7 +141,7 @@ func (rw *remoteWriters) sender(c config.RemoteWriteConfig) (*remotewrite.Sender
 		Client:         client,
 		Gatherer:       rw.reg,
 		Ready:          rw.ready,
-		UserAgent:      userAgent(),
+		UserAgent:      UserAgent(),
 		Clock:          clock.Real{},
 		Logger:         rw.log,
 		Metrics:        rw.metrics,
@@ -149,4 +149,4 @@ func (rw *remoteWriters) sender(c config.RemoteWriteConfig) (*remotewrite.Sender
 	}), nil
 }
 
-func userAgent() string { return "amp-exporter/" + version.Version }
+func UserAgent() string { return "amp-exporter/" + version.Version }

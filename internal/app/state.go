@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -13,18 +13,18 @@ import (
 	"github.com/amp-exporter/amp-exporter/state"
 )
 
-// stateSaveInterval bounds what a crash can lose: counts made since the
+// StateSaveInterval bounds what a crash can lose: counts made since the
 // last save are re-read from the files that still exist on restart, so only
 // the contributions of threads deleted in that window (and stream lines
 // ingested over HTTP in it) could be lost. A save writes only what changed,
 // so it can be frequent.
-const stateSaveInterval = time.Second
+const StateSaveInterval = time.Second
 
 // runStateKeeper saves what changed every interval, and once more (then
 // closes the keeper) when ctx is done.
 func runStateKeeper(ctx context.Context, k *state.Keeper, interval time.Duration, log *slog.Logger) error {
 	if interval <= 0 {
-		interval = stateSaveInterval
+		interval = StateSaveInterval
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
