@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -139,15 +140,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	// SIGINT and SIGTERM shut down (in order: see App.Run); SIGHUP reloads.
+	ctx, stop := handleSignals(a, logger)
+	defer stop()
+	if err := a.Run(ctx); err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// handleSignals turns SIGINT and SIGTERM into the end of the returned
+// context (the application then shuts down in order: see App.Run) and
+// SIGHUP into a reload; stop undoes it.
+func handleSignals(a *app.App, logger *slog.Logger) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(term)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
@@ -162,11 +172,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}()
-	if err := a.Run(ctx); err != nil {
-		logger.Error("exiting", "err", err)
-		return 1
+	return ctx, func() {
+		signal.Stop(term)
+		signal.Stop(hup)
+		cancel()
 	}
-	return 0
 }
 
 // addServerFlags registers the limits of the HTTP servers.

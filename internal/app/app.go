@@ -1,3 +1,10 @@
+// Package app is the exporter as one application built from options (the
+// flags' values and the configuration): stores, collectors, sources, the
+// state keeper and the HTTP servers. Start-up and every reload run the same
+// list of named apply steps; Run serves until its context ends and then
+// shuts down in order (drain HTTP, stop reloads, stop the sources, final
+// save, last remote-write pushes). cmd/amp-exporter is its flags and
+// signals; tests build an App without either.
 package app
 
 import (
