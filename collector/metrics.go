@@ -191,7 +191,7 @@ var Metrics = []Metric{
 	{Name: NameServerRequests, Type: Counter, Labels: []string{"method", "code"}, Source: fromServer,
 		Help: "Requests to the Amp server by API method and HTTP status code (error: no answer)."},
 	{Name: NameServerResponseBytes, Type: Counter, Labels: []string{"encoding"}, Source: fromServer,
-		Help: "Bytes received from the Amp server: on the wire by content encoding (gzip, identity), and decompressed (decoded)."},
+		Help: "Bytes received from the Amp server: on the wire by content encoding (gzip, zstd, identity), and decompressed (decoded)."},
 	{Name: NameServerThreadsSkipped, Type: Counter, Labels: []string{"reason"}, Source: fromServer,
 		Help: "Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread."},
 	{Name: NameEntitlementLimit, Type: Gauge, Labels: []string{"window"}, Source: fromServer,

@@ -73,7 +73,7 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 	for _, method := range methods {
 		m.requests.WithLabelValues(method, "200")
 	}
-	for _, enc := range []string{"gzip", "identity", "decoded"} {
+	for _, enc := range []string{"gzip", "zstd", "identity", "decoded"} {
 		m.bytes.WithLabelValues(enc)
 	}
 	m.skipped.WithLabelValues("other_user")
@@ -83,11 +83,11 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 // Request counts one request.
 func (m *ServerMetrics) Request(method, code string) { m.requests.WithLabelValues(method, code).Inc() }
 
-// Bytes counts response bytes by encoding: "gzip" or "identity" on the
+// Bytes counts response bytes by encoding: "gzip", "zstd" or "identity" on the
 // wire, "decoded" once decompressed; anything else is "other".
 func (m *ServerMetrics) Bytes(encoding string, n int64) {
 	switch encoding {
-	case "gzip", "identity", "decoded":
+	case "gzip", "zstd", "identity", "decoded":
 	default:
 		encoding = "other"
 	}

@@ -94,12 +94,13 @@ func TestServerMetricsBytesAndSkipped(t *testing.T) {
 	m.Bytes("br", 5)
 	m.ThreadSkipped("other_user")
 	want := `
-# HELP amp_server_response_bytes_total Bytes received from the Amp server: on the wire by content encoding (gzip, identity), and decompressed (decoded).
+# HELP amp_server_response_bytes_total Bytes received from the Amp server: on the wire by content encoding (gzip, zstd, identity), and decompressed (decoded).
 # TYPE amp_server_response_bytes_total counter
 amp_server_response_bytes_total{encoding="decoded"} 700
 amp_server_response_bytes_total{encoding="gzip"} 100
 amp_server_response_bytes_total{encoding="identity"} 0
 amp_server_response_bytes_total{encoding="other"} 5
+amp_server_response_bytes_total{encoding="zstd"} 0
 # HELP amp_server_threads_skipped_total Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread.
 # TYPE amp_server_threads_skipped_total counter
 amp_server_threads_skipped_total{reason="other_user"} 1

@@ -19,13 +19,16 @@ import (
 // that Apply can keep what the missing items counted and add the new ones
 // in full (see retire).
 //
+// A partial summary (a window of the thread, window.go) lacks items by
+// design: none of its thread's items is taken for missing.
+//
 // Items are added up per pinned tuple first, so that the series map sees
 // one entry per tuple rather than per item.
 //
 // reidentified reports a snapshot in which every message the thread had is
 // gone and every message is new and keyed by a protocol id: the whole
 // thread changed identity at once (see Apply).
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished, reidentified bool) {
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished, reidentified bool) {
 	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
 	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
 	add := func(f Family, l1, l2 string, v int64) {
@@ -284,7 +287,7 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 	}
 	pass(true, nil)
 	for i, seen := range d.seen {
-		if !seen && !d.tuples[d.ns[i]-1].none {
+		if !partial && !seen && !d.tuples[d.ns[i]-1].none {
 			vanished = true
 			break
 		}

@@ -163,6 +163,11 @@ type FileVersion struct {
 	CtimeNs  int64  `json:"ctime_ns"`
 	// ServerV is the `v` of a thread read from the Amp server (server.go).
 	ServerV int64 `json:"server_v,omitempty"`
+	// ServerCount and ServerLast are the thread's messageCount and last
+	// interaction (epoch ms) as the server listed them when it was read:
+	// what tells a change of a thread listed without `v`.
+	ServerCount int64 `json:"server_count,omitempty"`
+	ServerLast  int64 `json:"server_last_ms,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.
@@ -188,6 +193,9 @@ type threadRecord struct {
 	// retired is what items no longer in the file counted (retire); nil
 	// until the thread is first truncated.
 	retired compactContribution
+	// win is the thread's window (window.go): a server thread's messages
+	// from a prompt on, and what those before it counted; nil for a file.
+	win *windowRec
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -352,6 +360,13 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	if !sum.ItemsValid() || !s.claimed(threadKey(path, sum)) {
 		return false
 	}
+	changed, _ := s.apply(path, v, sum, nil)
+	return changed
+}
+
+// apply is Apply, and ApplyWindow when w is not nil.
+func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *windowArgs) (bool, error) {
+	partial := w != nil && w.at.Start > 0
 	// The contribution is worked out before taking the write lock, so that
 	// parsing workers and scrapes do not queue behind it.
 	s.mu.RLock()
@@ -363,7 +378,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
-	c, rates, pinned, fresh, vanished, reid := s.contribute(sum, prices, base)
+	c, rates, pinned, fresh, vanished, reid := s.contribute(sum, prices, base, partial)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -377,7 +392,22 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
-		c, rates, pinned, fresh, vanished, reid = s.contribute(sum, s.prices, rec.pins)
+		c, rates, pinned, fresh, vanished, reid = s.contribute(sum, s.prices, rec.pins, partial)
+	}
+	var win *windowRec
+	if w != nil {
+		prefix, err := s.windowBase(rec, sum, w.at)
+		if err != nil {
+			if len(rec.contrib) == 0 && rec.pins == nil {
+				delete(s.threads, key)
+			}
+			return false, err
+		}
+		for _, e := range prefix {
+			k := s.series.keys[e.id]
+			c[k] = satAdd(c[k], e.v)
+		}
+		win = s.nextWindow(pinned, c, sum, w.next)
 	}
 	// identityMoved: the thread's pins or retired part changed, which a
 	// save must write even when no counter moved.
@@ -401,6 +431,12 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
 		rec.pins = pinned
 		rec.pinGen++
+		identityMoved = true
+	}
+	if win != nil || rec.win != nil {
+		// A whole snapshot without a next window, or a window that
+		// cannot be kept, drops the one the thread had.
+		rec.win = win
 		identityMoved = true
 	}
 	changed := false
@@ -463,7 +499,7 @@ func (s *ThreadStore) Apply(path string, v FileVersion, sum *thread.Summary) boo
 	}
 	s.changedFiles[path] = struct{}{}
 	s.generation++
-	return changed
+	return changed, nil
 }
 
 // itemFamilies are the families a thread's items give (contribute).
@@ -665,6 +701,8 @@ type ThreadState struct {
 	// Retired is what items no longer in the thread's file counted, kept
 	// apart since the file was truncated (ThreadStore.retire).
 	Retired []SeriesValue `json:"retired,omitempty"`
+	// Window is where a server thread's next read may start (window.go).
+	Window *WindowState `json:"window,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -729,7 +767,7 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity}
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window)}
 		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
@@ -91,11 +92,16 @@ type Server struct {
 	pageOverlap map[string]bool
 	noGzip      bool
 	legacyShape bool
-	delay       time.Duration
-	requests    map[string]int
-	fetched     map[string]int // getThreadTail per thread
-	bytes       int64
-	listCalls   []ListCall
+	// zstd: answer zstd-compressed to a client that asks for it
+	// (EnableZstd).
+	zstd bool
+	// noVersion: threads listed without `v` (their documents keep it).
+	noVersion map[string]bool
+	delay     time.Duration
+	requests  map[string]int
+	fetched   map[string]int // getThreadTail per thread
+	bytes     int64
+	listCalls []ListCall
 }
 
 // ListCall records the params of one listThreads request.
@@ -229,6 +235,25 @@ func (s *Server) LegacyShape() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.legacyShape = true
+}
+
+// OmitVersion lists a thread without its `v`, as a listing that does not
+// carry one.
+func (s *Server) OmitVersion(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noVersion == nil {
+		s.noVersion = map[string]bool{}
+	}
+	s.noVersion[id] = true
+}
+
+// EnableZstd makes the stand-in answer zstd-compressed to a client that
+// accepts it (and gzip to one that accepts only that).
+func (s *Server) EnableZstd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.zstd = true
 }
 
 // DisableGzip makes the stand-in answer uncompressed even when asked for
@@ -598,6 +623,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p params) {
 			"creatorUserID": t.CreatorUserID,
 			"summaryStats":  map[string]any{"messageCount": len(t.messages)},
 		})
+		if s.noVersion[t.ID] {
+			delete(page[len(page)-1], "v")
+		}
 	}
 	s.mu.Unlock()
 	if page == nil {
@@ -779,8 +807,13 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, status int, body 
 	w.Header().Set("Content-Type", "application/json")
 	s.mu.Lock()
 	gz := !s.noGzip && acceptsGzip(r)
+	zs := s.zstd && strings.Contains(r.Header.Get("Accept-Encoding"), "zstd")
 	s.mu.Unlock()
-	if gz {
+	if zs {
+		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		body = zw.EncodeAll(body, nil)
+		w.Header().Set("Content-Encoding", "zstd")
+	} else if gz {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 		_, _ = zw.Write(body)

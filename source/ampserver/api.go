@@ -54,6 +54,33 @@ type Summary struct {
 	Archived             bool    `json:"archived"`
 	AgentMode            string  `json:"agentMode"`
 	CreatorUserID        string  `json:"creatorUserID"`
+	// MessageCount is how many messages the thread has (messageCount,
+	// else summaryStats.messageCount; 0 when the listing does not say).
+	MessageCount int `json:"-"`
+}
+
+// UnmarshalJSON reads a summary and its message count from either place.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	type plain Summary
+	var aux struct {
+		*plain
+		MessageCount Version `json:"messageCount"`
+		SummaryStats *struct {
+			MessageCount Version `json:"messageCount"`
+		} `json:"summaryStats"`
+	}
+	aux.plain = (*plain)(s)
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	n := int64(aux.MessageCount)
+	if n == 0 && aux.SummaryStats != nil {
+		n = int64(aux.SummaryStats.MessageCount)
+	}
+	if n > 0 && n < 1<<31 {
+		s.MessageCount = int(n)
+	}
+	return nil
 }
 
 // LastActivity is when the thread last changed, as far as the summary
@@ -148,6 +175,12 @@ type Export struct {
 	// CreatorUserID and UpdatedAt (epoch ms) are the record header's.
 	CreatorUserID string
 	UpdatedAt     int64
+	// Data is the document without its messages, and Messages its
+	// messages: Doc's parts, from index From of the thread's messages on
+	// (0 for a whole thread).
+	Data     json.RawMessage
+	Messages []json.RawMessage
+	From     int
 }
 
 // ExportThread fetches a whole thread the way `amp threads export` does:
@@ -170,50 +203,122 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (E
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	out := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt)}
+	out := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
-		messages = messages[:0:0]
-		var size int64
-		from := 0
-		for pages := 0; ; pages++ {
-			if pages >= maxPages {
-				return Export{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument, detail: "too many pages"}
-			}
-			p, err := c.GetThreadMessagesPage(ctx, id, from, PageSize)
-			if err != nil {
-				return Export{}, err
-			}
-			for _, m := range p.Messages {
-				size += int64(len(m)) + 1
-			}
-			if size+int64(len(data)) > maxBytes {
-				return Export{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
-					detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
-			}
-			messages = append(messages, p.Messages...)
-			if p.NextMessageIndex == nil {
-				break
-			}
-			from = *p.NextMessageIndex
+		if messages, err = c.pages(ctx, id, 0, int64(len(data)), maxBytes); err != nil {
+			return Export{}, err
 		}
 	}
-	doc, err := assemble(data, messages)
+	return out.assemble(messages, maxBytes)
+}
+
+// assemble sets the export's messages and builds its document.
+func (out Export) assemble(messages []json.RawMessage, maxBytes int64) (Export, error) {
+	doc, err := assemble(out.Data, out.From, messages)
 	if err != nil {
 		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: err.Error()}
 	}
 	if int64(len(doc)) > maxBytes {
 		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrTooLarge, detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
 	}
-	out.Doc = doc
+	out.Doc, out.Messages = doc, messages
 	return out, nil
 }
+
+// pages returns the thread's messages from index from to its end, page by
+// page; size is what the document holds besides them, for the bound.
+func (c *Client) pages(ctx context.Context, id string, from int, size, maxBytes int64) ([]json.RawMessage, error) {
+	var messages []json.RawMessage
+	for pages := 0; ; pages++ {
+		if pages >= maxPages {
+			return nil, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument, detail: "too many pages"}
+		}
+		p, err := c.GetThreadMessagesPage(ctx, id, from, PageSize)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range p.Messages {
+			size += int64(len(m)) + 1
+		}
+		if size > maxBytes {
+			return nil, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
+				detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
+		}
+		messages = append(messages, p.Messages...)
+		if p.NextMessageIndex == nil {
+			return messages, nil
+		}
+		from = *p.NextMessageIndex
+	}
+}
+
+// ExportFrom fetches a thread's record and its messages from index from on
+// (from > 0): its window. Doc is then the document with its first from
+// messages left out, each by a null that keeps the places (a reader of the
+// document skips entries that are not objects and counts their places),
+// so that messages keep their indexes. count is how many messages the
+// listing says the thread has (0: it does not say): when the window fits
+// one getThreadTail, that is the one request, and its first message is
+// then only probably at from (the thread may have grown since it was
+// listed): Exact says whether it is known to be. Otherwise, or with
+// Repage, the tail gives the record and pages from from give the
+// messages.
+func (c *Client) ExportFrom(ctx context.Context, id string, from, count int, maxBytes int64) (ex Export, exact bool, err error) {
+	limit := 1
+	if n := count - from; n > 0 && n <= MaxTail {
+		limit = n
+	}
+	tail, err := c.GetThreadTail(ctx, id, limit)
+	if err != nil {
+		return Export{}, false, err
+	}
+	data := bytes.TrimSpace(tail.Thread.Data)
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
+		return Export{}, false, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "thread.data is not an object"}
+	}
+	var head struct {
+		V Version `json:"v"`
+	}
+	_ = json.Unmarshal(data, &head)
+	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from}
+	messages := tail.Messages
+	switch {
+	case limit > 1 && len(messages) == limit:
+		// The last limit messages: from from on, unless the thread grew or
+		// shrank since it was listed.
+	case !tail.HasMoreBefore && len(messages) < limit:
+		// The whole thread, shorter than listed: its messages from from.
+		exact = true
+		messages = messages[min(from, len(messages)):]
+	default:
+		exact = true
+		if messages, err = c.pages(ctx, id, from, int64(len(data))+int64(from)*5, maxBytes); err != nil {
+			return Export{}, false, err
+		}
+	}
+	ex, err = ex.assemble(messages, maxBytes)
+	return ex, exact, err
+}
+
+// Repage fetches a window's messages from from on by pages, for a window
+// whose tail did not start where it was expected to.
+func (c *Client) Repage(ctx context.Context, id string, ex Export, maxBytes int64) (Export, error) {
+	messages, err := c.pages(ctx, id, ex.From, int64(len(ex.Data))+int64(ex.From)*5, maxBytes)
+	if err != nil {
+		return Export{}, err
+	}
+	return ex.assemble(messages, maxBytes)
+}
+
+// MaxTail is the most messages one getThreadTail returns.
+const MaxTail = 500
 
 // assemble builds the document as the CLI does ({...data, messages}): the
 // members of the object data in their order, without any "messages" key
 // of its own, then "messages" set to messages.
-func assemble(data []byte, messages []json.RawMessage) ([]byte, error) {
-	n := len(data) + 16
+func assemble(data []byte, from int, messages []json.RawMessage) ([]byte, error) {
+	n := len(data) + 16 + 5*from
 	for _, m := range messages {
 		n += len(m) + 1
 	}
@@ -243,8 +348,14 @@ func assemble(data []byte, messages []json.RawMessage) ([]byte, error) {
 		out = append(out, ',')
 	}
 	out = append(out, `"messages":[`...)
-	for i, m := range messages {
+	for i := range from {
 		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, "null"...)
+	}
+	for i, m := range messages {
+		if i > 0 || from > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, m...)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -34,18 +32,12 @@ var (
 
 func benchServer(b *testing.B) *ampstandin.Server {
 	benchOnce.Do(func() {
-		n, total := 2000, int64(1e9)
-		if v, err := strconv.Atoi(os.Getenv("AMP_BENCH_THREADS")); err == nil && v > 0 {
-			n = v
-		}
-		if v, err := strconv.ParseInt(os.Getenv("AMP_BENCH_BYTES"), 10, 64); err == nil && v > 0 {
-			total = v
-		}
 		benchSrv = ampstandin.New(testKey, "bench@example.com")
 		if os.Getenv("AMP_BENCH_GZIP") == "0" {
 			benchSrv.DisableGzip() // answers as a server that does not compress
 		}
-		benchErr = benchSrv.PutGenerated(threadgen.New(threadgen.Options{Threads: n, TotalBytes: total, Seed: 1}), 0, n)
+		g := benchCorpus()
+		benchErr = benchSrv.PutGenerated(g, 0, g.Len())
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
@@ -145,4 +137,100 @@ func BenchmarkIncrementalSync10Changed(b *testing.B) {
 	}
 	cost.report(b)
 	b.ReportMetric(float64(changedBytes)/float64(b.N)/1e6, "MB-changed/op")
+}
+
+// BenchmarkGrowingThread: a 5 MB thread that grows by one exchange (with
+// 4 KB of tool output) per sync, read by window and, as the baseline in the
+// same run, whole. wire-%-of-thread is the bytes on the wire per sync over
+// the thread's size (AMP_BENCH_GZIP=0: an uncompressing server).
+func BenchmarkGrowingThread(b *testing.B) {
+	for _, mode := range []struct {
+		name    string
+		overlap int
+	}{{"window", 0}, {"whole", -1}} {
+		b.Run(mode.name, func(b *testing.B) {
+			g := newGrowingThread(b, 5e6)
+			defer g.srv.Close()
+			if os.Getenv("AMP_BENCH_GZIP") == "0" {
+				g.srv.DisableGzip()
+			}
+			clk := clock.NewFake(time.Now())
+			c, err := NewClient(Options{URL: g.srv.URL, Key: func() (string, error) { return testKey, nil }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+			s := NewSyncer(c, SyncConfig{WindowOverlap: mode.overlap, Billed: true}, st, SyncOptions{Clock: clk})
+			if _, err := s.Sync(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			var cost syncCost
+			var size int64
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				clk.Advance(time.Minute)
+				g.grow(clk.Now().UnixMilli(), 4)
+				size += int64(len(g.srv.Document(g.id)))
+				b.StartTimer()
+				measure(b, g.srv, &cost, func() {
+					if st, err := s.Sync(context.Background()); err != nil || st.Fetched != 1 {
+						b.Fatalf("sync %+v %v", st, err)
+					}
+				})
+			}
+			cost.report(b)
+			b.ReportMetric(float64(size)/float64(b.N)/1e6, "MB-thread/op")
+			b.ReportMetric(100*float64(cost.bytes)/float64(size), "wire-%-of-thread")
+		})
+	}
+}
+
+// BenchmarkFirstSyncExporter: the first sync of the benchmark corpus with
+// the stand-in in a process of its own, so that cpu-s/op is the
+// exporter's alone: threads scanned (scan) and, as the baseline in the
+// same run, decoded by encoding/json (legacy). wire-%-of-docs is the bytes
+// on the wire over the documents' size (what the tails and pages inflate
+// to); MB/s-decoded is the documents' bytes over the exporter's CPU time.
+// AMP_BENCH_ZSTD=1: the stand-in answers zstd; AMP_BENCH_GZIP=0: as is.
+//
+//	go test -run '^$' -bench FirstSyncExporter -benchtime 1x -cpuprofile cpu.out ./source/ampserver/
+func BenchmarkFirstSyncExporter(b *testing.B) {
+	url := startStandin(b)
+	for _, mode := range []struct {
+		name   string
+		legacy bool
+	}{{"scan", false}, {"legacy", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var mu sync.Mutex
+			bytes := map[string]int64{}
+			var cpu time.Duration
+			var requests int
+			for range b.N {
+				clk := clock.NewFake(time.Now())
+				c, err := NewClient(Options{URL: url, Key: func() (string, error) { return testKey, nil }, MaxResponseBytes: 128 << 20,
+					LegacyDecode: mode.legacy,
+					OnRequest:    func(string, string) { mu.Lock(); requests++; mu.Unlock() },
+					OnBytes:      func(enc string, n int64) { mu.Lock(); bytes[enc] += n; mu.Unlock() }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+				s := NewSyncer(c, SyncConfig{MaxThreadBytes: 128 << 20, Billed: true}, st, SyncOptions{Clock: clk})
+				before := cpuTime()
+				if stats, err := s.Sync(context.Background()); err != nil || stats.Fetched == 0 {
+					b.Fatalf("first sync %+v %v", stats, err)
+				}
+				cpu += cpuTime() - before
+			}
+			n := float64(b.N)
+			wire := bytes["gzip"] + bytes["identity"] + bytes["zstd"]
+			b.ReportMetric(float64(requests)/n, "requests/op")
+			b.ReportMetric(float64(wire)/n/1e6, "MB-wire/op")
+			b.ReportMetric(float64(bytes["decoded"])/n/1e6, "MB-decoded/op")
+			b.ReportMetric(100*float64(wire)/float64(bytes["decoded"]), "wire-%-of-docs")
+			b.ReportMetric(cpu.Seconds()/n, "cpu-s/op")
+			b.ReportMetric(float64(bytes["decoded"])/1e6/cpu.Seconds(), "MB/s-decoded")
+		})
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
@@ -192,7 +194,8 @@ func TestClientGzipBombIsTooLarge(t *testing.T) {
 	// An ordinary thread comes compressed: fewer bytes on the wire than
 	// decoded, none uncompressed.
 	clear(bytesBy)
-	if _, err := c.ExportThread(context.Background(), ids[1], 1<<30); err != nil {
+	gz, err := c.ExportThread(context.Background(), ids[1], 1<<30)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if bytesBy["gzip"] == 0 || bytesBy["gzip"] >= bytesBy["decoded"] || bytesBy["identity"] != 0 {
@@ -206,6 +209,55 @@ func TestClientGzipBombIsTooLarge(t *testing.T) {
 	}
 	if bytesBy["gzip"] != 0 || bytesBy["identity"] != bytesBy["decoded"] || bytesBy["decoded"] == 0 {
 		t.Fatalf("bytes %v", bytesBy)
+	}
+	// A server that speaks zstd answers in it (the client asks for zstd
+	// before gzip), read to the same document.
+	srv.EnableZstd()
+	clear(bytesBy)
+	z, err := c.ExportThread(context.Background(), ids[1], 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytesBy["zstd"] == 0 || bytesBy["zstd"] >= bytesBy["decoded"] || bytesBy["gzip"] != 0 || bytesBy["identity"] != 0 {
+		t.Fatalf("bytes %v: want the answers zstd-compressed", bytesBy)
+	}
+	if !bytes.Equal(z.Doc, gz.Doc) {
+		t.Fatal("the document read through zstd differs")
+	}
+}
+
+// A zstd bomb (an answer that inflates far past the bound) is refused as
+// too large once the bound is inflated.
+func TestClientZstdBombIsTooLarge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "zstd")
+		zw, _ := zstd.NewWriter(w)
+		defer zw.Close()
+		_, _ = zw.Write([]byte(`{"ok":true,"result":{"messages":["`))
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for range 256 {
+			if _, err := zw.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	var decoded int64
+	const limit = 8 << 20
+	c := newTestClient(t, srv.URL, &recorder{}, func(o *Options) {
+		o.MaxResponseBytes = limit
+		o.OnBytes = func(enc string, n int64) {
+			if enc == "decoded" {
+				decoded = max(decoded, n)
+			}
+		}
+	})
+	var p Page
+	if err := c.Call(context.Background(), MethodGetThreadMessagesPage, nil, &p); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err %v, want ErrTooLarge", err)
+	}
+	if decoded > limit+1 {
+		t.Fatalf("inflated %d bytes, bound %d", decoded, limit)
 	}
 }
 

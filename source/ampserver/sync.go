@@ -24,6 +24,14 @@ type Store interface {
 	ServerPaths() []string
 }
 
+// WindowStore is a Store that counts threads read as windows (a
+// *store.ThreadStore); with a Store that does not, threads are read whole.
+type WindowStore interface {
+	Store
+	Window(path string) (store.Window, bool)
+	ApplyWindow(path string, v store.FileVersion, sum *thread.Summary, w store.Window, next *store.NextWindow) (bool, error)
+}
+
 // Metrics are the exporter metrics a sync reports to.
 type Metrics interface {
 	ParseFailed(source, reason string)
@@ -73,6 +81,17 @@ type SyncConfig struct {
 	MaxListed    int
 	// Billed turns on threadDisplayCostInfo for changed threads.
 	Billed bool
+	// BillRecheck: at a full listing, the bills of threads active within
+	// it (by their last interaction) are read again even when the thread
+	// did not change, for Amp may re-price a thread without a new `v`
+	// (default 72h; negative: never). At most MaxBillRechecks a listing
+	// (default 500).
+	BillRecheck     time.Duration
+	MaxBillRechecks int
+	// WindowOverlap is how many of the messages counted last time a
+	// thread counted before is read again with what is new (window.go;
+	// default 16). Negative: threads are always read whole.
+	WindowOverlap int
 }
 
 // Syncer keeps a store in step with the account's threads on the server.
@@ -99,12 +118,14 @@ type Syncer struct {
 	otherUser map[string]bool
 	bugMu     sync.Mutex
 	bugLogged map[string]bool // methods whose invalid-argument was logged
-	// unreadable holds the `v` of threads that could not be read (too
-	// large, a shape not understood): like a local file that does not
+	// unreadable holds how threads that could not be read (too
+	// large, a shape not understood) were listed: like a local file that does not
 	// parse, such a thread is a parse error once and is read again when
 	// it changes, not on every sync. Written by fetch workers under
 	// fetchAll's lock, read by Sync between fetches.
-	unreadable map[string]int64
+	unreadable map[string]listing
+	winMu      sync.Mutex
+	winStats   WindowStats
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -147,6 +168,15 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	if cfg.MaxListed <= 0 {
 		cfg.MaxListed = 100_000
 	}
+	if cfg.BillRecheck == 0 {
+		cfg.BillRecheck = 72 * time.Hour
+	}
+	if cfg.MaxBillRechecks <= 0 {
+		cfg.MaxBillRechecks = 500
+	}
+	if cfg.WindowOverlap == 0 {
+		cfg.WindowOverlap = 16
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -155,12 +185,14 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
 		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount,
-		unreadable: map[string]int64{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
+		unreadable: map[string]listing{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
 }
 
 // Stats describe one sync.
 type Stats struct {
-	Full    bool
+	Full bool
+	// Whole: changed threads are read whole, not by window.
+	Whole   bool
 	Pages   int // listThreads requests
 	Listed  int // threads listed
 	Changed int // threads whose `v` changed
@@ -168,6 +200,8 @@ type Stats struct {
 	Gone    int // threads that disappeared
 	Skipped int // threads another source counts
 	Failed  int // threads that could not be fetched this time
+	// Rebilled threads had their bill read again (SyncConfig.BillRecheck).
+	Rebilled int
 	// Unreadable threads were fetched but cannot be counted (too large,
 	// not understood): a parse error, read again when their `v` changes.
 	Unreadable int
@@ -233,6 +267,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
 	var changed []Summary
+	var rebill []string // unchanged threads whose bill is read again
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
 		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
@@ -266,9 +301,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				st.Skipped++
 				continue
 			}
-			if s.changed(t) {
+			if s.changed(t, st.Full) {
 				changed = append(changed, t)
 				allOld = false
+			} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
+				t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
+				rebill = append(rebill, t.ID)
 			} else if !s.lastComplete.IsZero() && t.LastActivity() >= s.lastComplete.UnixMilli() {
 				allOld = false
 			} else if s.lastComplete.IsZero() {
@@ -294,10 +332,15 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		return st, listErr
 	}
 	st.Changed = len(changed)
+	// A full listing reads changed threads whole, not by window, but for
+	// the first (a window restored from the state is as good as one
+	// counted by this process).
+	st.Whole = st.Full && !s.lastFull.IsZero()
 	fetchErr := s.fetchAll(ctx, changed, &st)
 	if errors.Is(fetchErr, ErrAuth) || ctx.Err() != nil {
 		return st, errors.Join(listErr, fetchErr)
 	}
+	s.rebill(ctx, rebill, &st)
 	if st.Full && listErr == nil {
 		// A full listing shows every thread there is: what it does not
 		// list was deleted (or archived, without include_archived). Its
@@ -334,6 +377,36 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		}
 	}
 	return st, errors.Join(listErr, fetchErr)
+}
+
+// counted reports whether the server source counts the thread.
+func (s *Syncer) counted(id string) bool {
+	if s.owners != nil {
+		if o := s.owners.Owner(id); o != "" && o != store.SourceServer {
+			return false
+		}
+	}
+	_, ok := s.store.File(store.ServerPath(id))
+	return ok
+}
+
+// rebill reads the bills of unchanged threads again (SyncConfig.BillRecheck).
+// A bill that cannot be read now is read at the next full listing; only a
+// refused key stops the rest.
+func (s *Syncer) rebill(ctx context.Context, ids []string, st *Stats) {
+	for _, id := range ids {
+		ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
+		switch {
+		case err == nil:
+			s.billed(id, ci)
+			st.Rebilled++
+		case errors.Is(err, ErrAuth) || ctx.Err() != nil:
+			return
+		default:
+			s.noteBug(err)
+			s.log.Debug("cannot read a thread's bill again", "err", err)
+		}
+	}
 }
 
 // otherUsers reports whether creator is another user than the account (a
@@ -376,18 +449,39 @@ func (s *Syncer) noteBug(err error) {
 }
 
 // changed reports whether a listed thread needs fetching: its `v` differs
-// from the one counted, and no other source counts it.
-func (s *Syncer) changed(t Summary) bool {
+// from the one counted, and no other source counts it. A thread listed
+// without `v` is read again at a full listing (full), or when its
+// messageCount or last interaction differs from what was listed when it
+// was read: a change that touches neither (an answer still streaming, a
+// tool result filled in) waits for the next of those.
+func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return false
 		}
 	}
-	if v, ok := s.unreadable[t.ID]; ok && v == int64(t.V) && t.V != 0 {
-		return false
+	now := listedAs(t)
+	if was, ok := s.unreadable[t.ID]; ok {
+		return t.V == 0 && full || was != now
 	}
 	rec, ok := s.store.File(store.ServerPath(t.ID))
-	return !ok || rec.Version.ServerV != int64(t.V) || t.V == 0
+	if !ok {
+		return true
+	}
+	if t.V == 0 {
+		return full || rec.Version.ServerCount != int64(t.MessageCount) || rec.Version.ServerLast != t.LastActivity()
+	}
+	return rec.Version.ServerV != int64(t.V)
+}
+
+// listing is how a listing shows a thread, to tell a change.
+type listing struct {
+	v, last int64
+	count   int
+}
+
+func listedAs(t Summary) listing {
+	return listing{v: int64(t.V), last: t.LastActivity(), count: t.MessageCount}
 }
 
 func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) error {
@@ -404,9 +498,9 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := thread.NewParser()
+			p := &parsers{whole: thread.NewParser(), part: thread.NewParser()}
 			for t := range jobs {
-				outcome, err := s.fetchOne(ctx, p, t)
+				outcome, err := s.fetchOne(ctx, p, t, st.Whole)
 				mu.Lock()
 				if outcome != outcomeUnreadable {
 					delete(s.unreadable, t.ID)
@@ -423,7 +517,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 					s.skipOther(t.ID)
 				case outcome == outcomeUnreadable:
 					st.Unreadable++
-					s.unreadable[t.ID] = int64(t.V)
+					s.unreadable[t.ID] = listedAs(t)
 				default:
 					st.Failed++
 					if firstErr == nil {
@@ -462,43 +556,71 @@ const (
 	outcomeOtherUser
 )
 
-func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (outcome, error) {
+// fetchOne reads a changed thread and counts it: its window when it has
+// one (window.go), else, with whole, or when the window cannot be
+// counted, the whole thread.
+func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool) (outcome, error) {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
 			return outcomeSkipped, nil
 		}
 	}
 	path := store.ServerPath(t.ID)
+	if w, ok := s.window(path); ok && !whole {
+		if t.MessageCount != 0 && t.MessageCount < w.Count {
+			// Fewer messages than counted: truncated.
+			s.windowed(true, true)
+		} else if out, err, done := s.fetchWindow(ctx, p, t, w); done {
+			return out, err
+		}
+	}
 	ex, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
-	doc, v := ex.Doc, ex.V
-	switch {
-	case errors.Is(err, ErrThreadNotFound):
-		s.store.Remove(path)
-		return outcomeGone, nil
-	case errors.Is(err, ErrTooLarge):
-		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
-		return outcomeUnreadable, err
-	case errors.Is(err, ErrBadDocument):
-		// The document is there and cannot be read: a parse error, read
-		// again when its `v` changes.
-		s.parseFailed("bad_response", t.ID, err)
-		return outcomeUnreadable, err
-	case err != nil:
-		// Refused, rate limited, invalid, transient: nothing is known of
-		// the document; it is fetched again at the next sync.
-		s.noteBug(err)
-		return outcomeFailed, err
+	if out, err, done := s.exportFailed(path, t, err); done {
+		return out, err
 	}
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil
 	}
 	began := s.clock.Now()
-	parsed, err := p.ParseBytes(doc)
+	parsed, err := p.whole.ParseBytes(ex.Doc)
 	if err != nil {
 		s.parseFailed(thread.Reason(err), t.ID, err)
 		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
 	sum := thread.Summarize(parsed)
+	next := s.next(p, parsed, sum, ex, 1)
+	return s.count(ctx, t, ex, sum, store.Window{}, next, began)
+}
+
+// exportFailed sorts out a failed read of a thread; done is false when
+// there was no failure.
+func (s *Syncer) exportFailed(path string, t Summary, err error) (outcome, error, bool) {
+	switch {
+	case err == nil:
+		return 0, nil, false
+	case errors.Is(err, ErrThreadNotFound):
+		s.store.Remove(path)
+		return outcomeGone, nil, true
+	case errors.Is(err, ErrTooLarge):
+		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
+		return outcomeUnreadable, err, true
+	case errors.Is(err, ErrBadDocument):
+		// The document is there and cannot be read: a parse error, read
+		// again when its `v` changes.
+		s.parseFailed("bad_response", t.ID, err)
+		return outcomeUnreadable, err, true
+	default:
+		// Refused, rate limited, invalid, transient: nothing is known of
+		// the document; it is fetched again at the next sync.
+		s.noteBug(err)
+		return outcomeFailed, err, true
+	}
+}
+
+// count counts a thread read whole (w is zero) or as its window, with its
+// bill, and keeps next as its next window.
+func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Summary, w store.Window, next *store.NextWindow, began time.Time) (outcome, error) {
+	path := store.ServerPath(t.ID)
 	if sum.ID != "" && sum.ID != t.ID {
 		// The store counts a thread under its document's id; one that
 		// names another thread than the one listed and claimed would be
@@ -515,6 +637,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
 		return outcomeSkipped, nil
 	}
+	v := ex.V
 	if v == 0 {
 		v = int64(t.V)
 	}
@@ -542,7 +665,14 @@ func (s *Syncer) fetchOne(ctx context.Context, p *thread.Parser, t Summary) (out
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	s.store.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, sum)
+	fv := store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	if ws, ok := s.store.(WindowStore); ok {
+		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
+			return outcomeFailed, err
+		}
+	} else {
+		s.store.Apply(path, fv, sum)
+	}
 	if s.metrics != nil {
 		s.metrics.Parsed(store.SourceServer, took)
 	}

@@ -1,0 +1,314 @@
+package ampserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+// simThread is a server thread a test changes the way the Amp CLI does:
+// exchanges appended, its last messages edited (an answer streaming, a
+// tool result filled in), a message cancelled away, an earlier prompt
+// edited and resent (the thread truncated there).
+type simThread struct {
+	id      string
+	created int64
+	msgs    []map[string]any
+	// protocol ids ("M-…" messageIds) or numeric messageIds equal to the
+	// index + 1, which a message after an edit takes over (the hard case
+	// for a reader that checks ids).
+	protocol bool
+	seq      int
+}
+
+func (th *simThread) idFor(r *rand.Rand) any {
+	if th.protocol {
+		th.seq++
+		return fmt.Sprintf("M-%08d%014d", r.IntN(1e8), th.seq)
+	}
+	return len(th.msgs) + 1
+}
+
+var simModels = []string{"claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"}
+var simTools = []string{"Bash", "Read", "edit_file", "Task", "finder"}
+
+// exchange appends a prompt and its answers: assistant messages, some
+// calling tools whose results follow; the last one may still stream.
+func (th *simThread) exchange(r *rand.Rand, at int64) {
+	th.msgs = append(th.msgs, map[string]any{"role": "user", "messageId": th.idFor(r),
+		"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("prompt %d", r.IntN(1e6))}},
+		"meta":    map[string]any{"sentAt": at}})
+	steps := 1 + r.IntN(3)
+	for j := range steps {
+		at += int64(1000 + r.IntN(60_000))
+		last := j == steps-1
+		a := map[string]any{"role": "assistant", "messageId": th.idFor(r)}
+		content := []any{map[string]any{"type": "text", "text": "ok"}}
+		var tool string
+		if !last {
+			tool = fmt.Sprintf("toolu_%d_%d", len(th.msgs), r.IntN(1e9))
+			content = append(content, map[string]any{"type": "tool_use", "complete": true, "id": tool, "name": simTools[r.IntN(len(simTools))], "input": map[string]any{}})
+		}
+		a["content"] = content
+		stop := "end_turn"
+		if !last {
+			stop = "tool_use"
+		}
+		if last && r.IntN(4) == 0 {
+			a["state"] = map[string]any{"type": "streaming"}
+		} else {
+			a["state"] = map[string]any{"type": "complete", "stopReason": stop}
+		}
+		a["usage"] = simUsage(r, at)
+		th.msgs = append(th.msgs, a)
+		if tool != "" {
+			status := "done"
+			if r.IntN(5) == 0 {
+				status = "in-progress"
+			}
+			th.msgs = append(th.msgs, map[string]any{"role": "user", "messageId": th.idFor(r),
+				"content": []any{map[string]any{"type": "tool_result", "toolUseID": tool, "run": map[string]any{"status": status}}}})
+		}
+	}
+}
+
+func simUsage(r *rand.Rand, at int64) map[string]any {
+	in, cr := 10+r.IntN(5000), r.IntN(150_000)
+	return map[string]any{"model": simModels[r.IntN(len(simModels))], "maxInputTokens": 200000,
+		"inputTokens": in, "outputTokens": 1 + r.IntN(4000), "cacheCreationInputTokens": r.IntN(3000),
+		"cacheReadInputTokens": cr, "totalInputTokens": in + cr,
+		"timestamp": time.UnixMilli(at).UTC().Format(time.RFC3339Nano)}
+}
+
+// editTail changes one of the last n messages as the CLI does while a turn
+// goes on: an answer streams on (more tokens) or finishes, a tool result
+// gets its status.
+func (th *simThread) editTail(r *rand.Rand, n int, at int64) {
+	if len(th.msgs) == 0 {
+		return
+	}
+	i := len(th.msgs) - 1 - r.IntN(min(n, len(th.msgs)))
+	m := th.msgs[i]
+	switch {
+	case m["role"] == "assistant":
+		u := simUsage(r, at)
+		m["usage"] = u
+		if r.IntN(2) == 0 {
+			m["state"] = map[string]any{"type": "complete", "stopReason": "end_turn"}
+		} else if r.IntN(3) == 0 {
+			m["state"] = map[string]any{"type": "cancelled"}
+		}
+	default:
+		for _, c := range m["content"].([]any) {
+			if b := c.(map[string]any); b["type"] == "tool_result" {
+				b["run"] = map[string]any{"status": []string{"done", "error", "cancelled"}[r.IntN(3)]}
+			}
+		}
+	}
+}
+
+func (th *simThread) doc() []byte {
+	b, err := json.Marshal(map[string]any{"v": 1, "id": th.id, "created": th.created, "agentMode": "smart", "messages": th.msgs})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// windowSyncer is a syncer over its own store, as an exporter with its own
+// --storage.path.
+type windowSyncer struct {
+	store *store.ThreadStore
+	sync  *Syncer
+}
+
+func newWindowSyncer(t *testing.T, srv *ampstandin.Server, clk *clock.Fake, overlap int, st *store.ThreadStore) *windowSyncer {
+	t.Helper()
+	if st == nil {
+		st = store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+	}
+	c := newTestClient(t, srv.URL, &recorder{}, nil)
+	return &windowSyncer{store: st, sync: NewSyncer(c, SyncConfig{WindowOverlap: overlap, FullInterval: 6 * time.Hour, Billed: true}, st, SyncOptions{Clock: clk})}
+}
+
+// restarted is the syncer an exporter restarted with --storage.path has:
+// its store restored from what the state log saved (ExportDelta, record
+// by record), a new Syncer.
+func (w *windowSyncer) restarted(t *testing.T, srv *ampstandin.Server, clk *clock.Fake, overlap int) *windowSyncer {
+	t.Helper()
+	fresh := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
+	full := w.store.Export()
+	for key, ts := range full.Threads {
+		// Through JSON, as the state log keeps it.
+		b, err := json.Marshal(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back store.ThreadState
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fresh.ImportThread(key, back); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, f := range full.Files {
+		if err := fresh.ImportFile(p, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newWindowSyncer(t, srv, clk, overlap, fresh)
+}
+
+// counted is what a store counted, without how it reads its threads next
+// (the window).
+func counted(s *store.ThreadStore) map[string]store.ThreadState {
+	out := map[string]store.ThreadState{}
+	for k, ts := range s.Export().Threads {
+		ts.Window = nil
+		out[k] = ts
+	}
+	return out
+}
+
+// TestWindowSameAsWhole: any sequence of appends, edits of the last
+// messages, cancelled messages, truncations (an earlier prompt edited and
+// resent), full syncs and restarts counts exactly what reading every
+// changed thread whole counts: the same series, retired parts, pins and
+// last activity per thread, after every sync.
+func TestWindowSameAsWhole(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 18))
+			srv := ampstandin.New(testKey, "alice@example.com")
+			defer srv.Close()
+			clk := clock.NewFake(t0)
+			overlap := 1 + r.IntN(6)
+			threads := make([]*simThread, 4)
+			for i := range threads {
+				th := &simThread{id: fmt.Sprintf("T-0000000%d-aaaa-7bbb-8ccc-%012d", i, seed), created: t0.UnixMilli() - int64(i)*1000, protocol: i%2 == 1}
+				for range 3 + r.IntN(10) {
+					th.exchange(r, clk.Now().UnixMilli())
+				}
+				threads[i] = th
+				if _, err := srv.Put(th.doc(), clk.Now().UnixMilli()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			win := newWindowSyncer(t, srv, clk, overlap, nil)
+			whole := newWindowSyncer(t, srv, clk, -1, nil)
+			ops := map[string]int{}
+			var ws WindowStats // over the restarts
+			for step := range 150 {
+				clk.Advance(time.Minute)
+				now := clk.Now().UnixMilli()
+				th := threads[r.IntN(len(threads))]
+				op := r.IntN(20)
+				switch {
+				case op < 8:
+					ops["append"]++
+					th.exchange(r, now)
+				case op < 13:
+					ops["edit last"]++
+					th.editTail(r, overlap, now)
+				case op < 14:
+					ops["cancel last"]++
+					if len(th.msgs) > 1 {
+						th.msgs = th.msgs[:len(th.msgs)-1]
+					}
+				case op < 16:
+					ops["edit and resend"]++
+					var prompts []int
+					for i, m := range th.msgs {
+						if m["role"] == "user" && m["meta"] != nil {
+							prompts = append(prompts, i)
+						}
+					}
+					th.msgs = th.msgs[:prompts[r.IntN(len(prompts))]]
+					th.exchange(r, now)
+				case op < 17:
+					ops["full sync"]++
+					clk.Advance(6 * time.Hour)
+				case op < 18:
+					ops["restart"]++
+					ws.Windows += win.sync.WindowStats().Windows
+					ws.Refused += win.sync.WindowStats().Refused
+					win = win.restarted(t, srv, clk, overlap)
+				default:
+					ops["append two"]++
+					th.exchange(r, now)
+					th.exchange(r, now+1)
+				}
+				if op != 16 && op != 17 {
+					if _, err := srv.Put(th.doc(), now); err != nil {
+						t.Fatal(err)
+					}
+					srv.SetCost(th.id, map[string]any{"totalCostUSD": float64(step) / 100})
+				}
+				for _, s := range []*windowSyncer{win, whole} {
+					if st, err := s.sync.Sync(context.Background()); err != nil || !st.Complete {
+						t.Fatalf("step %d: sync %+v: %v", step, st, err)
+					}
+				}
+				if got, want := counted(win.store), counted(whole.store); !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d (%v):\n%s", step, ops, dump(got, want))
+				}
+				if got, want := win.store.Snapshot().Totals(), whole.store.Snapshot().Totals(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: totals differ", step)
+				}
+			}
+			ws.Windows += win.sync.WindowStats().Windows
+			ws.Refused += win.sync.WindowStats().Refused
+			t.Logf("overlap %d, ops %v, windows %+v", overlap, ops, ws)
+			if ws.Windows == 0 || ws.Refused == 0 {
+				t.Fatalf("the sequence must read threads by window (%d) and refuse some windows (%d)", ws.Windows, ws.Refused)
+			}
+		})
+	}
+}
+
+func dump(got, want map[string]store.ThreadState) string {
+	var b strings.Builder
+	for k, g := range got {
+		w := want[k]
+		if reflect.DeepEqual(g, w) {
+			continue
+		}
+		fmt.Fprintf(&b, "thread %s:\n", k)
+		if !reflect.DeepEqual(g.Series, w.Series) {
+			wv := map[string]int64{}
+			for _, sv := range w.Series {
+				wv[sv.Family+"/"+sv.L1+"/"+sv.L2] = sv.Value
+			}
+			for _, sv := range g.Series {
+				k := sv.Family + "/" + sv.L1 + "/" + sv.L2
+				if wv[k] != sv.Value {
+					fmt.Fprintf(&b, " %s: by window %d, whole %d\n", k, sv.Value, wv[k])
+				}
+				delete(wv, k)
+			}
+			for k, v := range wv {
+				fmt.Fprintf(&b, " %s: by window -, whole %d\n", k, v)
+			}
+		}
+		if !reflect.DeepEqual(g.Retired, w.Retired) {
+			fmt.Fprintf(&b, " retired by window %v\n retired whole %v\n", g.Retired, w.Retired)
+		}
+		if !reflect.DeepEqual(g.Pins, w.Pins) {
+			fmt.Fprintf(&b, " pins differ\n")
+		}
+		if g.LastActivity != w.LastActivity {
+			fmt.Fprintf(&b, " last activity %d, %d\n", g.LastActivity, w.LastActivity)
+		}
+	}
+	return b.String()
+}
