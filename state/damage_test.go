@@ -255,6 +255,9 @@ func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 			}
 		}
 	}
+	// Rows whose damage hits a record's length (the thread it hits): what
+	// they lose is the rest of the batch at most (see below).
+	resyncs := map[string]int{"value length of a record": 12, "key length of a record": 5}
 	for _, tc := range []struct {
 		name    string
 		at      int64 // the byte whose bit 0x10 is flipped
@@ -290,7 +293,29 @@ func TestStateDamageCostsOnlyWhatItHits(t *testing.T) {
 			damaged := slices.Clone(sc.log)
 			damaged[tc.at] ^= 0x10
 			s := sc.restart(t, damaged)
-			wantThreads, wantStreams := sc.expected(tc.lost(), tc.ingests)
+			lost := tc.lost()
+			if hit, ok := resyncs[tc.name]; ok {
+				// A hit length makes the reader walk the rest of the
+				// batch from a wrong place: it may fall on a later
+				// record's start again (where depends on the order the
+				// save wrote the batch's records in, which varies) and
+				// keep what follows, each record under its own checksum.
+				// So the rest of the batch is what it may lose; the
+				// counters must be exact for what it kept.
+				kept := map[string]bool{}
+				for _, k := range s.stores.Threads.ThreadKeys() {
+					kept[k] = true
+				}
+				if kept[sc.ids[hit]] {
+					t.Errorf("the record whose length was hit (thread %d) was kept", hit)
+				}
+				for id := range lost {
+					if kept[id] {
+						delete(lost, id)
+					}
+				}
+			}
+			wantThreads, wantStreams := sc.expected(lost, tc.ingests)
 			gotThreads, gotStreams := s.stores.Threads.Snapshot().Totals(), s.stores.Streams.Snapshot().Totals()
 			if !maps.Equal(gotThreads, wantThreads) {
 				t.Errorf("thread counters after the restart differ:\n%s", totalsDiff(wantThreads, gotThreads))

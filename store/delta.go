@@ -191,7 +191,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	}
 	c := make(compactContribution, 0, len(kept))
 	for _, sv := range kept {
-		k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
+		k := sv.key()
 		s.totals[k] = satAdd(s.totals[k], sv.Value)
 		c = append(c, seriesValue{s.series.id(k), sv.Value})
 	}

@@ -314,13 +314,19 @@ func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlo
 }
 
 // reidentified reports whether no message pinned before is in the snapshot
-// (there was at least one), and every message of the snapshot is new and
-// keyed by a protocol id. d holds the pass over the snapshot.
+// (there was at least one, and none was keyed by a string id), and every
+// message of the snapshot is new and keyed by a protocol id. d holds the
+// pass over the snapshot.
+//
+// An import gives protocol ids to messages that had none: a thread whose
+// messages were already keyed by string ids (protocol ids, "M-…") and
+// all change at once had its first prompt edited, and the edit's prompt
+// and answer are new spend however much they cost.
 func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
 	had := false
 	for i, k := range d.keys {
-		if thread.IsMessageKind(thread.KeyKind(k)) && !d.tuples[d.ns[i]-1].none {
-			if d.seen[i] {
+		if kind := thread.KeyKind(k); thread.IsMessageKind(kind) && !d.tuples[d.ns[i]-1].none {
+			if d.seen[i] || kind == thread.ItemMessageStringID {
 				return false
 			}
 			had = true
@@ -481,7 +487,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 	if len(ts.Retired) > 0 {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
-			k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
+			k := sv.key()
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)

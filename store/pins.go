@@ -365,7 +365,7 @@ func (st *PinState) tuples() ([]pinTuple, error) {
 		if i > uint64(len(st.Strings)) {
 			return "", fmt.Errorf("%w: string index out of range", errPins)
 		}
-		return st.Strings[i-1], nil
+		return restoredLabel(st.Strings[i-1]), nil
 	}
 	for len(b) > 0 {
 		if len(out) >= maxLocalTuples {

@@ -210,4 +210,19 @@ func TestServerFirstPromptEditedIsNotAnImport(t *testing.T) {
 	if got := countsOf(s); got != want {
 		t.Fatalf("%+v, want %+v", got, want)
 	}
+
+	// Answered with more (or as much): still a new prompt and a new
+	// answer, counted in full. The thread was keyed by protocol ids
+	// before, so its messages all changing identity is an edit of its
+	// first prompt (an import gives protocol ids to messages that had
+	// none), whatever the new answer costs.
+	for _, out := range []int{700, 900} {
+		s := newTestStore(0)
+		s.Apply(path, FileVersion{ServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
+		s.Apply(path, FileVersion{ServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", out)))
+		want := counts{user: 2, assistant: 2, prompts: 2, output: int64(700 + out), input: 10, exchanges: 2}
+		if got := countsOf(s); got != want {
+			t.Errorf("answered with %d output tokens: %+v, want %+v", out, got, want)
+		}
+	}
 }

@@ -670,10 +670,25 @@ func (c contribution) series() []SeriesValue {
 func contributionOf(series []SeriesValue) contribution {
 	c := make(contribution, len(series))
 	for _, sv := range series {
-		k := SeriesKey{Family(sv.Family), sv.L1, sv.L2}
+		k := sv.key()
 		c[k] = satAdd(c[k], sv.Value)
 	}
 	return c
+}
+
+// key is the series a persisted value is restored into. Its label values
+// are sanitized as they are read: a state saved before they were
+// sanitized at ingest must not bring control characters back.
+func (sv SeriesValue) key() SeriesKey {
+	return SeriesKey{Family(sv.Family), restoredLabel(sv.L1), restoredLabel(sv.L2)}
+}
+
+// restoredLabel sanitizes a persisted label value ("" stays "": no label).
+func restoredLabel(v string) string {
+	if v == "" {
+		return ""
+	}
+	return sanitizeLabel(v)
 }
 
 // checkSeries refuses persisted series of families a store does not keep,

@@ -82,8 +82,9 @@ func (v *victim) post(body string) (bool, error) {
 }
 
 // settledFor waits until the counters have not moved for quiet (longer
-// than the hold of a stream-json run the server source may still list).
-func (v *victim) settledFor(t *testing.T, quiet time.Duration) string {
+// than the hold of a stream-json run the server source may still list) and
+// every condition given holds for them.
+func (v *victim) settledFor(t *testing.T, quiet time.Duration, conds ...func(counters string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	var last string
@@ -98,11 +99,11 @@ func (v *victim) settledFor(t *testing.T, quiet time.Duration) string {
 			last, since = got, time.Now()
 			continue
 		}
-		if time.Since(since) >= quiet {
+		if time.Since(since) >= quiet && allHold(conds, got) {
 			return got
 		}
 	}
-	t.Fatalf("counters never settled; output:\n%s", v.out.String())
+	t.Fatalf("counters never settled; last scrape:\n%s\noutput:\n%s", last, v.out.String())
 	return ""
 }
 
@@ -231,8 +232,14 @@ amp_server:
 		t.Fatal(err)
 	}
 	const quiet = 4 * time.Second // past two syncs: held runs are decided
+	// And every run captured or ingested has ended in a counted execution:
+	// the tailer counts a capture (megabytes here) once read whole, and
+	// /-/ready does not wait for it (see the other kill loop).
+	caughtUp := func(c string) bool {
+		return hasLine(c, fmt.Sprintf("amp_executions_total{outcome=success} %d", local.runs+ingests))
+	}
 	v := startVictim(t, cfg, storage)
-	afterKills := v.settledFor(t, quiet)
+	afterKills := v.settledFor(t, quiet, caughtUp)
 	v.kill()
 
 	clean := startVictim(t, cfg, filepath.Join(root, "clean-state"))
@@ -242,7 +249,7 @@ amp_server:
 			t.Fatalf("clean run: ingest %d not answered 200: %v", i, err)
 		}
 	}
-	want := clean.settledFor(t, quiet)
+	want := clean.settledFor(t, quiet, caughtUp)
 	clean.kill()
 	for _, s := range []string{"source=threads", "source=server", "source=stream", "amp_executions_total"} {
 		if !strings.Contains(want, s) {

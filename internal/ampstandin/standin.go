@@ -688,7 +688,7 @@ func (s *Server) tail(w http.ResponseWriter, r *http.Request, method string, p p
 	if method == "getThreadTail" {
 		s.fetched[p.Thread]++
 		from := max(0, len(t.messages)-limit)
-		res["messages"] = slices.Clone(t.messages[from:])
+		res["messages"] = append([]json.RawMessage{}, t.messages[from:]...) // [], never null (the CLI's schema)
 		res["hasMoreBefore"] = from > 0
 	}
 	body := encode(true, res, nil)
@@ -724,7 +724,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, p params) {
 			next = from + 1
 		}
 	}
-	res := map[string]any{"messages": slices.Clone(t.messages[from:to]), "nextMessageIndex": next}
+	res := map[string]any{"messages": append([]json.RawMessage{}, t.messages[from:to]...), "nextMessageIndex": next}
 	body := encode(true, res, nil)
 	if s.oversize[t.ID] {
 		// A valid envelope padded far past any sane limit.

@@ -219,7 +219,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		rec.SetAside = aside
 		if v1Damaged {
 			// Format 1 cannot tell: what follows the damage is lost.
-			rec.Damage = []Damage{{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")}}
+			rec.Damage = append(rec.Damage, Damage{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")})
 		}
 	}
 	if good < size && !v1Damaged {
@@ -230,7 +230,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 			l.f.Close()
 			return nil, rec, fmt.Errorf("cut off the damaged end of the state log: %w", err)
 		}
-		if err := l.f.Sync(); err != nil {
+		if err := fsync(l.f); err != nil {
 			l.f.Close()
 			return nil, rec, fmt.Errorf("sync state log: %w", err)
 		}
@@ -268,24 +268,62 @@ func (l *Log) scan() (good, size int64, damage []Damage, err error) {
 		}
 		return 0, size, nil, fmt.Errorf("state log %q: header: %w", l.path, err)
 	}
-	if string(h[:8]) != magic {
-		return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
-	}
 	v := binary.LittleEndian.Uint32(h[8:12])
+	if string(h[:8]) != magic || v < 1 {
+		// A damaged header in front of batches still costs only itself:
+		// what follows it says which format it is.
+		hv, err := l.probeFormat(size)
+		if err != nil {
+			return 0, size, nil, err
+		}
+		if hv == 0 {
+			if string(h[:8]) != magic {
+				return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
+			}
+			return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
+		}
+		v = hv
+		damage = []Damage{{Offset: 0, Length: headerSize, Err: errors.New("file header does not check")}}
+	}
 	if v > FormatVersion {
 		return 0, size, nil, fmt.Errorf("%w: %q has format %d, this version reads up to %d; upgrade amp-exporter or move the file away to start counting afresh",
 			ErrNewer, l.path, v, FormatVersion)
 	}
-	if v < 1 {
-		return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
-	}
 	l.version = v
 	if v == 1 {
 		good, err = l.scanV1(size)
-		return good, size, nil, err
+		return good, size, damage, err
 	}
-	good, damage = l.scanV2(size)
-	return good, size, damage, nil
+	good, d := l.scanV2(size)
+	return good, size, append(damage, d...), nil
+}
+
+// probeFormat tells which format the batches after a damaged header are
+// in: 2 when an intact format 2 batch head follows it, 1 when a format 1
+// batch that checks starts right after it, 0 when neither (not a state
+// log, or one with nothing in it).
+func (l *Log) probeFormat(size int64) (uint32, error) {
+	if fit, _, err := l.nextHead(headerSize, size); err != nil {
+		return 0, err
+	} else if fit >= 0 {
+		return 2, nil
+	}
+	var h [batchHeadV1]byte
+	if _, err := l.f.ReadAt(h[:], headerSize); err != nil {
+		return 0, nil
+	}
+	n := int64(binary.LittleEndian.Uint32(h[:4]))
+	if n == 0 || n > maxRead || n > size-headerSize-batchHeadV1 {
+		return 0, nil
+	}
+	payload := make([]byte, n)
+	if _, err := l.f.ReadAt(payload, headerSize+batchHeadV1); err != nil {
+		return 0, nil
+	}
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
+		return 0, nil
+	}
+	return 1, nil
 }
 
 // scanV2 reads format 2: intact batches in order; at a batch that does not
@@ -304,7 +342,12 @@ func (l *Log) scanV2(size int64) (good int64, damage []Damage) {
 			good = off
 			continue
 		}
-		next, err := l.nextHead(off+1, size)
+		next, torn, err := l.nextHead(off+1, size)
+		if err == nil && next < 0 && torn >= 0 {
+			// Only a batch a crash cut short follows: the damage before
+			// it is damage all the same, and that batch the torn tail.
+			next = torn
+		}
 		if err != nil || next < 0 {
 			// Nothing intact after it: the tail a crash left.
 			return good, damage
@@ -357,16 +400,19 @@ func checkHead(h []byte) (int64, bool) {
 }
 
 // nextHead finds the first offset at or after from where an intact batch
-// head starts whose payload fits in the file; -1 when there is none.
-func (l *Log) nextHead(from, size int64) (int64, error) {
+// head starts whose payload fits in the file (fit), and the first where
+// one starts whose payload runs past the end (torn: a batch a crash cut
+// short); -1 when there is none.
+func (l *Log) nextHead(from, size int64) (fit, torn int64, err error) {
+	torn = -1
 	buf := make([]byte, 1<<16)
 	for base := from; base+batchHead <= size; {
 		n, err := l.f.ReadAt(buf[:min(int64(len(buf)), size-base)], base)
 		if n < batchHead {
 			if err != nil && !errors.Is(err, io.EOF) {
-				return -1, fmt.Errorf("read state log: %w", err)
+				return -1, -1, fmt.Errorf("read state log: %w", err)
 			}
-			return -1, nil
+			return -1, torn, nil
 		}
 		b := buf[:n]
 		for i := 0; ; i++ {
@@ -375,15 +421,20 @@ func (l *Log) nextHead(from, size int64) (int64, error) {
 				break
 			}
 			i += j
-			if plen, ok := checkHead(b[i : i+batchHead]); ok && base+int64(i)+batchHead+plen <= size {
-				return base + int64(i), nil
+			if plen, ok := checkHead(b[i : i+batchHead]); ok {
+				if base+int64(i)+batchHead+plen <= size {
+					return base + int64(i), torn, nil
+				}
+				if torn < 0 {
+					torn = base + int64(i)
+				}
 			}
 		}
 		// The next chunk overlaps this one by a head less a byte, so a
 		// head across the boundary is seen whole.
 		base += int64(len(b) - batchHead + 1)
 	}
-	return -1, nil
+	return -1, torn, nil
 }
 
 // salvage reads the damaged stretch [off, next) for what can be kept: the
@@ -429,6 +480,17 @@ func (l *Log) salvage(off, next int64) Damage {
 	inRun := false // after a record that did not check: its lengths may be wrong too
 	for p := payload; len(p) > 0; {
 		key, val, n, ok := decodeRecord(p, true)
+		if !ok && !inRun && len(p) > batchHead {
+			// Where the last record that checked ends, the head of a
+			// batch whose own head was damaged too (the search for an
+			// intact one went past it): its records follow.
+			if _, _, _, next := decodeRecord(p[batchHead:], true); next {
+				roff += batchHead
+				p = p[batchHead:]
+				inRun = false
+				continue
+			}
+		}
 		if ok {
 			l.put(key, val != nil, entry{off: roff, n: int64(n)})
 			d.Kept++
@@ -555,7 +617,7 @@ func (l *Log) writeHeaderAt() error {
 	if _, err := l.f.WriteAt(header(), 0); err != nil {
 		return fmt.Errorf("write state log header: %w", err)
 	}
-	return l.f.Sync()
+	return fsync(l.f)
 }
 
 func (l *Log) put(key string, present bool, e entry) {
@@ -705,7 +767,7 @@ func (t *Tx) Commit() (int64, error) {
 	if t.off == t.start {
 		return 0, nil
 	}
-	if err := t.l.f.Sync(); err != nil {
+	if err := fsync(t.l.f); err != nil {
 		t.fail(fmt.Errorf("sync state log: %w", err))
 		return 0, t.err
 	}
@@ -806,7 +868,7 @@ func (l *Log) Compact() (int64, error) {
 		tmp.Close()
 		return 0, fmt.Errorf("write compacted state log: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := fsync(tmp); err != nil {
 		tmp.Close()
 		return 0, fmt.Errorf("sync compacted state log: %w", err)
 	}
@@ -893,7 +955,7 @@ func writeFile(path string) error {
 		tmp.Close()
 		return fmt.Errorf("write state log: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := fsync(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("sync state log: %w", err)
 	}
@@ -907,12 +969,20 @@ func writeFile(path string) error {
 	return nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: not every file system syncs directories
-		d.Close()
+// fsync syncs a file to its storage, and syncDir a directory (best
+// effort: not every file system syncs directories). They are variables so
+// that the fuzz target, which opens thousands of logs a second, can do
+// without them (it tests what is read, not what survives a power cut), and
+// a test can see their order.
+var (
+	fsync   = (*os.File).Sync
+	syncDir = func(dir string) {
+		if d, err := os.Open(dir); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
 	}
-}
+)
 
 func copyAside(path string, now time.Time) (string, error) {
 	dst, err := statefile.AsideName(path, now)
@@ -928,17 +998,16 @@ func copyAside(path string, now time.Time) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
-	if _, err := io.Copy(out, src); err != nil {
-		out.Close()
+	_, err = io.Copy(out, src)
+	if err == nil {
+		err = fsync(out)
+	}
+	if err = errors.Join(err, out.Close()); err != nil {
+		os.Remove(dst) // no half copy left behind (the next start copies again)
 		return "", fmt.Errorf("copy damaged state log: %w", err)
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return "", fmt.Errorf("copy damaged state log: %w", err)
-	}
-	if err := out.Close(); err != nil {
-		return "", fmt.Errorf("copy damaged state log: %w", err)
-	}
+	// The copy's name must be on disk before the log is cut or replaced.
+	syncDir(filepath.Dir(dst))
 	return dst, nil
 }
 

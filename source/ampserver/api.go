@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
 )
 
 // UserInfo is getUserInfo's result, reduced to what is used.
@@ -97,7 +100,23 @@ func (c *Client) ListThreads(ctx context.Context, p ListParams) ([]Summary, erro
 	if err := c.Call(ctx, MethodListThreads, p, &out); err != nil {
 		return nil, err
 	}
+	for i := range out.Threads {
+		out.Threads[i].bound()
+	}
 	return out.Threads, nil
+}
+
+// bound cuts the strings a summary keeps past its page (the changed
+// threads of a whole listing wait for their fetch) to what they are used
+// for: the agent mode is a label value, the creator is compared with the
+// account's id (bounded alike). The id is refused by the sync when long.
+func (s *Summary) bound() {
+	if len(s.AgentMode) > labelvalue.MaxBytes {
+		s.AgentMode = strings.Clone(labelvalue.Sanitize(s.AgentMode))
+	}
+	if len(s.CreatorUserID) > maxUserID {
+		s.CreatorUserID = bounded(s.CreatorUserID, maxUserID)
+	}
 }
 
 // Header is the record a thread document comes in (getThreadTail,
@@ -121,8 +140,15 @@ type Tail struct {
 // messages in Thread.Data) and its last limit messages (1–500).
 func (c *Client) GetThreadTail(ctx context.Context, id string, limit int) (Tail, error) {
 	var t Tail
-	err := c.Call(ctx, MethodGetThreadTail, map[string]any{"thread": id, "limit": limit}, &t)
-	return t, err
+	if err := c.Call(ctx, MethodGetThreadTail, map[string]any{"thread": id, "limit": limit}, &t); err != nil {
+		return t, err
+	}
+	if t.Messages == nil {
+		// Not an empty thread (that is an empty array) but an answer
+		// without its messages: fetched again at the next sync.
+		return Tail{}, &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "a tail without its messages"}
+	}
+	return t, nil
 }
 
 // GetThread returns the thread's record without its messages.
@@ -144,11 +170,18 @@ type Page struct {
 // from of the thread's messages. A page must continue exactly where it
 // says: when NextMessageIndex is set it equals from+len(Messages) and the
 // page is not empty, else the answer is an ErrBadDocument (overlapping or
-// skipping pages would count messages twice or lose them).
+// skipping pages would count messages twice or lose them). A page without
+// a messages array is an ErrBadResponse.
 func (c *Client) GetThreadMessagesPage(ctx context.Context, id string, from, limit int) (Page, error) {
 	var p Page
 	if err := c.Call(ctx, MethodGetThreadMessagesPage, map[string]any{"thread": id, "fromIndex": from, "limit": limit}, &p); err != nil {
 		return p, err
+	}
+	if p.Messages == nil {
+		// No messages array (no result, a null one): not the end of the
+		// thread but an answer without the page; the thread is fetched
+		// again at the next sync.
+		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadResponse, detail: "a page without its messages"}
 	}
 	if n := p.NextMessageIndex; n != nil && (*n != from+len(p.Messages) || len(p.Messages) == 0) {
 		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument,
@@ -203,7 +236,7 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (E
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	out := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data}
+	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
 		if messages, err = c.pages(ctx, id, 0, int64(len(data)), maxBytes); err != nil {

@@ -448,3 +448,136 @@ func TestBillSplit(t *testing.T) {
 		}
 	}
 }
+
+// A rate limit's retryAfterSeconds is the server's to choose: a huge one
+// waits the cap (MaxRetryAfter), never a duration that overflowed into no
+// wait at all, which would let a hostile server have every retry at once.
+func TestClientRetryAfterSecondsIsBounded(t *testing.T) {
+	cases := []struct {
+		body string
+		want time.Duration
+	}{
+		{`7`, 7 * time.Second},
+		{`0.5`, 500 * time.Millisecond},
+		{`3600`, time.Minute},
+		{`1e12`, time.Minute}, // 1e21 ns: past int64
+		{`1e300`, time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.body, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = fmt.Fprintf(w, `{"ok":false,"error":{"code":"rate-limit-exceeded","message":"slow down","retryAfterSeconds":%s}}`, tc.body)
+			}))
+			defer srv.Close()
+			rec := &recorder{}
+			c := newTestClient(t, srv.URL, rec, nil)
+			if _, err := c.GetUserInfo(context.Background()); !errors.Is(err, ErrRateLimited) {
+				t.Fatalf("err %v", err)
+			}
+			if !equalDurations(rec.sleeps, []time.Duration{tc.want, tc.want, tc.want}) {
+				t.Fatalf("slept %v, want %v three times", rec.sleeps, tc.want)
+			}
+		})
+	}
+}
+
+// A listing's summaries are kept for the whole sync (the changed threads
+// wait for their fetch): the strings a server puts in them are bounded as
+// they are read, so 100,000 listed threads cannot each hold a megabyte.
+func TestListThreadsBoundsSummaries(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"threads":[{"id":"T-00000000-0000-4000-8000-000000000001","v":1,"agentMode":%q,"creatorUserID":%q},{"id":"T-00000000-0000-4000-8000-000000000002","v":1,"agentMode":"smart","creatorUserID":"user-1"}]}}`, huge, huge)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, &recorder{}, nil)
+	page, err := c.ListThreads(context.Background(), ListParams{Limit: 500})
+	if err != nil || len(page) != 2 {
+		t.Fatalf("%d threads, %v", len(page), err)
+	}
+	if n, m := len(page[0].AgentMode), len(page[0].CreatorUserID); n > 128 || m > maxUserID+len("…") {
+		t.Errorf("a summary holds an agentMode of %d bytes and a creatorUserID of %d", n, m)
+	}
+	if page[1].AgentMode != "smart" || page[1].CreatorUserID != "user-1" {
+		t.Errorf("short values changed: %+v", page[1])
+	}
+}
+
+// A page answered {ok: true} without its messages (no result, a null
+// one, one without the messages array the CLI's schema requires) is not
+// the end of the thread: taking it for one recorded the thread at its
+// version with none of the paged messages, never fetched again until it
+// changed. It is a bad response, fetched again at the next sync.
+func TestExportPageWithoutMessagesIsABadResponse(t *testing.T) {
+	const id = "T-00000000-0000-4000-8000-000000000001"
+	for _, page := range []string{`{"ok":true}`, `{"ok":true,"result":null}`, `{"ok":true,"result":{}}`, `{"ok":true,"result":{"nextMessageIndex":null}}`} {
+		t.Run(page, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.RawQuery {
+				case MethodGetThreadTail:
+					_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"thread":{"id":%q,"creatorUserID":"user-1","data":{"v":3,"id":%q}},"messages":[{"role":"user","messageId":5,"content":[]}],"hasMoreBefore":true}}`, id, id)
+				default:
+					_, _ = io.WriteString(w, page)
+				}
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, &recorder{}, func(o *Options) { o.Retries = -1 })
+			ex, err := c.ExportThread(context.Background(), id, 1<<20)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err %v (document %q), want ErrBadResponse", err, ex.Doc)
+			}
+		})
+	}
+}
+
+// The same for a tail without its messages array: a thread read as empty
+// would be recorded at its version with nothing counted.
+func TestExportTailWithoutMessagesIsABadResponse(t *testing.T) {
+	const id = "T-00000000-0000-4000-8000-000000000001"
+	thread := fmt.Sprintf(`{"id":%q,"creatorUserID":"user-1","data":{"v":3,"id":%q}}`, id, id)
+	for _, tail := range []string{`{"thread":` + thread + `}`, `{"thread":` + thread + `,"messages":null,"hasMoreBefore":false}`} {
+		t.Run(tail, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = fmt.Fprintf(w, `{"ok":true,"result":%s}`, tail)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, &recorder{}, nil)
+			ex, err := c.ExportThread(context.Background(), id, 1<<20)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err %v (document %q), want ErrBadResponse", err, ex.Doc)
+			}
+		})
+	}
+	// An empty thread is an empty array.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"ok":true,"result":{"thread":%s,"messages":[],"hasMoreBefore":false}}`, thread)
+	}))
+	defer srv.Close()
+	if _, err := newTestClient(t, srv.URL, &recorder{}, nil).ExportThread(context.Background(), id, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The threads skipped as another user's are remembered only while they
+// are listed: a full listing that no longer shows one forgets it, so a
+// server that shares ever new threads does not grow the exporter for
+// good.
+func TestSyncForgetsOtherUsersThreadsNoLongerListed(t *testing.T) {
+	h := newHarness(t, 4, SyncConfig{FullInterval: time.Hour})
+	ids := h.srv.IDs()
+	h.srv.SetCreator(ids[0], "user-2")
+	h.srv.SetCreator(ids[1], "user-2")
+	h.syncOK()
+	if n := len(h.sync.otherUser); n != 2 {
+		t.Fatalf("%d threads remembered as another user's, want 2", n)
+	}
+	h.srv.Delete(ids[0])
+	h.clk.Advance(2 * time.Hour) // a full listing
+	if st := h.syncOK(); !st.Full {
+		t.Fatalf("sync %+v, want a full one", st)
+	}
+	if n := len(h.sync.otherUser); n != 1 || !h.sync.otherUser[ids[1]] {
+		t.Fatalf("remembered %v, want only the one still listed", h.sync.otherUser)
+	}
+}

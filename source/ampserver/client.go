@@ -402,7 +402,12 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	if e.kind == ErrRateLimited || resp.StatusCode == http.StatusServiceUnavailable {
 		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now(), c.opts.MaxRetryAfter)
 		if e.RetryAfter == 0 && retryAfterBody != nil && *retryAfterBody > 0 {
-			e.RetryAfter = min(time.Duration(*retryAfterBody*float64(time.Second)), c.opts.MaxRetryAfter)
+			// Capped before it is converted: a huge number of seconds
+			// would overflow into a negative wait (no back-off at all).
+			e.RetryAfter = c.opts.MaxRetryAfter
+			if *retryAfterBody < c.opts.MaxRetryAfter.Seconds() {
+				e.RetryAfter = time.Duration(*retryAfterBody * float64(time.Second))
+			}
 		}
 	}
 	return e

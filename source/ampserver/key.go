@@ -193,6 +193,11 @@ func readSecrets(path string) (secrets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("amp secrets: %w", err)
 	}
+	return parseSecrets(path, b)
+}
+
+// parseSecrets decodes secrets.json's content b (read from path).
+func parseSecrets(path string, b []byte) (secrets, error) {
 	var m secrets
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		// The decoder's message could quote the file; say only where.

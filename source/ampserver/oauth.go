@@ -1,6 +1,7 @@
 package ampserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/regfile"
 )
 
 // An OAuth login of the Amp CLI is a short-lived JWT in
@@ -268,6 +271,12 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 }
 
 func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
+	// The issuer rotates the refresh token as it answers: a new one that
+	// cannot be stored is the CLI's login lost. So the folder the new
+	// tokens go to must take a file before anything is sent.
+	if err := writable(l.path); err != nil {
+		return "", err
+	}
 	conf, err := l.config(ctx)
 	if err != nil {
 		return "", err
@@ -483,37 +492,94 @@ func jwtExpiry(k string) (time.Time, bool) {
 // temporary file in the same directory, then a rename) with mode 0600.
 // Both entries go in one replace, refresh token first, as the CLI's own
 // file store does (its setMany): a reader never sees the new refresh
-// token beside an access token older than it.
+// token beside an access token older than it. Writing and flushing the
+// temporary file takes a while; when secrets.json changed meanwhile (a
+// CLI process wrote it), the change is merged in again before the
+// replace, so the CLI's write is kept.
 func storeLogin(path, url, refresh, access string) error {
 	target := path
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		target = real // a symlinked secrets.json stays a symlink
 	}
-	m, err := readSecrets(target)
-	if err != nil {
-		return err
-	}
-	set := func(name, v string) error {
-		b, err := json.Marshal(v)
-		m[name+"@"+url] = b
-		return err
-	}
-	if err := set("oauth-refresh-token", refresh); err != nil {
-		return err
-	}
-	if err := set("apiKey", access); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(m, "", "  ")
+	raw, err := regfile.ReadFile(target, maxKeyFile)
 	if err != nil {
 		return fmt.Errorf("amp secrets: %w", err)
 	}
-	return replaceFile(target, data)
+	for try := 1; ; try++ {
+		m, err := parseSecrets(target, raw)
+		if err != nil {
+			return err
+		}
+		set := func(name, v string) error {
+			b, err := json.Marshal(v)
+			m[name+"@"+url] = b
+			return err
+		}
+		if err := set("oauth-refresh-token", refresh); err != nil {
+			return err
+		}
+		if err := set("apiKey", access); err != nil {
+			return err
+		}
+		data, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return fmt.Errorf("amp secrets: %w", err)
+		}
+		err = replaceFile(target, data, func() bool {
+			now, err := regfile.ReadFile(target, maxKeyFile)
+			if err != nil || bytes.Equal(now, raw) || try == 3 {
+				return true
+			}
+			raw = now
+			return false
+		})
+		if !errors.Is(err, errChangedMeanwhile) {
+			return err
+		}
+	}
 }
 
-func replaceFile(target string, data []byte) (err error) {
+// errChangedMeanwhile: the file to replace changed while its replacement
+// was written.
+var errChangedMeanwhile = errors.New("changed meanwhile")
+
+// writable checks that secrets.json (through its symbolic links) can be
+// replaced: a temporary file can be made in its folder and given the
+// file's owner.
+func writable(path string) error {
+	target := path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		target = real
+	}
+	f, err := createTemp(filepath.Dir(target), ".amp-exporter-secrets-*")
+	if err == nil {
+		// The new file must also be able to keep the old one's owner.
+		err = keepOwner(f, target)
+		name := f.Name()
+		f.Close()
+		_ = os.Remove(name)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write the folder of %q (or give a new file the owner of the old), so a refreshed login could not be stored (the issuer would have replaced the CLI's refresh token): not refreshing, the stored token is used while it is valid; make the folder writable, or put an access token from the Amp settings page in amp_server.api_key_file: %w", path, err)
+	}
+	return nil
+}
+
+// beforeReplace, when set, runs between the new secrets.json being written
+// and it replacing the old one (tests write the file there as a CLI
+// process would).
+var beforeReplace func()
+
+// createTemp is os.CreateTemp (tests make a folder that cannot be
+// written).
+var createTemp = os.CreateTemp
+
+// replaceFile replaces target with data atomically. Right before the
+// rename, unchanged reports whether target may be replaced; when it says
+// no, nothing is replaced and the error is errChangedMeanwhile.
+func replaceFile(target string, data []byte, unchanged func() bool) (err error) {
 	dir := filepath.Dir(target)
-	f, err := os.CreateTemp(dir, ".amp-exporter-secrets-*")
+	f, err := createTemp(dir, ".amp-exporter-secrets-*")
 	if err != nil {
 		return fmt.Errorf("amp secrets: %w", err)
 	}
@@ -527,6 +593,10 @@ func replaceFile(target string, data []byte) (err error) {
 		f.Close()
 		return fmt.Errorf("amp secrets: %w", err)
 	}
+	if err := keepOwner(f, target); err != nil {
+		f.Close()
+		return err
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return fmt.Errorf("amp secrets: write %q: %w", tmp, err)
@@ -537,6 +607,12 @@ func replaceFile(target string, data []byte) (err error) {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("amp secrets: %w", err)
+	}
+	if beforeReplace != nil {
+		beforeReplace()
+	}
+	if !unchanged() {
+		return errChangedMeanwhile
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		return fmt.Errorf("amp secrets: replace %q: %w", target, err)

@@ -758,3 +758,87 @@ func TestTokenLike(t *testing.T) {
 		}
 	}
 }
+
+// Where secrets.json's folder cannot be written (a read-only mount of the
+// CLI's data folder), a refresh would rotate the CLI's refresh token at
+// the issuer and then fail to store the new one: the CLI's login would be
+// gone. The exporter does not refresh there; it uses the stored token
+// while it is valid and says why once.
+func TestOAuthNoRefreshWhereSecretsCannotBeWritten(t *testing.T) {
+	e := newOAuthEnv(t, 5*time.Minute)
+	createTemp = func(dir, pattern string) (*os.File, error) {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, pattern), Err: errors.New("read-only file system")}
+	}
+	t.Cleanup(func() { createTemp = os.CreateTemp })
+	k := e.mustKey(true)
+	before, rtBefore := e.stored()
+	e.clk.Advance(3*time.Minute + time.Second) // under 120 s left
+	got, err := k.APIKey(context.Background())
+	if err != nil || got != before {
+		t.Fatalf("valid token: %v (changed: %v)", err, got != before)
+	}
+	if _, req, _ := e.o.Stats(); req != 0 {
+		t.Fatalf("%d refresh requests where the new tokens could not be stored", req)
+	}
+	if !strings.Contains(e.log.String(), "cannot write") {
+		t.Errorf("no line says why the login is not refreshed:\n%s", e.log)
+	}
+	// The CLI's login is intact: once the folder can be written, the
+	// stored refresh token still works.
+	createTemp = os.CreateTemp
+	e.clk.Advance(31 * time.Second)
+	got, err = k.APIKey(context.Background())
+	after, rtAfter := e.stored()
+	if err != nil || got == before || got != after || rtAfter == rtBefore {
+		t.Fatalf("refresh once writable: %v", err)
+	}
+	e.noTokensLogged()
+}
+
+// A CLI process that writes secrets.json while the exporter stores a
+// refreshed login (after the exporter read the file, before its replace)
+// keeps what it wrote: here a login to another server, which the CLI
+// would otherwise find rotated at the issuer and gone from the file.
+func TestOAuthRefreshKeepsAConcurrentCLIWrite(t *testing.T) {
+	e := newOAuthEnv(t, time.Minute)
+	const other = "apiKey@https://other.example/"
+	writes := 0
+	beforeReplace = func() {
+		writes++
+		if writes > 1 {
+			return
+		}
+		m := e.file()
+		m[other] = "sgamp_written_meanwhile"
+		b, _ := json.MarshalIndent(m, "", "  ")
+		tmp := e.secrets + ".cli"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(tmp, e.secrets); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeReplace = nil })
+	got, err := e.mustKey(true).APIKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rot, _, _ := e.o.Stats(); rot != 1 {
+		t.Fatalf("%d rotations", rot)
+	}
+	if v, _ := e.file()[other].(string); v != "sgamp_written_meanwhile" {
+		t.Fatalf("the entry the CLI wrote meanwhile is %q", v)
+	}
+	if access, _ := e.stored(); access != got {
+		t.Fatal("the refreshed login is not stored")
+	}
+	// checkFile counts the entries: without the one added meanwhile.
+	m := e.file()
+	delete(m, other)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(e.secrets, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFile()
+}

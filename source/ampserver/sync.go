@@ -126,6 +126,12 @@ type Syncer struct {
 	unreadable map[string]listing
 	winMu      sync.Mutex
 	winStats   WindowStats
+	// entMu guards entAsked and entResets: when the entitlement window
+	// was last asked for (with a bill, or on its own) and when the window
+	// it gave resets.
+	entMu     sync.Mutex
+	entAsked  time.Time
+	entResets time.Time
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -227,6 +233,7 @@ func (s *Syncer) confirmGone(ctx context.Context, missing []string) ([]string, e
 			ThreadIDs:       batch,
 		})
 		if err != nil {
+			s.noteBug(err)
 			return gone, fmt.Errorf("list threads by id: %w", err)
 		}
 		present := make(map[string]bool, len(page))
@@ -268,6 +275,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	listed := map[string]bool{}
 	var changed []Summary
 	var rebill []string // unchanged threads whose bill is read again
+	newest := ""        // the account's newest listed thread
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
 		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
@@ -282,6 +290,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		})
 		st.Pages++
 		if err != nil {
+			s.noteBug(err)
 			listErr = fmt.Errorf("list threads: %w", err)
 			break
 		}
@@ -300,6 +309,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 				s.skipOther(t.ID)
 				st.Skipped++
 				continue
+			}
+			if newest == "" {
+				newest = t.ID
 			}
 			if s.changed(t, st.Full) {
 				changed = append(changed, t)
@@ -341,6 +353,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		return st, errors.Join(listErr, fetchErr)
 	}
 	s.rebill(ctx, rebill, &st)
+	if newest != "" && s.entitlementDue(start) {
+		s.entitlement(ctx, newest, start)
+	}
 	if st.Full && listErr == nil {
 		// A full listing shows every thread there is: what it does not
 		// list was deleted (or archived, without include_archived). Its
@@ -363,6 +378,13 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		for id := range s.unreadable {
 			if !listed[id] {
 				delete(s.unreadable, id)
+			}
+		}
+		// Likewise the threads skipped as another user's: remembered while
+		// they are listed, so their number is bounded by one listing's.
+		for id := range s.otherUser {
+			if !listed[id] {
+				delete(s.otherUser, id)
 			}
 		}
 	}
@@ -710,9 +732,48 @@ func billSplit(ci CostInfo) map[string]float64 {
 	return usd
 }
 
+// entitlementDue reports whether the entitlement window should be asked
+// for on its own: it comes with the bill of a changed thread, and an idle
+// account has none (after a restart, or when the window resets).
+func (s *Syncer) entitlementDue(now time.Time) bool {
+	if !s.cfg.Billed || s.source == nil {
+		return false
+	}
+	s.entMu.Lock()
+	defer s.entMu.Unlock()
+	return s.entAsked.IsZero() || now.Sub(s.entAsked) >= s.cfg.FullInterval ||
+		(!s.entResets.IsZero() && !now.Before(s.entResets) && s.entAsked.Before(s.entResets))
+}
+
+// entitlement asks for the bill of the account's newest thread for the
+// entitlement window it carries. The bill is applied as any other (a bill
+// read again counts nothing more); a failure waits for the next sync that
+// is due.
+func (s *Syncer) entitlement(ctx context.Context, id string, now time.Time) {
+	s.entMu.Lock()
+	s.entAsked = now
+	s.entMu.Unlock()
+	ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
+	if err != nil {
+		s.noteBug(err)
+		s.log.Debug("cannot read the entitlement window", "err", err)
+		return
+	}
+	s.billed(id, ci)
+}
+
 // billed records what Amp bills for the thread and the user's entitlement.
 func (s *Syncer) billed(id string, ci CostInfo) {
 	s.store.ApplyBilled(id, billSplit(ci))
+	if ci.Entitlement != nil {
+		s.entMu.Lock()
+		s.entAsked = s.clock.Now()
+		s.entResets = time.Time{}
+		if r := ci.Entitlement.WindowResetsInSeconds; r != nil && *r >= 0 && *r < 1e9 {
+			s.entResets = s.entAsked.Add(time.Duration(*r * float64(time.Second)))
+		}
+		s.entMu.Unlock()
+	}
 	if e := ci.Entitlement; e != nil && s.source != nil {
 		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
 		if e.PercentUsed != nil {

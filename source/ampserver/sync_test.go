@@ -777,3 +777,73 @@ func TestSyncStopsFetchingWhenRateLimited(t *testing.T) {
 		t.Fatalf("next sync %+v, want every thread fetched", st)
 	}
 }
+
+// A listing or a bill the server refuses as invalid is the exporter's
+// bug as much as a refused fetch: logged once per method as one, not only
+// as the sync's warning.
+func TestSyncRefusedListingAndBillLoggedAsABug(t *testing.T) {
+	for _, method := range []string{MethodListThreads, MethodThreadDisplayCostInfo} {
+		t.Run(method, func(t *testing.T) {
+			h := newHarness(t, 2, SyncConfig{MaxConcurrency: 1, Billed: true})
+			f := ampstandin.Fault{Status: 400, Code: "invalid-argument"}
+			h.srv.Fail(method, f, f, f, f)
+			for range 2 {
+				_, _ = h.sync.Sync(context.Background())
+				h.clk.Advance(time.Minute)
+			}
+			if n := strings.Count(h.log.String(), "refused a request as invalid"); n != 1 {
+				t.Fatalf("invalid-argument of %s logged %d times as a bug, want once:\n%s", method, n, h.log)
+			}
+		})
+	}
+}
+
+// The entitlement window is the account's, not a thread's: it is shown
+// after a restart whose saved state leaves no thread to fetch, and read
+// again once its window has reset while no thread changed (it was read
+// only with the bill of a changed thread, so an idle account's gauges were
+// missing after a restart and kept the old window's figures after a reset).
+func TestSyncEntitlementWithoutChangedThreads(t *testing.T) {
+	h := newHarness(t, 3, SyncConfig{Billed: true})
+	ids := h.srv.IDs()
+	bill := func(remaining float64) {
+		for _, id := range ids {
+			h.srv.SetCost(id, map[string]any{"title": "t", "totalCostUSD": 0.5,
+				"entitlement": map[string]any{"limitUSD": 20.0, "remainingUSD": remaining, "percentUsed": 50.0,
+					"windowPeriod": "daily", "windowResetsInSeconds": 3600}})
+		}
+	}
+	bill(10)
+	m := &sourceMetrics{upCh: make(chan bool, 16)}
+	h.sync.source = m
+	h.syncOK()
+	if len(m.ent) == 0 {
+		t.Fatal("no entitlement after the first sync")
+	}
+
+	// A restart: the threads are known, nothing is fetched.
+	restarted := &sourceMetrics{upCh: make(chan bool, 16)}
+	h.sync = h.newSyncer(h.store)
+	h.sync.source = restarted
+	h.clk.Advance(time.Minute)
+	if st := h.syncOK(); st.Fetched != 0 {
+		t.Fatalf("sync after the restart fetched %d threads", st.Fetched)
+	}
+	if len(restarted.ent) == 0 || *restarted.ent[len(restarted.ent)-1].RemainingUSD != 10 {
+		t.Fatalf("entitlement after a restart: %+v", restarted.ent)
+	}
+
+	// The window resets while no thread changes.
+	bill(20)
+	h.clk.Advance(2 * time.Hour)
+	if st := h.syncOK(); st.Fetched != 0 {
+		t.Fatalf("sync fetched %d threads", st.Fetched)
+	}
+	if e := restarted.ent[len(restarted.ent)-1]; *e.RemainingUSD != 20 {
+		t.Fatalf("entitlement after its window reset: %v remaining, want the new window's 20", *e.RemainingUSD)
+	}
+	// Billed once per thread all along.
+	if got := store.Unfixed(store.FamBilled, h.store.Snapshot().Totals()[store.SeriesKey{Fam: store.FamBilled, L1: "total"}]); got != 1.5 {
+		t.Fatalf("billed %v, want 1.5", got)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package ampserver
+
+import "os"
+
+// keepOwner: a replaced file's owner is the platform's business here.
+func keepOwner(*os.File, string) error { return nil }
