@@ -65,6 +65,13 @@ func (c *LabelCap) SetMax(n int) {
 	c.mu.Unlock()
 }
 
+// Max is the cap in effect.
+func (c *LabelCap) Max() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.max
+}
+
 // untrustedPrefix marks, in exported state, the values of a label that
 // only untrusted sources admitted.
 const untrustedPrefix = "untrusted:"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/app"
 	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 	"github.com/amp-exporter/amp-exporter/state"
@@ -112,7 +113,7 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 	if err != nil {
 		return fmt.Errorf("embedded price table: %w", err)
 	}
-	pricer, err := buildPricer(cfg.Pricing, embedded)
+	pricer, err := app.BuildPricer(cfg.Pricing, embedded)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -287,13 +288,13 @@ func pushBackfill(ctx context.Context, cfg *config.Config, url string, series []
 			}
 		}
 	}
-	client, err := commoncfg.NewClientFromConfig(hc, "remote_write", commoncfg.WithUserAgent(userAgent()))
+	client, err := commoncfg.NewClientFromConfig(hc, "remote_write", commoncfg.WithUserAgent(app.UserAgent()))
 	if err != nil {
 		return 0, fmt.Errorf("--remote-write.url: %w", err)
 	}
 	client.Timeout = timeout
 	return backfill.Push(ctx, backfill.PushOptions{
-		URL: url, Client: client, UserAgent: userAgent(),
+		URL: url, Client: client, UserAgent: app.UserAgent(),
 		Progress: func(done, total int) { bar.show("remote-write", done, total) },
 	}, series, target)
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+
+	"github.com/amp-exporter/amp-exporter/internal/app"
 )
 
 // serverWriter changes the threads of an Amp server stand-in as a user
@@ -70,7 +72,7 @@ func ingestBody(run []string, i int) string {
 // was answered 200 (the promise: its counts are saved).
 func (v *victim) post(body string) (bool, error) {
 	c := &http.Client{Timeout: 10 * time.Second}
-	r, err := c.Post(fmt.Sprintf("http://127.0.0.1:%d%s", v.port, IngestPath), "application/x-ndjson", strings.NewReader(body))
+	r, err := c.Post(fmt.Sprintf("http://127.0.0.1:%d%s", v.port, app.IngestPath), "application/x-ndjson", strings.NewReader(body))
 	if err != nil {
 		return false, err
 	}

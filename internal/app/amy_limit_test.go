@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	amysource "github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -41,11 +40,9 @@ func TestAmyProxyConnectionsStayBounded(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := &config.Config{Amy: []config.AmyUpstream{{Name: "prod", BaseURL: upstream.URL,
 		Proxy: config.AmyProxy{ListenAddress: addr}}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := slog.New(slog.DiscardHandler)
 	st := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
-	proxies, err := amyProxies(ctx, cfg, st, amysource.NewClient(st, log, nil, nil), log)
+	proxies, err := proxiesFor(cfg, st, log)
 	if err != nil || len(proxies) != 1 {
 		t.Fatalf("proxies: %v %d", err, len(proxies))
 	}

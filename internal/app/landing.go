@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -11,13 +11,6 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/landing"
 	"github.com/amp-exporter/amp-exporter/store"
 )
-
-// currentConfig is the configuration in effect (it changes on reload).
-func (r *reloader) currentConfig() *config.Config {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.current
-}
 
 // sourceServer is the `source` label of the Amp server source (docs/metrics.md).
 const sourceServer = "server"

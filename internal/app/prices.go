@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,7 @@ import (
 // buildPricer reads the configured price table (the embedded one, or a
 // LiteLLM file) and applies the per-model overrides. It runs at start and on
 // every reload; a file that does not load fails the reload.
-func buildPricer(cfg config.PricingConfig, embedded *pricing.GenAIPrices) (*pricing.Pricer, error) {
+func BuildPricer(cfg config.PricingConfig, embedded *pricing.GenAIPrices) (*pricing.Pricer, error) {
 	overrides := make(map[string]pricing.Price, len(cfg.Models))
 	for model, mp := range cfg.Models {
 		overrides[model] = pricing.MakePrice(mp.Input, mp.Output, mp.CacheRead, mp.CacheCreation)

@@ -1,7 +1,6 @@
-package main
+package app
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	rungroup "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
 
@@ -64,15 +62,11 @@ func TestRemoteWritersApplyAndShutdown(t *testing.T) {
 	a, b := newCountingReceiver(t), newCountingReceiver(t)
 	var logs syncWriter
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	var g rungroup.Group
 	reg := prometheus.NewRegistry()
-	rw, err := addRemoteWrite(&g, ctx, cancel, rwConfig(a.srv.URL), reg, func() bool { return true }, logger)
-	if err != nil {
+	rw := newRemoteWriters(reg, func() bool { return true }, logger)
+	if err := rw.apply(rwConfig(a.srv.URL)); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- g.Run() }()
 	// Interval is an hour: the only pushes are the first and the last.
 	waitUntil(t, "first push to a", func() bool { return a.requests.Load() == 1 })
 
@@ -95,10 +89,7 @@ func TestRemoteWritersApplyAndShutdown(t *testing.T) {
 	}
 	waitUntil(t, "last push to a when removed", func() bool { return a.requests.Load() == 2 })
 
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	rw.stop()
 	if a.requests.Load() != 2 || b.requests.Load() != 2 {
 		t.Fatalf("pushes a=%d b=%d, want 2 each (first and last)", a.requests.Load(), b.requests.Load())
 	}

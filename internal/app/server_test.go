@@ -1,8 +1,7 @@
-package main
+package app
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,18 +20,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
-func TestMaxRequestsFlag(t *testing.T) {
-	var out, errOut bytes.Buffer
-	f, _, done := parseFlags(nil, &out, &errOut)
-	if done || f.server.maxRequests != defaultMaxRequests || f.server.maxConnections != defaultMaxConnections {
-		t.Fatalf("defaults: %+v", f.server)
-	}
-	f, _, done = parseFlags([]string{"--web.max-requests=0"}, &out, &errOut)
-	if done || f.server.maxRequests != 0 {
-		t.Fatalf("--web.max-requests=0: %+v", f.server)
-	}
-}
-
 // TestManyConcurrentScrapes: 100 scrapers at once, as in issue 10 (where 902
 // of 1,000 answers were 503 with a hard-coded limit of 10), all answered
 // with --web.max-requests at its default.
@@ -47,12 +34,12 @@ func TestManyConcurrentScrapes(t *testing.T) {
 	mux := http.NewServeMux()
 	var ready atomic.Bool
 	if err := routes(mux, routeDeps{telemetryPath: "/metrics", registry: reg, ready: &ready,
-		config: func() string { return "" }, logger: slog.New(slog.DiscardHandler), maxRequests: defaultMaxRequests}); err != nil {
+		config: func() string { return "" }, logger: slog.New(slog.DiscardHandler), maxRequests: DefaultMaxRequests}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	const scrapers = defaultMaxRequests
+	const scrapers = DefaultMaxRequests
 	codes := make(chan int, scrapers)
 	var wg sync.WaitGroup
 	for range scrapers {

@@ -1,7 +1,6 @@
-package main
+package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -122,12 +121,6 @@ func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.Strea
 	s.restored.Store(len(keys) > 0)
 	s.owners.Seed(ampstore.SourceServer, keys)
 	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
-}
-
-// run syncs until ctx ends; the first sync that gets past the key names
-// the account (named).
-func (s *serverSource) run(ctx context.Context) error {
-	return s.syncer.Run(ctx, s.firstScan)
 }
 
 // accountName is the followed account, "" while unknown or when the source

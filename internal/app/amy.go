@@ -1,73 +1,16 @@
-package main
+package app
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/amp-exporter/amp-exporter/config"
 	amysource "github.com/amp-exporter/amp-exporter/source/amy"
-	"github.com/amp-exporter/amp-exporter/store"
 )
-
-func upstreamNames(cfg *config.Config) []string {
-	names := make([]string, 0, len(cfg.Amy))
-	for _, u := range cfg.Amy {
-		names = append(names, u.Name)
-	}
-	return names
-}
-
-// longestTurnTimeout is how long a follower may wait for a turn to end: the
-// store keeps an unfinished turn's state at least that long.
-func longestTurnTimeout(cfg *config.Config) time.Duration {
-	var d time.Duration
-	for _, u := range cfg.Amy {
-		d = max(d, time.Duration(u.TurnTimeout))
-	}
-	return d
-}
-
-func amyUpstream(u config.AmyUpstream) amysource.Upstream {
-	base, _ := url.Parse(u.BaseURL) // validated by config
-	return amysource.Upstream{
-		Name: u.Name, BaseURL: base, APIKey: string(u.APIKey), APIKeyFile: u.APIKeyFile,
-		IdleTimeout: time.Duration(u.IdleTimeout), TurnTimeout: time.Duration(u.TurnTimeout),
-	}
-}
-
-// followConfiguredTurns starts a follower for every configured turn (at
-// start and after a reload; turns already followed or over are skipped).
-func followConfiguredTurns(ctx context.Context, cfg *config.Config, client *amysource.Client) {
-	for _, u := range cfg.Amy {
-		up := amyUpstream(u)
-		for _, t := range u.Turns {
-			client.Follow(ctx, up, t, "")
-		}
-	}
-}
-
-// pruneAmy drops finished turns past the replay window, hourly, and waits
-// for the followers at shutdown.
-func pruneAmy(ctx context.Context, store *store.AmyStore, client *amysource.Client) error {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			client.Wait()
-			return nil
-		case <-t.C:
-			store.Prune()
-		}
-	}
-}
 
 type amyProxy struct {
 	upstream, target string
@@ -106,17 +49,20 @@ func loopbackAddress(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// amyProxies builds the reverse-proxy taps configured at start. Their
-// addresses are fixed for the life of the process; a reload that changes
-// them is reported and needs a restart.
-func amyProxies(ctx context.Context, cfg *config.Config, store *store.AmyStore, client *amysource.Client, log *slog.Logger) ([]amyProxy, error) {
+// amyProxies builds the servers of the reverse-proxy taps configured at
+// start (the amy source's taps follow reloads of their upstream; the
+// listeners are fixed for the life of the process, and a reload that
+// changes them is reported as needing a restart).
+func amyProxies(cfg *config.Config, taps *amysource.Source) ([]amyProxy, error) {
 	var out []amyProxy
 	for _, u := range cfg.Amy {
 		if u.Proxy.ListenAddress == "" {
 			continue
 		}
-		up := amyUpstream(u)
-		h := amysource.NewProxy(ctx, up, store, client, log, nil)
+		h := taps.Proxy(u.Name)
+		if h == nil {
+			return nil, fmt.Errorf("amy %q: no tap for its proxy (apply the configuration to the amy source first)", u.Name)
+		}
 		if u.Proxy.WebConfigFile != "" {
 			auth, err := readWebAuth(u.Proxy.WebConfigFile)
 			if err != nil {
@@ -132,7 +78,7 @@ func amyProxies(ctx context.Context, cfg *config.Config, store *store.AmyStore, 
 		srv := &http.Server{Addr: u.Proxy.ListenAddress, Handler: h}
 		hardenProxyServer(srv)
 		out = append(out, amyProxy{
-			upstream: u.Name, target: up.BaseURL.Redacted(), server: srv, webConfig: u.Proxy.WebConfigFile,
+			upstream: u.Name, target: amysource.UpstreamOf(u).BaseURL.Redacted(), server: srv, webConfig: u.Proxy.WebConfigFile,
 		})
 	}
 	seen := map[string]bool{}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/tls"
@@ -13,38 +13,30 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web"
 	"gopkg.in/yaml.v3"
 )
 
-// serverFlags bound what HTTP clients can hold on the exporter's servers
+// ServerLimits bound what HTTP clients can hold on the exporter's servers
 // (the main one and every Amy proxy).
-type serverFlags struct {
-	// maxRequests is node_exporter's --web.max-requests: parallel scrapes
+type ServerLimits struct {
+	// MaxRequests is node_exporter's --web.max-requests: parallel scrapes
 	// of the telemetry path (0: no limit).
-	maxRequests int
-	// maxConnections bounds open connections per server; at the limit the
+	MaxRequests int
+	// MaxConnections bounds open connections per server; at the limit the
 	// oldest connection not serving a request (one that has not completed
 	// a request header, or an idle keep-alive one) is closed to make room,
 	// and a new one waits when every connection is serving a request (0:
 	// no limit).
-	maxConnections int
+	MaxConnections int
 }
 
 // Defaults of the server limits. node_exporter's default for
 // --web.max-requests is 40 as well.
 const (
-	defaultMaxRequests    = 40
-	defaultMaxConnections = 512
+	DefaultMaxRequests    = 40
+	DefaultMaxConnections = 512
 )
-
-func addServerFlags(app *kingpin.Application, s *serverFlags) {
-	app.Flag("web.max-requests", "Maximum number of parallel scrape requests (and, apart, of landing page requests). Use 0 to disable.").
-		Default(fmt.Sprint(defaultMaxRequests)).IntVar(&s.maxRequests)
-	app.Flag("web.max-connections", "Maximum number of open HTTP connections per server (the main one, and each Amy proxy). When full, the oldest connection that is not serving a request (silent, half a header, or idle keep-alive) is closed to make room. Use 0 to disable.").
-		Default(fmt.Sprint(defaultMaxConnections)).IntVar(&s.maxConnections)
-}
 
 // Timeouts of the exporter's HTTP servers. Streaming routes (ingest, the
 // Amy proxy's event streams) extend their own deadlines per read or write.

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func TestNoPartialTotalsDuringFirstScan(t *testing.T) {
 	cfg := config.Default()
 	cfg.Threads.Dirs = []string{dir}
 	cfg.Streams.Ingest.Enabled = false
-	w := threads.New(watcherConfig(cfg), threads.Options{
+	w := threads.New(threads.ConfigOf(cfg), threads.Options{
 		Clock: clock.Real{}, Workers: 1,
 		OnFirstScan: func() { ready.Store(true); close(scanned) },
 	}, held, metrics)
@@ -258,7 +258,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.run(ctx) }()
+	go func() { done <- src.syncer.Run(ctx, src.firstScan) }()
 	src.scanned()
 	deadline := time.Now().Add(30 * time.Second)
 	for !amp.Ready(ampstore.SourceServer) {

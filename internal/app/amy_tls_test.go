@@ -1,7 +1,6 @@
-package main
+package app
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -80,12 +79,9 @@ func TestAmyProxyServesTLS(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := &config.Config{Amy: []config.AmyUpstream{{Name: "prod", BaseURL: upstream.URL,
 		Proxy: config.AmyProxy{ListenAddress: addr, WebConfigFile: webCfg}}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := slog.New(slog.DiscardHandler)
 	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
-	client := amysource.NewClient(store, log, nil, nil)
-	proxies, err := amyProxies(ctx, cfg, store, client, log)
+	proxies, err := proxiesFor(cfg, store, log)
 	if err != nil || len(proxies) != 1 {
 		t.Fatalf("proxies: %v %d", err, len(proxies))
 	}
@@ -127,7 +123,7 @@ func TestAmyProxyRefusesBasicAuth(t *testing.T) {
 		Proxy: config.AmyProxy{ListenAddress: "127.0.0.1:0", WebConfigFile: webCfg}}}}
 	log := slog.New(slog.DiscardHandler)
 	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
-	_, err := amyProxies(context.Background(), cfg, store, amysource.NewClient(store, log, nil, nil), log)
+	_, err := proxiesFor(cfg, store, log)
 	if err == nil || !strings.Contains(err.Error(), "basic_auth_users") {
 		t.Fatalf("basic auth on the proxy: %v", err)
 	}
@@ -153,11 +149,9 @@ func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := &config.Config{Amy: []config.AmyUpstream{{Name: "prod", BaseURL: upstream.URL,
 		Proxy: config.AmyProxy{ListenAddress: addr}}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := slog.New(slog.DiscardHandler)
 	store := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
-	proxies, err := amyProxies(ctx, cfg, store, amysource.NewClient(store, log, nil, nil), log)
+	proxies, err := proxiesFor(cfg, store, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,4 +175,13 @@ func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
 	if n := strings.Count(string(b), "event: phase"); n != 8 {
 		t.Fatalf("the client got %d of 8 events through the proxy", n)
 	}
+}
+
+// proxiesFor builds the proxies of cfg with an amy source of their own.
+func proxiesFor(cfg *config.Config, st *store.AmyStore, log *slog.Logger) ([]amyProxy, error) {
+	src := amysource.NewSource(st, amysource.SourceOptions{Logger: log})
+	if err := src.Apply(cfg); err != nil {
+		return nil, err
+	}
+	return amyProxies(cfg, src)
 }
