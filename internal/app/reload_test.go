@@ -409,7 +409,12 @@ func answering(t *testing.T, body string) string {
 		return s.URL
 	}
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
-	t.Cleanup(s.Close)
+	// Forgotten with the server: the test's name is the same in every
+	// run of go test -count=N, and a later run must not get a closed one.
+	t.Cleanup(func() {
+		s.Close()
+		delete(upstreams, t.Name()+body)
+	})
 	upstreams[t.Name()+body] = s
 	return s.URL
 }
