@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -155,5 +156,45 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// followerClock is the wall clock, counting the followers started (each
+// starts its turn_timeout timer first).
+type followerClock struct {
+	clock.Real
+	followers atomic.Int32
+}
+
+func (c *followerClock) NewTimer(d time.Duration) clock.Timer {
+	c.followers.Add(1)
+	return c.Real.NewTimer(d)
+}
+
+// A reload that reaches the source after it stopped (one that waited for
+// the first scan when the shutdown began) starts no follower: nothing
+// would wait for it, and it would change the store after the final save.
+func TestSourceFollowsNothingOnceStopped(t *testing.T) {
+	st := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
+	clk := &followerClock{}
+	src := NewSource(st, SourceOptions{Clock: clk})
+	up := config.AmyUpstream{Name: "prod", BaseURL: "http://127.0.0.1:1"}
+	if err := src.Apply(amyConfig(up)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- src.Run(ctx) }()
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	up.Turns = []string{"T-after-stop"}
+	if err := src.Apply(amyConfig(up)); err != nil {
+		t.Fatal(err)
+	}
+	src.client.Wait()
+	if n := clk.followers.Load(); n != 0 {
+		t.Errorf("%d followers started by an Apply after Run returned, want 0", n)
 	}
 }
