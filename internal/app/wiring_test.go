@@ -130,9 +130,9 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 	}
 }
 
-// New restores the saved state before the server source is seeded: a
-// restart shows the server's totals from the state at once, before (and
-// without) a sync.
+// New prices the server source's store, and restores the saved state
+// before the server source is seeded: a restart shows the server's totals
+// from the state at once, before (and without) a sync.
 func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
 	srv := ampstandin.New(key, "dev@example.com")
@@ -157,6 +157,10 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	waitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
 	if n, _ := sourceSamples(t, first.App, collector.NameMessages, ampstore.SourceServer); n != 6 {
 		t.Fatalf("after the first sync: %v server messages, want 6", n)
+	}
+	// The pricing step prices the server's own store too.
+	if usd, _ := sourceSamples(t, first.App, collector.NameCost, ampstore.SourceServer); usd <= 0 {
+		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameCost, ampstore.SourceServer, usd)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
