@@ -100,8 +100,8 @@ func sourceSamples(t *testing.T, a *App, family, source string) (float64, bool) 
 
 // New wires the first-pass readiness itself: before Run no local pass has
 // run, so neither the thread-file nor the stream-json families are on
-// /metrics and the exporter is not ready; after the first passes they are,
-// with complete totals. (firstpass_test.go holds a scan half-way on a
+// /metrics, the exporter is not ready and remote-write does not push;
+// after the first passes they are, with complete totals. (firstpass_test.go holds a scan half-way on a
 // wiring of its own; this checks the one New builds.)
 func TestNewWiresFirstPassReadiness(t *testing.T) {
 	dir := t.TempDir()
@@ -117,6 +117,9 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 	if a.amp.Ready(ampstore.SourceThreads) || a.amp.Ready(ampstore.SourceStream) || a.ready.Load() {
 		t.Error("a source, or the exporter, ready before Run")
 	}
+	if a.rw.ready() {
+		t.Error("remote-write would push before the first passes (partial totals)")
+	}
 	stop := a.run()
 	waitUntil(t, "ready", a.ready.Load)
 	if n, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); !shown || n != 4 {
@@ -124,6 +127,9 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 	}
 	if !a.amp.Ready(ampstore.SourceStream) {
 		t.Error("stream-json families hidden after the first pass")
+	}
+	if !a.rw.ready() {
+		t.Error("remote-write still waits after the first passes")
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
