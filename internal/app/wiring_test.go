@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -138,7 +140,8 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 
 // New prices the server source's store, and restores the saved state
 // before the server source is seeded: a restart shows the server's totals
-// from the state at once, before (and without) a sync.
+// from the state at once, before (and without) a sync, on /metrics and on
+// the landing page, while the restored thread files wait for their scan.
 func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
 	srv := ampstandin.New(key, "dev@example.com")
@@ -151,9 +154,12 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	storage := t.TempDir()
+	storage, files := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(files, threadID(10)+".json"), threadDoc(10), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfgText := fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: true\n  url: %s\n  api_key_file: %q\n  sync_interval: 1h\n",
-		t.TempDir(), srv.URL, keyFile)
+		files, srv.URL, keyFile)
 
 	first := buildTestApp(t, cfgText, storage)
 	if first.amp.Ready(ampstore.SourceServer) {
@@ -179,6 +185,18 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	}
 	if n, shown := sourceSamples(t, second.App, collector.NameMessages, ampstore.SourceServer); !shown || n != 6 {
 		t.Errorf("after a restart, before a sync: %v server messages (shown %v), want 6", n, shown)
+	}
+	// The landing page shows what /metrics shows: the server's restored
+	// threads, and no count for the thread files, restored too but
+	// waiting for their first scan.
+	rec := httptest.NewRecorder()
+	second.web.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	const threadsCell = 4
+	if c := row(t, rec.Body.String(), "Amp server"); c[threadsCell] != "3" {
+		t.Errorf("landing page, Amp server threads before a sync: %q, want 3 (restored)", c[threadsCell])
+	}
+	if c := row(t, rec.Body.String(), "Thread files"); c[threadsCell] != "—" {
+		t.Errorf("landing page, thread-file threads before the first scan: %q, want —", c[threadsCell])
 	}
 	if err := second.keeper.Close(); err != nil {
 		t.Fatal(err)
