@@ -409,7 +409,12 @@ func answering(t *testing.T, body string) string {
 		return s.URL
 	}
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
-	t.Cleanup(s.Close)
+	// Forgotten with the server: the test's name is the same in every
+	// run of go test -count=N, and a later run must not get a closed one.
+	t.Cleanup(func() {
+		s.Close()
+		delete(upstreams, t.Name()+body)
+	})
 	upstreams[t.Name()+body] = s
 	return s.URL
 }
@@ -436,4 +441,23 @@ func receiverURL(t *testing.T, dir string) string {
 	}
 	receivers[dir] = newCountingReceiver(t)
 	return receivers[dir].srv.URL
+}
+
+// A reload of an unchanged file applies and warns of no restart, with
+// every source on (the parts fixed at start compare equal to themselves).
+func TestReloadOfAnUnchangedFileWarnsOfNothing(t *testing.T) {
+	dir := t.TempDir()
+	text := fmt.Sprintf("threads:\n  dirs: [%q]\nstreams:\n  dirs: [%q]\namp_server:\n  enabled: true\n  http_client:\n    tls_config:\n      insecure_skip_verify: false\n"+
+		"amy:\n  - name: prod\n    base_url: %s\n    turns: [T-1]\n    proxy:\n      listen_address: %s\n"+
+		"remote_write:\n  - url: %s\n    interval: 1h\n    external_labels: {user: alice}\n",
+		mkdir(t, dir, "threads"), mkdir(t, dir, "captures"), upstreamA(t), proxyAddr(t, dir), receiverURL(t, dir))
+	e := startTestApp(t, text, map[string]string{"AMP_API_KEY": "sgamp_user_01234567890abcdef", "AMP_URL": "http://127.0.0.1:1/"})
+	for range 2 {
+		if err := e.reloadWith(t, text); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	}
+	if w := e.restartWarnings(); len(w) > 0 {
+		t.Errorf("an unchanged file warned of restarts for %v\n%s", w, e.logs.String())
+	}
 }

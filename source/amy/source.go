@@ -152,6 +152,11 @@ func (s *Source) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// An Apply from now on (a reload still under way at
+			// shutdown) starts no follower: none would be waited for.
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
 			s.cancel()
 			s.client.Wait()
 			return nil

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
+	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -155,5 +159,65 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// followerClock is the wall clock, counting the followers started (each
+// starts its turn_timeout timer first).
+type followerClock struct {
+	clock.Real
+	followers atomic.Int32
+}
+
+func (c *followerClock) NewTimer(d time.Duration) clock.Timer {
+	c.followers.Add(1)
+	return c.Real.NewTimer(d)
+}
+
+// A reload that reaches the source after it stopped (one that waited for
+// the first scan when the shutdown began) starts no follower: nothing
+// would wait for it, and it would change the store after the final save.
+func TestSourceFollowsNothingOnceStopped(t *testing.T) {
+	st := store.NewAmyStore(store.NewLabelCap(100, nil), nil)
+	clk := &followerClock{}
+	src := NewSource(st, SourceOptions{Clock: clk})
+	up := config.AmyUpstream{Name: "prod", BaseURL: "http://127.0.0.1:1"}
+	if err := src.Apply(amyConfig(up)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- src.Run(ctx) }()
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	up.Turns = []string{"T-after-stop"}
+	if err := src.Apply(amyConfig(up)); err != nil {
+		t.Fatal(err)
+	}
+	src.client.Wait()
+	if n := clk.followers.Load(); n != 0 {
+		t.Errorf("%d followers started by an Apply after Run returned, want 0", n)
+	}
+}
+
+// Apply tells the store the longest turn_timeout: an unfinished turn
+// silent for longer than the replay window is kept while a follower may
+// still read it from its start (else a reconnect would count it twice).
+func TestSourceAppliesTheTurnTimeoutToTheStore(t *testing.T) {
+	now := time.Unix(1_750_000_000, 0)
+	st := store.NewAmyStore(store.NewLabelCap(100, nil), func() time.Time { return now })
+	src := NewSource(st, SourceOptions{})
+	short := config.AmyUpstream{Name: "a", BaseURL: "http://127.0.0.1:1", TurnTimeout: model.Duration(time.Minute)}
+	long := config.AmyUpstream{Name: "b", BaseURL: "http://127.0.0.1:1", TurnTimeout: model.Duration(6 * time.Hour)}
+	if err := src.Apply(amyConfig(short, long)); err != nil {
+		t.Fatal(err)
+	}
+	st.Observe("a", "T-1", "1", amyparser.Record{Name: amyparser.EventPhase}, now) // not finished
+	now = now.Add(3 * time.Hour)
+	st.Prune()
+	if r := st.ResumeID("a", "T-1"); r != "1" {
+		t.Errorf("an unfinished turn was dropped within the longest turn_timeout (resume id %q)", r)
 	}
 }
