@@ -148,9 +148,12 @@ type Options struct {
 	// the wire by content encoding ("gzip", "identity"), then with its
 	// decompressed size ("decoded").
 	OnBytes func(encoding string, n int64)
-	// LegacyDecode decodes every answer with encoding/json, as before
-	// thread pages were scanned (envelope.scan): the baseline of the
-	// benchmarks.
+	// LegacyDecode reads answers as before issue 18's decoding work, the
+	// baseline of the benchmarks: every answer decoded with
+	// encoding/json (not scanned, envelope.scan), read into a buffer of
+	// its own and inflated by a gzip reader of its own (not pooled), and
+	// each thread parsed from its assembled document (not from its
+	// parts, Export.Parse).
 	LegacyDecode bool
 	// Transport replaces the transport built from HTTP (tests).
 	Transport http.RoundTripper
@@ -318,10 +321,23 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	}
 	defer resp.Body.Close()
 	c.report(method, strconv.Itoa(resp.StatusCode))
-	data, err := c.readBody(resp, method, key)
+	buf, err := c.readBody(resp, method, key)
 	if err != nil {
 		return err
 	}
+	data := *buf
+	// The body's buffer goes back to the pool once decoded, unless the
+	// result keeps spans of it (thread tails and pages, scanned): then
+	// it is the result's, and goes back when the thread is counted
+	// (Export.Release); after a failure (a result another attempt may
+	// not overwrite whole) it is left to the garbage collector.
+	keeper, kept := out.(bodyKeeper)
+	kept = kept && !c.opts.LegacyDecode
+	defer func() {
+		if !kept && !c.opts.LegacyDecode {
+			putBody(buf)
+		}
+	}()
 	// The result is decoded straight into out, in the same pass as the
 	// envelope: thread pages are most of the bytes read, and each extra
 	// pass over them costs as much as the decoding.
@@ -391,6 +407,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 			e.kind = ErrBadDocument
 			e.detail = "result: " + scrub(resultDetail, key)
 		default:
+			if kept {
+				keeper.keepBody(buf)
+			}
 			return nil
 		}
 	}
@@ -408,9 +427,10 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	return e
 }
 
-// readBody reads a response body, inflating gzip, bounded on the wire and
-// decompressed: a gzip bomb is refused once MaxResponseBytes are inflated.
-func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, error) {
+// readBody reads a response body into a buffer of the pool (putBody),
+// inflating gzip or zstd, bounded on the wire and decompressed: a gzip bomb
+// is refused once MaxResponseBytes are inflated.
+func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, error) {
 	limit := c.opts.MaxResponseBytes
 	wire := &countingReader{r: io.LimitReader(resp.Body, limit+1)}
 	var body io.Reader = wire
@@ -422,12 +442,24 @@ func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, erro
 	case "", "identity":
 	case "gzip", "x-gzip":
 		encoding = "gzip"
-		zr, err := gzip.NewReader(wire)
+		var zr *gzip.Reader
+		if !c.opts.LegacyDecode {
+			zr, _ = gzipReaders.Get().(*gzip.Reader)
+		}
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(wire)
+		} else {
+			err = zr.Reset(wire)
+		}
 		if err != nil {
 			c.countBytes(encoding, wire.n, 0)
 			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
 		}
-		defer zr.Close()
+		defer func() {
+			_ = zr.Close()
+			gzipReaders.Put(zr)
+		}()
 		body = zr
 	case "zstd":
 		// Several times faster to inflate than gzip, and smaller.
@@ -446,16 +478,22 @@ func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, erro
 	default:
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrBadResponse, detail: "content encoding not asked for: " + bounded(ce, 32)}
 	}
-	data, readErr := readAll(io.LimitReader(body, limit+1), sizeHint(resp.ContentLength, encoding, limit))
-	c.countBytes(encoding, wire.n, int64(len(data)))
-	if int64(len(data)) > limit || wire.n > limit {
+	buf, readErr := readAll(io.LimitReader(body, limit+1), sizeHint(resp.ContentLength, encoding, limit), !c.opts.LegacyDecode)
+	n := int64(len(*buf))
+	c.countBytes(encoding, wire.n, n)
+	if n > limit || wire.n > limit {
+		putBody(buf)
 		return nil, tooLarge()
 	}
 	if readErr != nil {
+		putBody(buf)
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(readErr), key)}
 	}
-	return data, nil
+	return buf, nil
 }
+
+// gzipReaders are reused: each holds a 32 KiB window and its tables.
+var gzipReaders sync.Pool
 
 // zstdReaders are reused: a zstd decoder is costly to make. Their window
 // is bounded (a peer chooses it), and they decode on the caller's
@@ -481,8 +519,39 @@ func sizeHint(contentLength int64, encoding string, limit int64) int64 {
 	return min(4*contentLength, limit+1)
 }
 
-// readAll is io.ReadAll into a buffer of capacity hint to start with.
-func readAll(r io.Reader, hint int64) ([]byte, error) {
+// readAll is io.ReadAll into a buffer of the pool of capacity hint or
+// more to start with (not pooled: one of its own, as before).
+func readAll(r io.Reader, hint int64, pooled bool) (*[]byte, error) {
+	if !pooled {
+		b, err := readAllUnpooled(r, hint)
+		return &b, err
+	}
+	buf := getBody(max(hint, 512))
+	b := *buf
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			*buf = b
+			return buf, err
+		}
+		if len(b) == cap(b) {
+			// Doubled: the copies add up to less than the body.
+			nbuf := getBody(2 * int64(cap(b)))
+			nb := append((*nbuf)[:0], b...)
+			*buf = b
+			putBody(buf)
+			buf, b = nbuf, nb
+		}
+	}
+}
+
+// readAllUnpooled is readAll as it was before buffers were pooled: the
+// baseline (LegacyDecode).
+func readAllUnpooled(r io.Reader, hint int64) ([]byte, error) {
 	b := make([]byte, 0, max(hint, 512))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
@@ -494,12 +563,81 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			// Doubled: the copies add up to less than the body.
 			nb := make([]byte, len(b), 2*cap(b))
 			copy(nb, b)
 			b = nb
 		}
 	}
+}
+
+// Bodies are read into buffers kept in pools by size class (powers of two
+// from minPooled to maxPooled): a first sync reads a gigabyte in a few
+// thousand answers, and allocating (and zeroing) a buffer for each, then
+// collecting it, cost about as much as scanning them. A buffer in a pool
+// is dropped by the garbage collector when it has not been used for two
+// collections, so a large answer does not pin its buffer for good.
+const (
+	minPooledShift = 16 // 64 KiB
+	maxPooledShift = 27 // 128 MiB
+)
+
+var bodyPools [maxPooledShift - minPooledShift + 1]sync.Pool
+
+// scribbleReleased (tests) overwrites a buffer given back, so that a use
+// after its release reads garbage, not by chance the right bytes.
+var scribbleReleased bool
+
+// bodyClass is the pool of buffers of at least n bytes, or -1 when n is
+// larger than any.
+func bodyClass(n int64) int {
+	for c := range bodyPools {
+		if n <= 1<<(minPooledShift+c) {
+			return c
+		}
+	}
+	return -1
+}
+
+// getBody returns an empty buffer of capacity n or more.
+func getBody(n int64) *[]byte {
+	c := bodyClass(n)
+	if c < 0 {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	if b, ok := bodyPools[c].Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, 1<<(minPooledShift+c))
+	return &b
+}
+
+// putBody gives a buffer back to its pool; nothing may use its bytes
+// after. nil is ignored.
+func putBody(b *[]byte) {
+	if b == nil {
+		return
+	}
+	if scribbleReleased {
+		for i := range *b {
+			(*b)[i] = 'X'
+		}
+	}
+	// The class whose buffers it can stand in for: its capacity or less.
+	for c := len(bodyPools) - 1; c >= 0; c-- {
+		if cap(*b) >= 1<<(minPooledShift+c) {
+			bodyPools[c].Put(b)
+			return
+		}
+	}
+}
+
+// bodyKeeper is a result that keeps spans of the body it was read from
+// (scanned thread tails and pages): it is given the body's buffer, to be
+// given back once those spans are no longer used.
+type bodyKeeper interface {
+	keepBody(*[]byte)
 }
 
 func (c *Client) countBytes(encoding string, wire, decoded int64) {
