@@ -8,6 +8,7 @@ package ampserver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -164,6 +166,9 @@ type Client struct {
 	endpoint *url.URL
 	opts     Options
 	hc       *http.Client
+	// zstd are reused zstd decoders, bounded by opts.MaxResponseBytes: a
+	// zstd decoder is costly to make.
+	zstd sync.Pool
 }
 
 // NewClient checks the options and builds the HTTP client.
@@ -221,7 +226,18 @@ func NewClient(opts Options) (*Client, error) {
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
-	return &Client{endpoint: u.JoinPath("api", "internal"), opts: opts, hc: hc}, nil
+	c := &Client{endpoint: u.JoinPath("api", "internal"), opts: opts, hc: hc}
+	c.zstd.New = func() any {
+		// Their window and what they inflate to are bounded (a peer
+		// chooses both), and they decode on the caller's goroutine.
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20),
+			zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(uint64(opts.MaxResponseBytes)))
+		if err != nil {
+			panic(err) // only for bad options
+		}
+		return d
+	}
+	return c, nil
 }
 
 // URL is the server's base URL, for logs (it carries no credentials).
@@ -306,6 +322,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	// Set here, so the transport leaves the body compressed: its size on
 	// the wire is counted and the bound applies to what it inflates to.
 	req.Header.Set("Accept-Encoding", "zstd, gzip")
+	if c.opts.LegacyDecode {
+		req.Header.Set("Accept-Encoding", "gzip") // as before zstd was asked for
+	}
 	req.Header.Set("User-Agent", "amp-exporter/"+c.opts.Version)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := c.hc.Do(req)
@@ -441,6 +460,9 @@ func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, err
 	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
 	case "", "identity":
 	case "gzip", "x-gzip":
+		if !c.opts.LegacyDecode {
+			return c.readGzip(resp, wire, method, key, tooLarge)
+		}
 		encoding = "gzip"
 		var zr *gzip.Reader
 		if !c.opts.LegacyDecode {
@@ -463,18 +485,7 @@ func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, err
 		body = zr
 	case "zstd":
 		// Several times faster to inflate than gzip, and smaller.
-		encoding = "zstd"
-		zr := zstdReaders.Get().(*zstd.Decoder)
-		if err := zr.Reset(wire); err != nil {
-			zstdReaders.Put(zr)
-			c.countBytes(encoding, wire.n, 0)
-			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "zstd: " + scrub(err.Error(), key)}
-		}
-		defer func() {
-			_ = zr.Reset(nil)
-			zstdReaders.Put(zr)
-		}()
-		body = zr
+		return c.readZstd(resp, wire, method, key, tooLarge)
 	default:
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrBadResponse, detail: "content encoding not asked for: " + bounded(ce, 32)}
 	}
@@ -495,16 +506,89 @@ func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, err
 // gzipReaders are reused: each holds a 32 KiB window and its tables.
 var gzipReaders sync.Pool
 
-// zstdReaders are reused: a zstd decoder is costly to make. Their window
-// is bounded (a peer chooses it), and they decode on the caller's
-// goroutine.
-var zstdReaders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		panic(err) // only for bad options
+// readGzip reads a gzip answer whole, then inflates it into a buffer of
+// the pool sized by the size the gzip trailer gives (ISIZE, the inflated
+// size modulo 4 GiB: a hint only, a wrong one costs a copy), so the
+// buffer is not grown and copied as it fills.
+func (c *Client) readGzip(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
+	const encoding = "gzip"
+	limit := c.opts.MaxResponseBytes
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	defer putBody(src)
+	if wire.n > limit {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, tooLarge()
 	}
-	return d
-}}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	hint := sizeHint(int64(len(*src)), encoding, limit)
+	if b := *src; len(b) >= 18 { // the smallest gzip member
+		hint = min(int64(binary.LittleEndian.Uint32(b[len(b)-4:]))+1, limit+1)
+	}
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	in := bytes.NewReader(*src)
+	if zr == nil {
+		zr, err = gzip.NewReader(in)
+	} else {
+		err = zr.Reset(in)
+	}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
+	}
+	buf, err := readAll(io.LimitReader(zr, limit+1), hint, true)
+	_ = zr.Close()
+	gzipReaders.Put(zr)
+	n := int64(len(*buf))
+	c.countBytes(encoding, wire.n, n)
+	switch {
+	case n > limit:
+		putBody(buf)
+		return nil, tooLarge()
+	case err != nil:
+		putBody(buf)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
+	}
+	return buf, nil
+}
+
+// readZstd reads a zstd answer whole, then inflates it at once into a
+// buffer of the pool (DecodeAll): a streaming decoder would inflate into
+// its own window and copy every block out. The decoder refuses to inflate
+// past MaxResponseBytes (checked block by block: at most one block of
+// 128 KiB past the bound is inflated before the answer is refused).
+func (c *Client) readZstd(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
+	const encoding = "zstd"
+	limit := c.opts.MaxResponseBytes
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	defer putBody(src)
+	if wire.n > limit {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, tooLarge()
+	}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	d := c.zstd.Get().(*zstd.Decoder)
+	dst := getBody(sizeHint(int64(len(*src)), encoding, limit))
+	out, err := d.DecodeAll(*src, (*dst)[:0])
+	c.zstd.Put(d)
+	*dst = out // grown, when it had to: the larger buffer goes to the pool
+	n := int64(len(out))
+	c.countBytes(encoding, wire.n, min(n, limit+1))
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || n > limit:
+		putBody(dst)
+		return nil, tooLarge()
+	case err != nil:
+		putBody(dst)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "zstd: " + scrub(err.Error(), key)}
+	}
+	return dst, nil
+}
 
 // sizeHint is the buffer a body is read into: its length when it is sent
 // as is, four times it when compressed (thread JSON compresses three- to
@@ -585,7 +669,7 @@ var bodyPools [maxPooledShift - minPooledShift + 1]sync.Pool
 
 // scribbleReleased (tests) overwrites a buffer given back, so that a use
 // after its release reads garbage, not by chance the right bytes.
-var scribbleReleased bool
+var scribbleReleased atomic.Bool
 
 // bodyClass is the pool of buffers of at least n bytes, or -1 when n is
 // larger than any.
@@ -619,7 +703,7 @@ func putBody(b *[]byte) {
 	if b == nil {
 		return
 	}
-	if scribbleReleased {
+	if scribbleReleased.Load() {
 		for i := range *b {
 			(*b)[i] = 'X'
 		}

@@ -3,6 +3,9 @@ package ampserver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestPooledBodiesCountAsFiles: answers read into pooled buffers, messages
@@ -21,8 +25,8 @@ import (
 // growth read by window, whatever the encoding, with workers in parallel;
 // and so does the old path kept as the benchmarks' baseline.
 func TestPooledBodiesCountAsFiles(t *testing.T) {
-	scribbleReleased = true
-	t.Cleanup(func() { scribbleReleased = false })
+	scribbleReleased.Store(true)
+	t.Cleanup(func() { scribbleReleased.Store(false) })
 	for _, enc := range []string{"gzip", "zstd", "identity", "legacy"} {
 		t.Run(enc, func(t *testing.T) {
 			h := newHarness(t, 1, SyncConfig{ListLimit: 500, MaxConcurrency: 3, WindowOverlap: 4})
@@ -157,5 +161,43 @@ func TestReadAllPooled(t *testing.T) {
 			*b = append(*b, strings.Repeat("x", 10)...)
 			putBody(b)
 		}
+	}
+}
+
+// TestClientBadZstd: a zstd answer that does not inflate (not zstd, cut
+// short) is a transient failure, and its buffers are given back.
+func TestClientBadZstd(t *testing.T) {
+	var good bytes.Buffer
+	zw, _ := zstd.NewWriter(&good)
+	_, _ = zw.Write([]byte(`{"ok":true,"result":{"messages":[{"role":"user"}],"nextMessageIndex":null}}`))
+	_ = zw.Close()
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want error
+	}{
+		{"not zstd", []byte("not zstd at all"), ErrTransient},
+		{"cut short", good.Bytes()[:good.Len()-6], ErrTransient},
+		{"whole", good.Bytes(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Encoding", "zstd")
+				_, _ = w.Write(tc.body)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, &recorder{}, func(o *Options) { o.Retries = -1 })
+			var p Page
+			err := c.Call(context.Background(), MethodGetThreadMessagesPage, nil, &p)
+			if tc.want == nil {
+				if err != nil || len(p.Messages) != 1 || string(p.Messages[0]) != `{"role":"user"}` {
+					t.Fatalf("%+v %v", p, err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
 	}
 }
