@@ -202,13 +202,32 @@ func NewParser() *Parser {
 // a read error; Reason classifies them.
 func (p *Parser) Parse(r io.Reader) (*Thread, error) {
 	p.sc.Reset(r)
-	return p.parse()
+	return p.parse(nil)
 }
 
 // ParseBytes decodes one thread from memory.
 func (p *Parser) ParseBytes(b []byte) (*Thread, error) {
 	p.sc.ResetBytes(b)
-	return p.parse()
+	return p.parse(nil)
+}
+
+// ParseParts decodes, from memory, the thread a server sends in parts: the
+// document data without its messages (any "messages" member it has is
+// ignored) and the messages, the first of them at index from. The result
+// is the one ParseBytes gives for the document the parts make,
+// {...data, "messages": [from places, messages...]}, without that document
+// being built: the messages are read where they lie. Each message must be
+// one JSON value; one that is not an object takes its place and is
+// skipped, as in a document.
+func ParseParts[M ~[]byte](p *Parser, data []byte, from int, messages []M) (*Thread, error) {
+	p.sc.ResetBytes(data)
+	return p.parse(&parts{from: from, n: len(messages), at: func(i int) []byte { return messages[i] }})
+}
+
+// parts are the messages of a thread parsed by ParseParts.
+type parts struct {
+	from, n int
+	at      func(int) []byte
 }
 
 // isProtocolID reports whether a message id is one of the server's protocol
@@ -231,7 +250,7 @@ func (p *Parser) str(b []byte) string {
 	return s
 }
 
-func (p *Parser) parse() (*Thread, error) {
+func (p *Parser) parse(pt *parts) (*Thread, error) {
 	sc := p.sc
 	if sc.Peek() != jsonscan.Object {
 		if err := sc.Err(); err != nil {
@@ -277,6 +296,12 @@ func (p *Parser) parse() (*Thread, error) {
 				t.ForkPoint = int(v)
 			}
 		case "messages":
+			if pt != nil {
+				// The messages come in parts; the document's own are
+				// replaced by them.
+				sc.Skip()
+				continue
+			}
 			// A key given twice takes its last value, as JSON.parse does
 			// (the server's thread.data may carry a "messages" of its
 			// own before the assembled one): never both.
@@ -299,6 +324,11 @@ func (p *Parser) parse() (*Thread, error) {
 			return nil, fmt.Errorf("decode thread: %w", err)
 		}
 		return nil, fmt.Errorf("decode thread: %w", &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "data after the top-level value"})
+	}
+	if pt != nil {
+		if err := p.partMessages(t, pt); err != nil {
+			return nil, err
+		}
 	}
 	if !hasV {
 		return nil, ErrNotThread
@@ -326,6 +356,31 @@ func (p *Parser) messages(t *Thread) {
 			t.Messages = append(t.Messages, m)
 		}
 	}
+}
+
+// partMessages reads the messages of a thread parsed in parts, each on its
+// own, as messages does those of a document.
+func (p *Parser) partMessages(t *Thread, pt *parts) error {
+	sc := p.sc
+	for i := range pt.n {
+		sc.ResetBytes(pt.at(i))
+		if sc.Peek() != jsonscan.Object {
+			sc.Skip()
+		} else if m := p.message(); m.Role != RoleOther {
+			m.Index = pt.from + i
+			t.Messages = append(t.Messages, m)
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("decode thread: message %d: %w", pt.from+i, err)
+		}
+		if !sc.AtEOF() {
+			if err := sc.Err(); err != nil {
+				return fmt.Errorf("decode thread: message %d: %w", pt.from+i, err)
+			}
+			return fmt.Errorf("decode thread: message %d: %w", pt.from+i, &jsonscan.SyntaxError{Offset: sc.Offset(), Msg: "data after the message"})
+		}
+	}
+	return nil
 }
 
 // keep returns s emptied for reuse, or nil when it is too large to keep.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
 // UserInfo is getUserInfo's result, reduced to what is used.
@@ -134,7 +135,11 @@ type Tail struct {
 	Thread        Header            `json:"thread"`
 	Messages      []json.RawMessage `json:"messages"`
 	HasMoreBefore bool              `json:"hasMoreBefore"`
+	// body is the buffer Messages lie in, when they were scanned.
+	body *[]byte
 }
+
+func (t *Tail) keepBody(b *[]byte) { t.body = b }
 
 // GetThreadTail returns the thread's record (its document without
 // messages in Thread.Data) and its last limit messages (1–500).
@@ -146,6 +151,7 @@ func (c *Client) GetThreadTail(ctx context.Context, id string, limit int) (Tail,
 	if t.Messages == nil {
 		// Not an empty thread (that is an empty array) but an answer
 		// without its messages: fetched again at the next sync.
+		putBody(t.body)
 		return Tail{}, &Error{Method: MethodGetThreadTail, kind: ErrBadResponse, detail: "a tail without its messages"}
 	}
 	return t, nil
@@ -164,7 +170,11 @@ func (c *Client) GetThread(ctx context.Context, id string) (Header, error) {
 type Page struct {
 	Messages         []json.RawMessage `json:"messages"`
 	NextMessageIndex *int              `json:"nextMessageIndex"`
+	// body is the buffer Messages lie in, when they were scanned.
+	body *[]byte
 }
+
+func (p *Page) keepBody(b *[]byte) { p.body = b }
 
 // GetThreadMessagesPage returns up to limit (1–500) messages from index
 // from of the thread's messages. A page must continue exactly where it
@@ -181,9 +191,11 @@ func (c *Client) GetThreadMessagesPage(ctx context.Context, id string, from, lim
 		// No messages array (no result, a null one): not the end of the
 		// thread but an answer without the page; the thread is fetched
 		// again at the next sync.
+		putBody(p.body)
 		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadResponse, detail: "a page without its messages"}
 	}
 	if n := p.NextMessageIndex; n != nil && (*n != from+len(p.Messages) || len(p.Messages) == 0) {
+		putBody(p.body)
 		return Page{}, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument,
 			detail: fmt.Sprintf("page from %d with %d messages says the next starts at %d", from, len(p.Messages), *n)}
 	}
@@ -198,11 +210,15 @@ const PageSize = 200
 // paging must not keep the exporter busy for ever).
 const maxPages = 10000
 
-// Export is a whole thread as ExportThread assembles it.
+// Export is a thread, or its window, as the server sends it: its record's
+// data and its messages. Parse reads it without building its document.
 type Export struct {
-	// Doc is the thread document with all its messages: the shape of a
-	// local thread file.
+	// Doc is the thread document with all its messages, the shape of a
+	// local thread file: ExportThread's, not ExportFrom's or Repage's
+	// (nil there).
 	Doc []byte
+	// Size is the length of that document, built or not.
+	Size int64
 	// V is the document's `v` as the tail gave it (0 when missing).
 	V int64
 	// CreatorUserID and UpdatedAt (epoch ms) are the record header's.
@@ -214,6 +230,22 @@ type Export struct {
 	Data     json.RawMessage
 	Messages []json.RawMessage
 	From     int
+	// bodies are the buffers Messages lie in.
+	bodies []*[]byte
+	// legacy: read as before issue 18 (Options.LegacyDecode), the
+	// document built and parsed.
+	legacy bool
+}
+
+// Release gives the buffers the export's messages lie in back to the
+// client's pool: after it, neither Messages nor anything that points into
+// them may be used. An export that is not released is left to the garbage
+// collector.
+func (out *Export) Release() {
+	for _, b := range out.bodies {
+		putBody(b)
+	}
+	out.bodies, out.Messages = nil, nil
 }
 
 // ExportThread fetches a whole thread the way `amp threads export` does:
@@ -224,6 +256,12 @@ type Export struct {
 // was paged; that is picked up at the next sync). maxBytes bounds the
 // assembled document.
 func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (Export, error) {
+	return c.exportThread(ctx, id, maxBytes, true)
+}
+
+// exportThread is ExportThread, building the document only with doc (the
+// Syncer parses the parts where they lie).
+func (c *Client) exportThread(ctx context.Context, id string, maxBytes int64, doc bool) (Export, error) {
 	tail, err := c.GetThreadTail(ctx, id, 1)
 	if err != nil {
 		return Export{}, err
@@ -236,61 +274,119 @@ func (c *Client) ExportThread(ctx context.Context, id string, maxBytes int64) (E
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data}
+	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, legacy: c.opts.LegacyDecode}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
-		if messages, err = c.pages(ctx, id, 0, int64(len(data)), maxBytes); err != nil {
+		// The tail's last message is read again with the pages: its body
+		// is done with (Data is a copy).
+		putBody(tail.body)
+		if messages, out.bodies, err = c.pages(ctx, id, 0, int64(len(data)), maxBytes); err != nil {
 			return Export{}, err
 		}
+	} else {
+		out.bodies = []*[]byte{tail.body}
 	}
-	return out.assemble(messages, maxBytes)
+	return out.assemble(messages, maxBytes, doc)
 }
 
-// assemble sets the export's messages and builds its document.
-func (out Export) assemble(messages []json.RawMessage, maxBytes int64) (Export, error) {
-	doc, err := assemble(out.Data, out.From, messages)
+// assemble sets the export's messages and its document's size, and builds
+// the document with doc. Without, only the document's head is built (data
+// without messages, which checks data as building the document would):
+// the messages stay where they are, and the size is what the document's
+// would be.
+func (out Export) assemble(messages []json.RawMessage, maxBytes int64, doc bool) (Export, error) {
+	var built []byte
+	var err error
+	if doc || out.legacy {
+		built, err = assemble(out.Data, out.From, messages)
+		out.Size = int64(len(built))
+	} else {
+		built, err = assemble(out.Data, out.From, nil)
+		out.Size = int64(len(built))
+		for i, m := range messages {
+			out.Size += int64(len(m))
+			if i > 0 || out.From > 0 {
+				out.Size++ // the comma before it
+			}
+		}
+		built = nil
+	}
 	if err != nil {
 		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: err.Error()}
 	}
-	if int64(len(doc)) > maxBytes {
+	if out.Size > maxBytes {
 		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrTooLarge, detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
 	}
-	out.Doc, out.Messages = doc, messages
+	out.Doc, out.Messages = built, messages
 	return out, nil
 }
 
+// Parse reads the thread (or window) the export holds, as its document
+// would read, without building the document.
+func (out Export) Parse(p *thread.Parser) (*thread.Thread, error) {
+	if out.legacy {
+		return p.ParseBytes(out.Doc)
+	}
+	return thread.ParseParts(p, out.Data, out.From, out.Messages)
+}
+
+// parseFrom reads the export's messages from index from on as a window
+// (from is at least out.From).
+func (out Export) parseFrom(p *thread.Parser, from int) (*thread.Thread, error) {
+	if out.legacy {
+		doc, err := assemble(out.Data, from, out.Messages[from-out.From:])
+		if err != nil {
+			return nil, err
+		}
+		return p.ParseBytes(doc)
+	}
+	return thread.ParseParts(p, out.Data, from, out.Messages[from-out.From:])
+}
+
 // pages returns the thread's messages from index from to its end, page by
-// page; size is what the document holds besides them, for the bound.
-func (c *Client) pages(ctx context.Context, id string, from int, size, maxBytes int64) ([]json.RawMessage, error) {
-	var messages []json.RawMessage
+// page, and the buffers they lie in; size is what the document holds
+// besides them, for the bound.
+func (c *Client) pages(ctx context.Context, id string, from int, size, maxBytes int64) (messages []json.RawMessage, bodies []*[]byte, err error) {
+	defer func() {
+		if err != nil {
+			for _, b := range bodies {
+				putBody(b)
+			}
+			bodies = nil
+		}
+	}()
 	for pages := 0; ; pages++ {
 		if pages >= maxPages {
-			return nil, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument, detail: "too many pages"}
+			return nil, bodies, &Error{Method: MethodGetThreadMessagesPage, kind: ErrBadDocument, detail: "too many pages"}
 		}
 		p, err := c.GetThreadMessagesPage(ctx, id, from, PageSize)
 		if err != nil {
-			return nil, err
+			return nil, bodies, err
+		}
+		if p.body != nil {
+			bodies = append(bodies, p.body)
 		}
 		for _, m := range p.Messages {
 			size += int64(len(m)) + 1
 		}
 		if size > maxBytes {
-			return nil, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
+			return nil, bodies, &Error{Method: MethodGetThreadMessagesPage, kind: ErrTooLarge,
 				detail: fmt.Sprintf("thread larger than %d bytes", maxBytes)}
 		}
 		messages = append(messages, p.Messages...)
 		if p.NextMessageIndex == nil {
-			return messages, nil
+			return messages, bodies, nil
 		}
 		from = *p.NextMessageIndex
 	}
 }
 
 // ExportFrom fetches a thread's record and its messages from index from on
-// (from > 0): its window. Doc is then the document with its first from
-// messages left out, each by a null that keeps the places (a reader of the
-// document skips entries that are not objects and counts their places),
-// so that messages keep their indexes. count is how many messages the
+// (from > 0): its window. Its document (not built: Parse reads the parts)
+// is the thread's with its first from messages left out, each by a null
+// that keeps the places (a reader of the document skips entries that are
+// not objects and counts their places), so that messages keep their
+// indexes. count is how many messages the
 // listing says the thread has (0: it does not say): when the window fits
 // one getThreadTail, that is the one request, and its first message is
 // then only probably at from (the thread may have grown since it was
@@ -314,34 +410,39 @@ func (c *Client) ExportFrom(ctx context.Context, id string, from, count int, max
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from}
+	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from, legacy: c.opts.LegacyDecode}
 	messages := tail.Messages
 	switch {
 	case limit > 1 && len(messages) == limit:
 		// The last limit messages: from from on, unless the thread grew or
 		// shrank since it was listed.
+		ex.bodies = []*[]byte{tail.body}
 	case !tail.HasMoreBefore && len(messages) < limit:
 		// The whole thread, shorter than listed: its messages from from.
 		exact = true
 		messages = messages[min(from, len(messages)):]
+		ex.bodies = []*[]byte{tail.body}
 	default:
 		exact = true
-		if messages, err = c.pages(ctx, id, from, int64(len(data))+int64(from)*5, maxBytes); err != nil {
+		putBody(tail.body)
+		if messages, ex.bodies, err = c.pages(ctx, id, from, int64(len(data))+int64(from)*5, maxBytes); err != nil {
 			return Export{}, false, err
 		}
 	}
-	ex, err = ex.assemble(messages, maxBytes)
+	ex, err = ex.assemble(messages, maxBytes, false)
 	return ex, exact, err
 }
 
 // Repage fetches a window's messages from from on by pages, for a window
 // whose tail did not start where it was expected to.
+// The returned export holds ex's buffers too: release it, not ex.
 func (c *Client) Repage(ctx context.Context, id string, ex Export, maxBytes int64) (Export, error) {
-	messages, err := c.pages(ctx, id, ex.From, int64(len(ex.Data))+int64(ex.From)*5, maxBytes)
+	messages, bodies, err := c.pages(ctx, id, ex.From, int64(len(ex.Data))+int64(ex.From)*5, maxBytes)
 	if err != nil {
 		return Export{}, err
 	}
-	return ex.assemble(messages, maxBytes)
+	ex.bodies = append(append([]*[]byte(nil), ex.bodies...), bodies...)
+	return ex.assemble(messages, maxBytes, false)
 }
 
 // MaxTail is the most messages one getThreadTail returns.

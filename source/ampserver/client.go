@@ -8,6 +8,7 @@ package ampserver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -148,9 +150,12 @@ type Options struct {
 	// the wire by content encoding ("gzip", "identity"), then with its
 	// decompressed size ("decoded").
 	OnBytes func(encoding string, n int64)
-	// LegacyDecode decodes every answer with encoding/json, as before
-	// thread pages were scanned (envelope.scan): the baseline of the
-	// benchmarks.
+	// LegacyDecode reads answers as before issue 18's decoding work, the
+	// baseline of the benchmarks: every answer decoded with
+	// encoding/json (not scanned, envelope.scan), read into a buffer of
+	// its own and inflated by a gzip reader of its own (not pooled), and
+	// each thread parsed from its assembled document (not from its
+	// parts, Export.Parse).
 	LegacyDecode bool
 	// Transport replaces the transport built from HTTP (tests).
 	Transport http.RoundTripper
@@ -161,6 +166,9 @@ type Client struct {
 	endpoint *url.URL
 	opts     Options
 	hc       *http.Client
+	// zstd are reused zstd decoders, bounded by opts.MaxResponseBytes: a
+	// zstd decoder is costly to make.
+	zstd sync.Pool
 }
 
 // NewClient checks the options and builds the HTTP client.
@@ -218,7 +226,18 @@ func NewClient(opts Options) (*Client, error) {
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
-	return &Client{endpoint: u.JoinPath("api", "internal"), opts: opts, hc: hc}, nil
+	c := &Client{endpoint: u.JoinPath("api", "internal"), opts: opts, hc: hc}
+	c.zstd.New = func() any {
+		// Their window and what they inflate to are bounded (a peer
+		// chooses both), and they decode on the caller's goroutine.
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20),
+			zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(uint64(opts.MaxResponseBytes)))
+		if err != nil {
+			panic(err) // only for bad options
+		}
+		return d
+	}
+	return c, nil
 }
 
 // URL is the server's base URL, for logs (it carries no credentials).
@@ -303,6 +322,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	// Set here, so the transport leaves the body compressed: its size on
 	// the wire is counted and the bound applies to what it inflates to.
 	req.Header.Set("Accept-Encoding", "zstd, gzip")
+	if c.opts.LegacyDecode {
+		req.Header.Set("Accept-Encoding", "gzip") // as before zstd was asked for
+	}
 	req.Header.Set("User-Agent", "amp-exporter/"+c.opts.Version)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := c.hc.Do(req)
@@ -318,10 +340,23 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	}
 	defer resp.Body.Close()
 	c.report(method, strconv.Itoa(resp.StatusCode))
-	data, err := c.readBody(resp, method, key)
+	buf, err := c.readBody(resp, method, key)
 	if err != nil {
 		return err
 	}
+	data := *buf
+	// The body's buffer goes back to the pool once decoded, unless the
+	// result keeps spans of it (thread tails and pages, scanned): then
+	// it is the result's, and goes back when the thread is counted
+	// (Export.Release); after a failure (a result another attempt may
+	// not overwrite whole) it is left to the garbage collector.
+	keeper, kept := out.(bodyKeeper)
+	kept = kept && !c.opts.LegacyDecode
+	defer func() {
+		if !kept && !c.opts.LegacyDecode {
+			putBody(buf)
+		}
+	}()
 	// The result is decoded straight into out, in the same pass as the
 	// envelope: thread pages are most of the bytes read, and each extra
 	// pass over them costs as much as the decoding.
@@ -391,6 +426,9 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 			e.kind = ErrBadDocument
 			e.detail = "result: " + scrub(resultDetail, key)
 		default:
+			if kept {
+				keeper.keepBody(buf)
+			}
 			return nil
 		}
 	}
@@ -413,9 +451,10 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	return e
 }
 
-// readBody reads a response body, inflating gzip, bounded on the wire and
-// decompressed: a gzip bomb is refused once MaxResponseBytes are inflated.
-func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, error) {
+// readBody reads a response body into a buffer of the pool (putBody),
+// inflating gzip or zstd, bounded on the wire and decompressed: a gzip bomb
+// is refused once MaxResponseBytes are inflated.
+func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, error) {
 	limit := c.opts.MaxResponseBytes
 	wire := &countingReader{r: io.LimitReader(resp.Body, limit+1)}
 	var body io.Reader = wire
@@ -426,52 +465,135 @@ func (c *Client) readBody(resp *http.Response, method, key string) ([]byte, erro
 	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
 	case "", "identity":
 	case "gzip", "x-gzip":
+		if !c.opts.LegacyDecode {
+			return c.readGzip(resp, wire, method, key, tooLarge)
+		}
 		encoding = "gzip"
-		zr, err := gzip.NewReader(wire)
+		var zr *gzip.Reader
+		if !c.opts.LegacyDecode {
+			zr, _ = gzipReaders.Get().(*gzip.Reader)
+		}
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(wire)
+		} else {
+			err = zr.Reset(wire)
+		}
 		if err != nil {
 			c.countBytes(encoding, wire.n, 0)
 			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
 		}
-		defer zr.Close()
+		defer func() {
+			_ = zr.Close()
+			gzipReaders.Put(zr)
+		}()
 		body = zr
 	case "zstd":
 		// Several times faster to inflate than gzip, and smaller.
-		encoding = "zstd"
-		zr := zstdReaders.Get().(*zstd.Decoder)
-		if err := zr.Reset(wire); err != nil {
-			zstdReaders.Put(zr)
-			c.countBytes(encoding, wire.n, 0)
-			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "zstd: " + scrub(err.Error(), key)}
-		}
-		defer func() {
-			_ = zr.Reset(nil)
-			zstdReaders.Put(zr)
-		}()
-		body = zr
+		return c.readZstd(resp, wire, method, key, tooLarge)
 	default:
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrBadResponse, detail: "content encoding not asked for: " + bounded(ce, 32)}
 	}
-	data, readErr := readAll(io.LimitReader(body, limit+1), sizeHint(resp.ContentLength, encoding, limit))
-	c.countBytes(encoding, wire.n, int64(len(data)))
-	if int64(len(data)) > limit || wire.n > limit {
+	buf, readErr := readAll(io.LimitReader(body, limit+1), sizeHint(resp.ContentLength, encoding, limit), !c.opts.LegacyDecode)
+	n := int64(len(*buf))
+	c.countBytes(encoding, wire.n, n)
+	if n > limit || wire.n > limit {
+		putBody(buf)
 		return nil, tooLarge()
 	}
 	if readErr != nil {
+		putBody(buf)
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(readErr), key)}
 	}
-	return data, nil
+	return buf, nil
 }
 
-// zstdReaders are reused: a zstd decoder is costly to make. Their window
-// is bounded (a peer chooses it), and they decode on the caller's
-// goroutine.
-var zstdReaders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		panic(err) // only for bad options
+// gzipReaders are reused: each holds a 32 KiB window and its tables.
+var gzipReaders sync.Pool
+
+// readGzip reads a gzip answer whole, then inflates it into a buffer of
+// the pool sized by the size the gzip trailer gives (ISIZE, the inflated
+// size modulo 4 GiB: a hint only, a wrong one costs a copy), so the
+// buffer is not grown and copied as it fills.
+func (c *Client) readGzip(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
+	const encoding = "gzip"
+	limit := c.opts.MaxResponseBytes
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	defer putBody(src)
+	if wire.n > limit {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, tooLarge()
 	}
-	return d
-}}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	hint := sizeHint(int64(len(*src)), encoding, limit)
+	if b := *src; len(b) >= 18 { // the smallest gzip member
+		hint = min(int64(binary.LittleEndian.Uint32(b[len(b)-4:]))+1, limit+1)
+	}
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	in := bytes.NewReader(*src)
+	if zr == nil {
+		zr, err = gzip.NewReader(in)
+	} else {
+		err = zr.Reset(in)
+	}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
+	}
+	buf, err := readAll(io.LimitReader(zr, limit+1), hint, true)
+	_ = zr.Close()
+	gzipReaders.Put(zr)
+	n := int64(len(*buf))
+	c.countBytes(encoding, wire.n, n)
+	switch {
+	case n > limit:
+		putBody(buf)
+		return nil, tooLarge()
+	case err != nil:
+		putBody(buf)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
+	}
+	return buf, nil
+}
+
+// readZstd reads a zstd answer whole, then inflates it at once into a
+// buffer of the pool (DecodeAll): a streaming decoder would inflate into
+// its own window and copy every block out. The decoder refuses to inflate
+// past MaxResponseBytes (checked block by block: at most one block of
+// 128 KiB past the bound is inflated before the answer is refused).
+func (c *Client) readZstd(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
+	const encoding = "zstd"
+	limit := c.opts.MaxResponseBytes
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	defer putBody(src)
+	if wire.n > limit {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, tooLarge()
+	}
+	if err != nil {
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	d := c.zstd.Get().(*zstd.Decoder)
+	dst := getBody(sizeHint(int64(len(*src)), encoding, limit))
+	out, err := d.DecodeAll(*src, (*dst)[:0])
+	c.zstd.Put(d)
+	*dst = out // grown, when it had to: the larger buffer goes to the pool
+	n := int64(len(out))
+	c.countBytes(encoding, wire.n, min(n, limit+1))
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || n > limit:
+		putBody(dst)
+		return nil, tooLarge()
+	case err != nil:
+		putBody(dst)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "zstd: " + scrub(err.Error(), key)}
+	}
+	return dst, nil
+}
 
 // sizeHint is the buffer a body is read into: its length when it is sent
 // as is, four times it when compressed (thread JSON compresses three- to
@@ -486,8 +608,39 @@ func sizeHint(contentLength int64, encoding string, limit int64) int64 {
 	return min(4*contentLength, limit+1)
 }
 
-// readAll is io.ReadAll into a buffer of capacity hint to start with.
-func readAll(r io.Reader, hint int64) ([]byte, error) {
+// readAll is io.ReadAll into a buffer of the pool of capacity hint or
+// more to start with (not pooled: one of its own, as before).
+func readAll(r io.Reader, hint int64, pooled bool) (*[]byte, error) {
+	if !pooled {
+		b, err := readAllUnpooled(r, hint)
+		return &b, err
+	}
+	buf := getBody(max(hint, 512))
+	b := *buf
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			*buf = b
+			return buf, err
+		}
+		if len(b) == cap(b) {
+			// Doubled: the copies add up to less than the body.
+			nbuf := getBody(2 * int64(cap(b)))
+			nb := append((*nbuf)[:0], b...)
+			*buf = b
+			putBody(buf)
+			buf, b = nbuf, nb
+		}
+	}
+}
+
+// readAllUnpooled is readAll as it was before buffers were pooled: the
+// baseline (LegacyDecode).
+func readAllUnpooled(r io.Reader, hint int64) ([]byte, error) {
 	b := make([]byte, 0, max(hint, 512))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
@@ -499,12 +652,81 @@ func readAll(r io.Reader, hint int64) ([]byte, error) {
 			return b, err
 		}
 		if len(b) == cap(b) {
-			// Doubled: the copies add up to less than the body.
 			nb := make([]byte, len(b), 2*cap(b))
 			copy(nb, b)
 			b = nb
 		}
 	}
+}
+
+// Bodies are read into buffers kept in pools by size class (powers of two
+// from minPooled to maxPooled): a first sync reads a gigabyte in a few
+// thousand answers, and allocating (and zeroing) a buffer for each, then
+// collecting it, cost about as much as scanning them. A buffer in a pool
+// is dropped by the garbage collector when it has not been used for two
+// collections, so a large answer does not pin its buffer for good.
+const (
+	minPooledShift = 16 // 64 KiB
+	maxPooledShift = 27 // 128 MiB
+)
+
+var bodyPools [maxPooledShift - minPooledShift + 1]sync.Pool
+
+// scribbleReleased (tests) overwrites a buffer given back, so that a use
+// after its release reads garbage, not by chance the right bytes.
+var scribbleReleased atomic.Bool
+
+// bodyClass is the pool of buffers of at least n bytes, or -1 when n is
+// larger than any.
+func bodyClass(n int64) int {
+	for c := range bodyPools {
+		if n <= 1<<(minPooledShift+c) {
+			return c
+		}
+	}
+	return -1
+}
+
+// getBody returns an empty buffer of capacity n or more.
+func getBody(n int64) *[]byte {
+	c := bodyClass(n)
+	if c < 0 {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	if b, ok := bodyPools[c].Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, 1<<(minPooledShift+c))
+	return &b
+}
+
+// putBody gives a buffer back to its pool; nothing may use its bytes
+// after. nil is ignored.
+func putBody(b *[]byte) {
+	if b == nil {
+		return
+	}
+	if scribbleReleased.Load() {
+		for i := range *b {
+			(*b)[i] = 'X'
+		}
+	}
+	// The class whose buffers it can stand in for: its capacity or less.
+	for c := len(bodyPools) - 1; c >= 0; c-- {
+		if cap(*b) >= 1<<(minPooledShift+c) {
+			bodyPools[c].Put(b)
+			return
+		}
+	}
+}
+
+// bodyKeeper is a result that keeps spans of the body it was read from
+// (scanned thread tails and pages): it is given the body's buffer, to be
+// given back once those spans are no longer used.
+type bodyKeeper interface {
+	keepBody(*[]byte)
 }
 
 func (c *Client) countBytes(encoding string, wire, decoded int64) {

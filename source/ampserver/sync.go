@@ -596,15 +596,18 @@ func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool
 			return out, err
 		}
 	}
-	ex, err := s.client.ExportThread(ctx, t.ID, s.cfg.MaxThreadBytes)
+	ex, err := s.client.exportThread(ctx, t.ID, s.cfg.MaxThreadBytes, false)
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err
 	}
+	// Nothing counted keeps a byte of the messages: their buffers are
+	// reused once the thread is counted.
+	defer ex.Release()
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil
 	}
 	began := s.clock.Now()
-	parsed, err := p.whole.ParseBytes(ex.Doc)
+	parsed, err := ex.Parse(p.whole)
 	if err != nil {
 		s.parseFailed(thread.Reason(err), t.ID, err)
 		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
@@ -687,7 +690,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	fv := store.FileVersion{Size: int64(len(ex.Doc)), ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	fv := store.FileVersion{Size: ex.Size, ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
 	if ws, ok := s.store.(WindowStore); ok {
 		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
 			return outcomeFailed, err

@@ -39,11 +39,14 @@ func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err, true
 	}
+	// Released once counted or refused (Repage's export holds ex's
+	// buffers: only the last is released).
+	defer func() { ex.Release() }()
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil, true
 	}
 	began := s.clock.Now()
-	parsed, err := p.whole.ParseBytes(ex.Doc)
+	parsed, err := ex.Parse(p.whole)
 	if err == nil && !startsAt(parsed, ex, w) && !exact {
 		// The tail did not start at the window (the thread grew, or
 		// shrank, since it was listed): the window's messages by pages.
@@ -52,7 +55,7 @@ func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store
 				return out, err, true
 			}
 		}
-		parsed, err = p.whole.ParseBytes(ex.Doc)
+		parsed, err = ex.Parse(p.whole)
 	}
 	if err != nil || !startsAt(parsed, ex, w) {
 		// Not the window counted before (or not readable as one): the
@@ -117,11 +120,7 @@ func (s *Syncer) next(p *parsers, parsed *thread.Thread, sum *thread.Summary, ex
 	if m.Index == ex.From {
 		return next // the caller's summary is the window's
 	}
-	doc, err := assemble(ex.Data, m.Index, ex.Messages[m.Index-ex.From:])
-	if err != nil {
-		return nil
-	}
-	part, err := p.part.ParseBytes(doc)
+	part, err := ex.parseFrom(p.part, m.Index)
 	if err != nil {
 		return nil
 	}
