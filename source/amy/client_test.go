@@ -147,9 +147,11 @@ func TestRefusedKeyIsReportedOnceAndNotHammered(t *testing.T) {
 				}
 				e.clk.Advance(time.Second)
 			}
-			waitFor(t, "the next request", func() (int, bool) {
-				n := e.amy.count("turn_b")
-				return n, n == rounds+1
+			// The stand-in records a request as it arrives and its status as
+			// it answers: wait for the answer too.
+			waitFor(t, "the next request, answered", func() (int, bool) {
+				reqs := e.amy.requestsFor("turn_b")
+				return len(reqs), len(reqs) == rounds+1 && reqs[rounds].Status != 0
 			})
 			reqs := e.amy.requestsFor("turn_b")
 			for i := 1; i < len(reqs); i++ {
