@@ -508,6 +508,24 @@ func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, err
 	return buf, nil
 }
 
+// readCompressed reads a compressed answer whole into a buffer of the
+// pool, bounded on the wire; the caller inflates it and returns the buffer.
+func (c *Client) readCompressed(resp *http.Response, wire *countingReader, encoding, method, key string, tooLarge func() error) (*[]byte, error) {
+	limit := c.opts.MaxResponseBytes
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	if wire.n > limit {
+		putBody(src)
+		c.countBytes(encoding, wire.n, 0)
+		return nil, tooLarge()
+	}
+	if err != nil {
+		putBody(src)
+		c.countBytes(encoding, wire.n, 0)
+		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+	}
+	return src, nil
+}
+
 // gzipReaders are reused: each holds a 32 KiB window and its tables.
 var gzipReaders sync.Pool
 
@@ -518,16 +536,11 @@ var gzipReaders sync.Pool
 func (c *Client) readGzip(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
 	const encoding = "gzip"
 	limit := c.opts.MaxResponseBytes
-	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
-	defer putBody(src)
-	if wire.n > limit {
-		c.countBytes(encoding, wire.n, 0)
-		return nil, tooLarge()
-	}
+	src, err := c.readCompressed(resp, wire, encoding, method, key, tooLarge)
 	if err != nil {
-		c.countBytes(encoding, wire.n, 0)
-		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+		return nil, err
 	}
+	defer putBody(src)
 	hint := sizeHint(int64(len(*src)), encoding, limit)
 	if b := *src; len(b) >= 18 { // the smallest gzip member
 		hint = min(int64(binary.LittleEndian.Uint32(b[len(b)-4:]))+1, limit+1)
@@ -567,16 +580,11 @@ func (c *Client) readGzip(resp *http.Response, wire *countingReader, method, key
 func (c *Client) readZstd(resp *http.Response, wire *countingReader, method, key string, tooLarge func() error) (*[]byte, error) {
 	const encoding = "zstd"
 	limit := c.opts.MaxResponseBytes
-	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
-	defer putBody(src)
-	if wire.n > limit {
-		c.countBytes(encoding, wire.n, 0)
-		return nil, tooLarge()
-	}
+	src, err := c.readCompressed(resp, wire, encoding, method, key, tooLarge)
 	if err != nil {
-		c.countBytes(encoding, wire.n, 0)
-		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: scrub(urlErr(err), key)}
+		return nil, err
 	}
+	defer putBody(src)
 	d := c.zstd.Get().(*zstd.Decoder)
 	dst := getBody(sizeHint(int64(len(*src)), encoding, limit))
 	out, err := d.DecodeAll(*src, (*dst)[:0])
