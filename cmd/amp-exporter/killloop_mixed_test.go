@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,33 +172,12 @@ amp_server:
 		}
 	}
 
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			if err := local.step(); err != nil {
-				done <- err
-				return
-			}
-			if err := remote.step(); err != nil {
-				done <- err
-				return
-			}
+	stopWriters := writeUntilStopped(t, 10*time.Millisecond, func() error {
+		if err := local.step(); err != nil {
+			return err
 		}
-	}()
-	var once sync.Once
-	stopWriters := func() error {
-		var err error
-		once.Do(func() { close(stop); err = <-done })
-		return err
-	}
-	t.Cleanup(func() { _ = stopWriters() })
+		return remote.step()
+	})
 
 	storage := filepath.Join(root, "state")
 	killer := rand.New(rand.NewPCG(9, 10))

@@ -312,29 +312,7 @@ func TestKillLoopNeverLosesNorDoubleCounts(t *testing.T) {
 	}
 
 	// The writer runs while victims come and go.
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			if err := w.step(); err != nil {
-				done <- err
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	stopWriter := func() error {
-		var err error
-		once.Do(func() { close(stop); err = <-done })
-		return err
-	}
-	t.Cleanup(func() { _ = stopWriter() })
+	stopWriter := writeUntilStopped(t, 5*time.Millisecond, w.step)
 
 	storage := filepath.Join(root, "state")
 	killer := rand.New(rand.NewPCG(3, 4))
@@ -403,4 +381,34 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// writeUntilStopped calls step every period in a goroutine of its own
+// until the returned function is called (also at the test's cleanup),
+// which stops it and returns the first error step returned.
+func writeUntilStopped(t *testing.T, period time.Duration, step func() error) func() error {
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			case <-time.After(period):
+			}
+			if err := step(); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	var err error
+	stopped := func() error {
+		once.Do(func() { close(stop); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stopped() })
+	return stopped
 }
