@@ -84,6 +84,10 @@ type Backfill struct {
 	stepMs int64
 	until  int64
 
+	// counter counts each step's items as a store that never saw the
+	// thread (store.ThreadStore.Count); it records nothing.
+	counter *store.ThreadStore
+
 	mu sync.Mutex
 	// deltas holds, per series, its growths: at a sample time (epoch ms),
 	// in the stores' fixed point; unsorted, a time may repeat.
@@ -108,12 +112,14 @@ func New(opts Options) (*Backfill, error) {
 	if opts.Labels == nil {
 		opts.Labels = store.NewLabelCap(100, nil)
 	}
-	return &Backfill{
+	b := &Backfill{
 		opts:   opts,
 		stepMs: opts.Step.Milliseconds(),
 		until:  opts.Until.UnixMilli(),
 		deltas: map[SeriesID][]Point{},
-	}, nil
+	}
+	b.counter = b.newStore()
+	return b, nil
 }
 
 // sampleAt is the time of the first sample that counts an item of time at
@@ -135,10 +141,11 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	if sum.Items == nil || !sum.ItemsValid() {
 		return errors.New("backfill: a thread summary without its items")
 	}
-	// The sample each item first counts in; the thread's distinct ones in
-	// order.
+	// The sample each item first counts in, and the items in that order
+	// (stable: a step's items keep the thread's order, which the identity
+	// rules read); items after Until are left out.
 	at := make([]int64, len(sum.Items))
-	steps := make([]int64, 0, len(sum.Items))
+	order := make([]int32, 0, len(sum.Items))
 	var later, items int64
 	rounded := false // an item's values are summed before rounding (credits)
 	for i := range sum.Items {
@@ -155,51 +162,71 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			items++
 		}
 		rounded = rounded || it.HasCredits
-		steps = append(steps, at[i])
+		order = append(order, int32(i))
 	}
-	slices.Sort(steps)
-	steps = slices.Compact(steps)
+	slices.SortStableFunc(order, func(x, y int32) int { return cmp.Compare(at[x], at[y]) })
 
-	// A store of the thread's own; the label cap and prices are shared, so
-	// labels fold as in one store holding every thread.
-	st := b.newStore()
 	prefix := *sum
 	// The totals are the whole thread's; the store counts the items and
 	// only sizes its tables by the totals, which would oversize them at
 	// every step.
 	prefix.Tokens, prefix.ToolCalls, prefix.Credits, prefix.Finished = nil, nil, nil, nil
 	prefix.TokensOverThreshold, prefix.ContextUtil, prefix.ExchangeSeconds = nil, nil, nil
-	buf := make([]thread.Item, 0, len(sum.Items))
-	prev := map[store.SeriesKey]int64{}
+	buf := make([]thread.Item, 0, len(order))
 	type growth struct {
 		at int64
 		k  store.SeriesKey
 		v  int64
 	}
-	grew := make([]growth, 0, 8*len(steps))
-	for n, s := range steps {
+	var grew []growth
+	var steps []int64
+	// The stateful modes (tests) keep one store for the thread and take
+	// the growth of its totals at each step.
+	var st *store.ThreadStore
+	prev := map[store.SeriesKey]int64{}
+	for lo := 0; lo < len(order); {
+		s := at[order[lo]]
+		hi := lo + 1
+		for hi < len(order) && at[order[hi]] == s {
+			hi++
+		}
 		buf = buf[:0]
-		for i := range sum.Items {
-			if at[i] == s || replayMode == replayPrefix && at[i] < s {
+		if replayMode == replayPrefix {
+			for i := range sum.Items {
+				if at[i] <= s {
+					buf = append(buf, sum.Items[i])
+				}
+			}
+		} else {
+			for _, i := range order[lo:hi] {
 				buf = append(buf, sum.Items[i])
 			}
 		}
+		lo = hi
 		prefix.Items = buf
-		if replayMode == replayFresh && n > 0 {
-			st = b.newStore()
-			clear(prev)
-		}
-		st.Apply(path, store.FileVersion{Size: int64(n + 1)}, &prefix)
-		prefix.FoldedModels, prefix.FoldedTools = nil, nil // counted at the first
-		for k, v := range st.Snapshot().Totals() {
-			if d := v - prev[k]; d > 0 {
-				grew = append(grew, growth{s, k, d})
-				prev[k] = v
+		steps = append(steps, s)
+		if replayMode == replayFresh {
+			// What the step's items count on their own, as a store that
+			// never saw the thread would count them.
+			for k, v := range b.counter.Count(&prefix) {
+				grew = append(grew, growth{s, k, v})
 				// Dollars of a series that mixes models are shared out
 				// in proportion: rounded too.
 				rounded = rounded || k.L1 == store.OtherValue
 			}
+		} else {
+			if st == nil {
+				st = b.newStore()
+			}
+			st.Apply(path, store.FileVersion{Size: int64(len(steps))}, &prefix)
+			for k, v := range st.Snapshot().Totals() {
+				if d := v - prev[k]; d > 0 {
+					grew = append(grew, growth{s, k, d})
+					prev[k] = v
+				}
+			}
 		}
+		prefix.FoldedModels, prefix.FoldedTools = nil, nil // counted at the first
 	}
 	// Where nothing is rounded, the steps add up to the whole thread's
 	// count by themselves (integers; dollars per model are tokens times
@@ -213,9 +240,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			}
 		}
 		prefix.Items = buf
-		live := b.newStore()
-		live.Apply(path, store.FileVersion{}, &prefix)
-		want := live.Snapshot().Totals()
+		want := b.counter.Count(&prefix)
 		got := make(map[store.SeriesKey]int64, len(want))
 		for _, g := range grew {
 			got[g.k] += g.v

@@ -1,0 +1,39 @@
+package store
+
+import "github.com/amp-exporter/amp-exporter/parser/thread"
+
+// Count returns what sum counts in a store that has never seen its thread:
+// the growth of every series a first Apply of sum would add to the totals,
+// cost and unpriced tokens priced at the store's prices. Nothing is
+// recorded (the store's threads, files and totals stay as they are); label
+// values fold through the store's label cap exactly as in Apply. Safe for
+// concurrent use.
+//
+// The backfill counts each step of a thread's history this way: one call
+// per step instead of one fresh store per step.
+func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
+	s.mu.RLock()
+	prices := s.prices
+	s.mu.RUnlock()
+	c, rates, _, _, _, _ := s.contribute(sum, prices, nil, false)
+	s.labels.FoldedElsewhere("model", sum.FoldedModels)
+	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
+	// As in apply: dollars follow the tokens' growth, which in a store
+	// without the thread is every token of the snapshot.
+	for k, r := range rates {
+		n := c[k]
+		if n <= 0 {
+			continue
+		}
+		cost, unpriced := r.charge(n, c[SeriesKey{FamTokensLong, k.L1, k.L2}])
+		if cost > 0 {
+			ck := SeriesKey{FamCost, k.L1, ""}
+			c[ck] = satAdd(c[ck], cost)
+		}
+		if unpriced > 0 {
+			uk := SeriesKey{FamUnpriced, k.L1, ""}
+			c[uk] = satAdd(c[uk], unpriced)
+		}
+	}
+	return c
+}
