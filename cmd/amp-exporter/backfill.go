@@ -250,10 +250,29 @@ func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, log
 }
 
 // writeOutput writes the OpenMetrics file (atomically: a temporary file
-// renamed over it) or stdout.
+// renamed over it) or stdout. A path that is not a regular file (/dev/null,
+// a named pipe a loader reads) is written in place: renaming over it would
+// replace the device or pipe with a file.
 func writeOutput(path string, stdout io.Writer, series []backfill.Series, target []backfill.Label) (int64, error) {
 	if path == "-" {
 		return backfill.WriteOpenMetrics(stdout, series, target)
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return 0, fmt.Errorf("--output %s: a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return 0, fmt.Errorf("--output: %w", err)
+		}
+		n, err := backfill.WriteOpenMetrics(f, series, target)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("--output: %w", err)
+		}
+		return n, nil
 	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
