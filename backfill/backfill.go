@@ -5,10 +5,10 @@
 // of each series is the value the live counter starts from.
 //
 // Each thread is replayed on its own: its items are sorted into the steps
-// their times fall in, each step's items are counted by a store of their
-// own (the live exporter's ThreadStore, sharing the label cap and prices
-// with every other thread), and what that store counted is the thread's
-// growth at that step. The whole thread is then counted at once, as the
+// their times fall in, each step's items are counted as a store that never
+// saw the thread counts them (the live exporter's ThreadStore, Count,
+// sharing the label cap and prices with every other thread), and that
+// count is the thread's growth at that step. The whole thread is then counted at once, as the
 // live exporter's first scan counts it, and the growths are trued up to
 // that count (they differ only where the store rounds a sum), so the last
 // sample of every series is the live value exactly.
@@ -46,12 +46,12 @@ const (
 	// the earlier items leave the snapshot and the store keeps what they
 	// counted, as when a thread file loses messages.
 	replayOnlyNew
-	// replayFresh applies each step's items to a store of their own, then
-	// the whole thread to one more, as the live exporter's first scan
-	// does; the steps' growths are trued up to that store's totals (they
-	// differ only where a sum is rounded: credits, and dollars of a series
-	// folded into other), so the last sample is the live value exactly.
-	// Each application then costs what its own items cost.
+	// replayFresh counts each step's items as a store that never saw the
+	// thread would (store.ThreadStore.Count), then the whole thread, as the
+	// live exporter's first scan does; the steps' growths are trued up to
+	// that count (they differ only where a sum is rounded: credits, and
+	// dollars of a series folded into other), so the last sample is the
+	// live value exactly. Each step then costs what its own items cost.
 	replayFresh
 )
 
