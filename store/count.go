@@ -18,6 +18,7 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	c, rates, _, _, _, _ := s.contribute(sum, prices, nil, false)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
+	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
 	for k, r := range rates {
