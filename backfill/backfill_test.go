@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -446,4 +447,59 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// TestScanFilesWorkersAgree: thread files parsed and replayed by several
+// workers at once (sharing the Backfill's counter store, label cap and
+// prices) give every sample of every series the same value as one worker;
+// under -race (make unit) it also checks that the shared counting is safe.
+func TestScanFilesWorkersAgree(t *testing.T) {
+	dir := t.TempDir()
+	g := threadgen.New(threadgen.Options{Threads: 48, TotalBytes: 5_000_000, Seed: 5})
+	if _, err := g.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ThreadFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := pricing.Embedded(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
+	run := func(workers int) (map[string][]Point, ScanResult) {
+		t.Helper()
+		b, err := New(Options{Until: threadgen.DefaultStart.Add(threadgen.Spread + 72*time.Hour), Prices: prices})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ScanFiles(context.Background(), b, files, 1<<30, workers, store.NewOwners(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]Point{}
+		for _, s := range b.Series(b.Range(time.Time{})) {
+			out[seriesName(s.ID)] = slices.Collect(s.Points())
+		}
+		return out, res
+	}
+	want, wantRes := run(1)
+	if len(want) < 15 || wantRes.Files != len(files) {
+		t.Fatalf("one worker: %d series from %d of %d files", len(want), wantRes.Files, len(files))
+	}
+	for _, workers := range []int{2, 4} {
+		got, res := run(workers)
+		if res.Files != wantRes.Files || res.Bytes != wantRes.Bytes {
+			t.Errorf("%d workers read %d files / %d bytes, one worker %d / %d", workers, res.Files, res.Bytes, wantRes.Files, wantRes.Bytes)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%d workers: %d series, one worker %d", workers, len(got), len(want))
+		}
+		for name, w := range want {
+			if fmt.Sprint(got[name]) != fmt.Sprint(w) {
+				t.Errorf("%d workers: %s differs from one worker's", workers, name)
+			}
+		}
+	}
 }
