@@ -12,17 +12,7 @@ import (
 // and a run over a thread directory that writes OpenMetrics ending in
 // # EOF and says what to run next.
 func TestBackfillCommand(t *testing.T) {
-	threads := t.TempDir()
-	data, err := os.ReadFile("../../parser/thread/testdata/usage-era.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(threads, "T-1.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AMP_THREADS_DIR", threads)
-	t.Setenv("AMP_API_KEY", "")
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	oneThreadFile(t)
 	out := filepath.Join(t.TempDir(), "history.om")
 	for _, tc := range []struct {
 		name string
@@ -55,4 +45,21 @@ func TestBackfillCommand(t *testing.T) {
 	if !strings.HasSuffix(string(b), "\n# EOF\n") || !strings.Contains(string(b), `amp_tokens_total{instance="a:1",job="amp",model=`) {
 		t.Errorf("the file is not the history:\n%.500s", b)
 	}
+}
+
+// oneThreadFile points the exporter at a thread directory holding one
+// thread file with usage, and at no Amp server login.
+func oneThreadFile(t *testing.T) {
+	t.Helper()
+	threads := t.TempDir()
+	data, err := os.ReadFile("../../parser/thread/testdata/usage-era.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(threads, "T-1.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AMP_THREADS_DIR", threads)
+	t.Setenv("AMP_API_KEY", "")
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
 }

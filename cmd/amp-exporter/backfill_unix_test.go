@@ -17,17 +17,7 @@ import (
 // temporary file over it, as for a regular file, replaced /dev/null with
 // a regular file when run as root.
 func TestBackfillOutputToAPipe(t *testing.T) {
-	threads := t.TempDir()
-	data, err := os.ReadFile("../../parser/thread/testdata/usage-era.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(threads, "T-1.json"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AMP_THREADS_DIR", threads)
-	t.Setenv("AMP_API_KEY", "")
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	oneThreadFile(t)
 	fifo := filepath.Join(t.TempDir(), "history.pipe")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
