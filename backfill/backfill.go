@@ -183,7 +183,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	// The stateful modes (tests) keep one store for the thread and take
 	// the growth of its totals at each step.
 	var st *store.ThreadStore
-	prev := map[store.SeriesKey]int64{}
+	var prev map[store.SeriesKey]int64
 	for lo := 0; lo < len(order); {
 		s := at[order[lo]]
 		hi := lo + 1
@@ -216,7 +216,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			}
 		} else {
 			if st == nil {
-				st = b.newStore()
+				st, prev = b.newStore(), map[store.SeriesKey]int64{}
 			}
 			st.Apply(path, store.FileVersion{Size: int64(len(steps))}, &prefix)
 			for k, v := range st.Snapshot().Totals() {

@@ -21,20 +21,6 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
-	for k, r := range rates {
-		n := c[k]
-		if n <= 0 {
-			continue
-		}
-		cost, unpriced := r.charge(n, c[SeriesKey{FamTokensLong, k.L1, k.L2}])
-		if cost > 0 {
-			ck := SeriesKey{FamCost, k.L1, ""}
-			c[ck] = satAdd(c[ck], cost)
-		}
-		if unpriced > 0 {
-			uk := SeriesKey{FamUnpriced, k.L1, ""}
-			c[uk] = satAdd(c[uk], unpriced)
-		}
-	}
+	chargeGrowth(rates, c, func(k SeriesKey, v int64) { c[k] = satAdd(c[k], v) })
 	return c
 }

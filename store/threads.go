@@ -473,13 +473,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
-	for k, r := range rates {
-		if delta := grown[k]; delta > 0 {
-			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2}])
-			s.addTo(rec, SeriesKey{FamCost, k.L1, ""}, cost)
-			s.addTo(rec, SeriesKey{FamUnpriced, k.L1, ""}, unpriced)
-		}
-	}
+	chargeGrowth(rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
 	if sum.LastActivity > rec.lastActivity {
 		rec.lastActivity = sum.LastActivity
 		s.lastActivity = max(s.lastActivity, sum.LastActivity)
@@ -552,6 +546,24 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 		}
 	}
 	rec.retired = s.series.compact(retired)
+}
+
+// chargeGrowth prices the growth of each token series (grown, with its
+// long-context part under FamTokensLong) at the rates the thread's items
+// gave it, and hands the dollars and unpriced tokens to add (positive
+// values only).
+func chargeGrowth(rates map[SeriesKey]rate, grown map[SeriesKey]int64, add func(SeriesKey, int64)) {
+	for k, r := range rates {
+		if delta := grown[k]; delta > 0 {
+			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2}])
+			if cost > 0 {
+				add(SeriesKey{FamCost, k.L1, ""}, cost)
+			}
+			if unpriced > 0 {
+				add(SeriesKey{FamUnpriced, k.L1, ""}, unpriced)
+			}
+		}
+	}
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {

@@ -257,25 +257,18 @@ func writeOutput(path string, stdout io.Writer, series []backfill.Series, target
 	if path == "-" {
 		return backfill.WriteOpenMetrics(stdout, series, target)
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+	var f *os.File
+	var err error
+	tmp := ""
+	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return 0, fmt.Errorf("--output %s: a directory", path)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return 0, fmt.Errorf("--output: %w", err)
-		}
-		n, err := backfill.WriteOpenMetrics(f, series, target)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return 0, fmt.Errorf("--output: %w", err)
-		}
-		return n, nil
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	} else {
+		tmp = path + ".tmp"
+		f, err = os.Create(tmp)
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
 	if err != nil {
 		return 0, fmt.Errorf("--output: %w", err)
 	}
@@ -283,11 +276,13 @@ func writeOutput(path string, stdout io.Writer, series []backfill.Series, target
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && tmp != "" {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		if tmp != "" {
+			os.Remove(tmp)
+		}
 		return 0, fmt.Errorf("--output: %w", err)
 	}
 	return n, nil
