@@ -169,7 +169,7 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
-	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win)}
+	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -210,7 +210,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		}
 		out = append(out, e)
 	}
-	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity}
+	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt}
 	if identityOK {
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window)

@@ -42,12 +42,19 @@ func (s *ThreadStore) ServerPaths() []string {
 // are below their share of the new split (in proportion to how far
 // below), so a bill that changes shape (a breakdown, then a total only, or
 // the reverse) is never counted twice.
+//
+// A thread another source counts is billed here only once its bill was
+// kept by ApplyOthersBill.
 func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := s.threads[key]
+	return s.applyBilledLocked(key, usd)
+}
+
+func (s *ThreadStore) applyBilledLocked(id string, usd map[string]float64) bool {
+	recs, rec, key := s.billRecords(id)
 	if rec == nil {
-		return false // only threads the store counts are billed here
+		return false // only threads the store counts, or keeps the bill of
 	}
 	kinds := make([]string, 0, len(usd))
 	for kind := range usd {
@@ -67,10 +74,13 @@ func (s *ThreadStore) ApplyBilled(key string, usd map[string]float64) bool {
 			want[i] = fixed(FamBilled, v)
 			target += want[i]
 		}
-		if j, ok := rec.contrib.find(s.series.id(SeriesKey{FamBilled, kind, ""})); ok {
-			have[i] = rec.contrib[j].v
-			counted += have[i]
+		sid := s.series.id(SeriesKey{FamBilled, kind, ""})
+		for _, r := range recs {
+			if j, ok := r.contrib.find(sid); ok {
+				have[i] = satAdd(have[i], r.contrib[j].v)
+			}
 		}
+		counted = satAdd(counted, have[i])
 	}
 	if target <= counted {
 		return false

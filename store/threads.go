@@ -196,6 +196,10 @@ type threadRecord struct {
 	// win is the thread's window (window.go): a server thread's messages
 	// from a prompt on, and what those before it counted; nil for a file.
 	win *windowRec
+	// billedAt: for the bill of a thread another source counts (bills.go),
+	// how the server listed the thread when the bill was read; nil for a
+	// thread's own record.
+	billedAt *FileVersion
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -730,6 +734,9 @@ type ThreadState struct {
 	Retired []SeriesValue `json:"retired,omitempty"`
 	// Window is where a server thread's next read may start (window.go).
 	Window *WindowState `json:"window,omitempty"`
+	// BilledAt is set on the bill of a thread another source counts
+	// (bills.go): how the server listed the thread when it was read.
+	BilledAt *FileVersion `json:"billed_at,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -794,7 +801,8 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window)}
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window),
+			billedAt: ts.BilledAt}
 		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)

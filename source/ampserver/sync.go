@@ -401,11 +401,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	return st, errors.Join(listErr, fetchErr)
 }
 
-// counted reports whether the server source counts the thread.
+// counted reports whether the server source counts the thread, or keeps
+// its bill (bills.go).
 func (s *Syncer) counted(id string) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(id); o != "" && o != store.SourceServer {
-			return false
+			return s.billKept(id)
 		}
 	}
 	_, ok := s.store.File(store.ServerPath(id))
@@ -479,7 +480,7 @@ func (s *Syncer) noteBug(err error) {
 func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
-			return false
+			return s.othersBillDue(t, full) // its bill only (bills.go)
 		}
 	}
 	now := listedAs(t)
@@ -584,7 +585,7 @@ const (
 func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool) (outcome, error) {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
-			return outcomeSkipped, nil
+			return s.othersBill(ctx, t)
 		}
 	}
 	path := store.ServerPath(t.ID)
@@ -660,7 +661,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 	// Claimed only once it can be counted: a thread the server lists but
 	// the exporter cannot read stays with whichever source can.
 	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
-		return outcomeSkipped, nil
+		return s.othersBill(ctx, t)
 	}
 	v := ex.V
 	if v == 0 {
