@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -50,6 +51,8 @@ type StreamStore struct {
 	// server: runs whose thread the Amp server source may count instead
 	// (streamserver.go); nil while that source is off.
 	server *streamServer
+	// runs: how far each run was read (streamruns.go).
+	runs map[string]*streamRun
 }
 
 // SetPrices changes the prices applied to tokens counted from now on.
@@ -79,6 +82,13 @@ func (s *StreamStore) File(path string) (StreamFile, bool) {
 	// The caller advances the run; the stored map must not change under a
 	// concurrent Export.
 	c.Run.Pending = maps.Clone(f.Run.Pending)
+	if h := f.Run.Held; h != nil {
+		held := *h
+		held.ToolCalls = slices.Clone(h.ToolCalls)
+		held.Executions = slices.Clone(h.Executions)
+		held.Denials = slices.Clone(h.Denials)
+		c.Run.Held = &held
+	}
 	return c, true
 }
 
@@ -151,6 +161,9 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	}
 	add := total
 	for _, inc := range incs {
+		// A run read before counts only what no reading counted yet
+		// (streamruns.go).
+		inc = s.firstReading(inc)
 		// What the Amp server's copy of the run counts instead is held
 		// or dropped here (streamserver.go); the rest counts at once.
 		add = s.sharedAdder(inc, total)
@@ -230,6 +243,8 @@ type StreamState struct {
 	Files   map[string]StreamFile `json:"files"`
 	// Server: runs held for, or kept from, the Amp server source.
 	Server *StreamServerState `json:"server,omitempty"`
+	// Runs: how far each run was read, by its key (streamruns.go).
+	Runs map[string]StreamRunState `json:"runs,omitempty"`
 }
 
 // Export returns the store's state for persistence.
@@ -242,6 +257,7 @@ func (s *StreamStore) Export() *StreamState {
 		st.Files[p] = *f
 	}
 	st.Server = s.exportServer()
+	st.Runs = s.exportRuns()
 	return st
 }
 
@@ -262,6 +278,9 @@ func (s *StreamStore) Import(st *StreamState) error {
 	if err := checkServerState(st.Server); err != nil {
 		return err
 	}
+	if err := checkRuns(st.Runs); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.totals) > 0 || len(s.files) > 0 {
@@ -276,5 +295,6 @@ func (s *StreamStore) Import(st *StreamState) error {
 		s.files[p] = &f
 	}
 	s.importServer(st.Server)
+	s.importRuns(st.Runs)
 	return nil
 }

@@ -31,6 +31,15 @@ type Run struct {
 	SawUsage bool `json:"saw_usage"`
 	// Pending maps tool_use ids to tool names until their result arrives.
 	Pending map[string]string `json:"pending,omitempty"`
+
+	// The run's identity (identity.go), for ApplyLine: its session, how
+	// many of its lines were read, the hash of its head while the head is
+	// read, its key once known, and what the head's lines add until then.
+	Session string      `json:"session,omitempty"`
+	Lines   int         `json:"lines,omitempty"`
+	Hash    uint64      `json:"hash,omitempty"`
+	Key     RunKey      `json:"key,omitempty"`
+	Held    *Increments `json:"held,omitempty"`
 }
 
 // ToolCall is one finished tool call.
@@ -60,6 +69,10 @@ type Increments struct {
 	// and Result says the line was the run's result.
 	SessionID string `json:"-"`
 	Result    bool   `json:"-"`
+	// RunKey is the run the line belongs to and RunLine its place there
+	// (ApplyLine); "" for a line read without identity.
+	RunKey  RunKey `json:"-"`
+	RunLine int    `json:"-"`
 }
 
 // Apply counts one message of the run.

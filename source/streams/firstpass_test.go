@@ -13,8 +13,8 @@ import (
 // from then on), and not again on later polls.
 func TestTailerOnFirstPass(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"a.jsonl", "b.jsonl"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(runText(runLines...)), 0o644); err != nil {
+	for name, run := range map[string][]string{"a.jsonl": runLines, "b.jsonl": runOf("T-2")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(runText(run...)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

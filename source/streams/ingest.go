@@ -161,11 +161,11 @@ func (h *IngestHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if ok {
 			res.Counted++
-			count(run.Apply(m))
+			count(run.ApplyLine(m, line))
 		}
 	})
-	if ex, open := run.End(); open {
-		count(streamjson.Increments{Executions: []streamjson.Execution{ex}})
+	if inc, ok := run.Finish(); ok {
+		count(inc)
 	}
 	status := http.StatusOK
 	var tooBig *http.MaxBytesError

@@ -111,6 +111,24 @@ var runLines = []string{
 
 func runText(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 
+// runOf is runLines as a run of another thread.
+func runOf(session string) []string {
+	out := make([]string, len(runLines))
+	for i, l := range runLines {
+		out[i] = strings.ReplaceAll(l, `"T-1"`, `"`+session+`"`)
+	}
+	return out
+}
+
+// continuedRun is the n-th later run of runLines' thread (amp threads
+// continue): the same session_id, its first answer reading a longer
+// context.
+func continuedRun(n int) []string {
+	out := append([]string(nil), runLines...)
+	out[2] = strings.Replace(out[2], `"input_tokens":10,`, fmt.Sprintf(`"input_tokens":%d,`, 10+1000*n), 1)
+	return out
+}
+
 func (e *env) tailer(dir string) *Tailer {
 	return NewTailer(TailConfig{Dirs: []string{dir}, PollInterval: time.Hour, MaxLineBytes: 1 << 20}, e.store, e.metrics, nil, nil)
 }
@@ -185,7 +203,7 @@ func TestTailTruncationAndReplacement(t *testing.T) {
 	}
 	// Replaced by rename: a new file, read from the start.
 	tmp := filepath.Join(dir, "tmp")
-	if err := os.WriteFile(tmp, []byte(runText(runLines...)), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(runText(runOf("T-2")...)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -363,8 +381,8 @@ func TestIngestedAndTailedRunsAddUp(t *testing.T) {
 	srv := ingestServer(e, IngestConfig{MaxLineBytes: 1 << 20, MaxBodyBytes: 1 << 20})
 	defer srv.Close()
 	var body bytes.Buffer
-	for i := 0; i < 3; i++ {
-		body.WriteString(runText(runLines...))
+	for i := 1; i <= 3; i++ { // later runs of the same thread
+		body.WriteString(runText(continuedRun(i)...))
 	}
 	if code, res := post(t, srv.URL, &body); code != 200 || res.RunsFinished != 3 {
 		t.Fatalf("%d %+v", code, res)

@@ -137,8 +137,8 @@ func (t *Tailer) Poll() {
 			// left open never ends: count it as incomplete.
 			if st, ok := t.store.File(p); ok {
 				var incs []streamjson.Increments
-				if ex, open := st.Run.End(); open {
-					incs = append(incs, streamjson.Increments{Executions: []streamjson.Execution{ex}})
+				if inc, ok := st.Run.Finish(); ok {
+					incs = append(incs, inc)
 				}
 				t.store.Apply(incs)
 			}
@@ -182,8 +182,8 @@ func (t *Tailer) follow(path string) {
 		// the file is read again from its start as a new capture.
 		t.log.Info("stream-json capture replaced or truncated; reading it from the start",
 			"path", path, "previous_offset", st.Offset, "size", fi.Size())
-		if ex, open := st.Run.End(); open {
-			incs = append(incs, streamjson.Increments{Executions: []streamjson.Execution{ex}})
+		if inc, ok := st.Run.Finish(); ok {
+			incs = append(incs, inc)
 		}
 		st = store.StreamFile{Inode: ino}
 	case fi.Size() == st.Offset:
@@ -215,7 +215,7 @@ func (t *Tailer) follow(path string) {
 			return
 		}
 		if ok {
-			incs = append(incs, st.Run.Apply(m))
+			incs = append(incs, st.Run.ApplyLine(m, line))
 		}
 	})
 	if err != nil {
