@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -148,7 +149,9 @@ func (l *connLimiter) oldestEvictableLocked() *limitedConn {
 	return victim
 }
 
-// install hooks the limiter into the server's connection states.
+// install hooks the limiter into the server's connection states, and its
+// handler, so that a request body is never waited for when nothing reads
+// it (slowbody.go).
 func (l *connLimiter) install(s *http.Server) {
 	prev := s.ConnState
 	s.ConnState = func(c net.Conn, st http.ConnState) {
@@ -157,6 +160,14 @@ func (l *connLimiter) install(s *http.Server) {
 			prev(c, st)
 		}
 	}
+	prevCtx := s.ConnContext
+	s.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevCtx != nil {
+			ctx = prevCtx(ctx, c)
+		}
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	s.Handler = unreadBodyNotAwaited(s.Handler)
 }
 
 // limitedOf finds the limiter's connection under the server's view of it (a
@@ -191,6 +202,9 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	s.state, s.seq = st, l.seq
 	if evictable(st) {
 		l.room.Broadcast()
+	}
+	if st == http.StateActive {
+		l.refusedBodyNotAwaited(lc, s.seq)
 	}
 }
 
@@ -267,6 +281,9 @@ type limitedConn struct {
 	net.Conn
 	l    *connLimiter
 	once sync.Once
+	// reached: the request the connection serves reached the server's
+	// own handler (slowbody.go).
+	reached atomic.Bool
 }
 
 func (c *limitedConn) Close() error {
