@@ -39,6 +39,8 @@ type serverSource struct {
 	// restored: the state held server threads, complete totals that may be
 	// shown before the first sync (seed).
 	restored atomic.Bool
+	// passed: a sync went over the whole listing (ampserver.Stats.Passed).
+	passed atomic.Bool
 }
 
 // newServerSource sets up the Amp server source, or returns nil when it
@@ -96,12 +98,13 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		Billed:          true,
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
-		OnAccount: src.named,
+		OnAccount: src.named, OnPass: func() { src.passed.Store(true) },
 	})
 	src.syncer = syncer
-	// The server's families wait for its first complete sync, unless a
+	// The server's families wait for its first pass over the listing (a
+	// thread that keeps failing does not hide the others), unless a
 	// restored state already holds its totals (docs/running.md).
-	amp.SetReady(ampstore.SourceServer, func() bool { return src.restored.Load() || sm.SyncedOnce() })
+	amp.SetReady(ampstore.SourceServer, func() bool { return src.restored.Load() || sm.SyncedOnce() || src.passed.Load() })
 	return src, nil
 }
 

@@ -107,6 +107,7 @@ type Syncer struct {
 	clock   clock.Clock
 
 	onAccount func(UserInfo)
+	onPass    func()
 
 	mu           sync.Mutex
 	lastComplete time.Time // start of the last complete sync
@@ -146,6 +147,11 @@ type SyncOptions struct {
 	// OnAccount is called once, when getUserInfo first answers (also
 	// when the key was refused at start-up and works later).
 	OnAccount func(UserInfo)
+	// OnPass is called after every sync that passed over the whole
+	// listing (Stats.Passed), complete or not: a thread that keeps
+	// failing must not hide what every other thread counted, as a local
+	// file that cannot be read does not hold up the first scan.
+	OnPass func()
 }
 
 // NewSyncer returns a syncer; nothing happens until Run or Sync.
@@ -190,7 +196,7 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 		opts.Clock = clock.Real{}
 	}
 	return &Syncer{client: c, cfg: cfg, store: store, owners: opts.Owners, metrics: opts.Metrics,
-		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount,
+		source: opts.Source, streams: opts.Streams, log: opts.Logger, clock: opts.Clock, onAccount: opts.OnAccount, onPass: opts.OnPass,
 		unreadable: map[string]listing{}, otherUser: map[string]bool{}, bugLogged: map[string]bool{}}
 }
 
@@ -212,7 +218,10 @@ type Stats struct {
 	// not understood): a parse error, read again when their `v` changes.
 	Unreadable int
 	Complete   bool
-	StartedAt  time.Time
+	// Passed: the listing was whole and every changed thread it showed
+	// was tried, read or not (the source's first pass, SyncOptions.OnPass).
+	Passed    bool
+	StartedAt time.Time
 }
 
 // confirmGone asks the server, by id, about threads a full listing did not
@@ -352,6 +361,8 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	if errors.Is(fetchErr, ErrAuth) || ctx.Err() != nil {
 		return st, errors.Join(listErr, fetchErr)
 	}
+	st.Passed = listErr == nil && ctx.Err() == nil &&
+		st.Fetched+st.Gone+st.Skipped+st.Unreadable+st.Failed >= st.Changed
 	s.rebill(ctx, rebill, &st)
 	if newest != "" && s.entitlementDue(start) {
 		s.entitlement(ctx, newest, start)
@@ -809,6 +820,9 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 		st, err := s.Sync(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if st.Passed && s.onPass != nil {
+			s.onPass()
 		}
 		if refused && !errors.Is(err, ErrAuth) {
 			refused = false
