@@ -507,18 +507,37 @@ func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
 // no alias pinned: its predecessor was keyed by its own protocol id, so
 // the edit's new messages are new items. The alias is then pinned to count
 // nothing, so that it neither counts again nor reads as gone.
+//
+// The alias is the message's numeric messageId (else its position). A
+// thread known by the 0-based ids of a local-era document and served after
+// its import with the CLI's numbering (index + 1) is known one lower
+// (thread.Item.AliasFromZero): the numbering under which more of the
+// snapshot's items adopt is the thread's, so that no message takes over
+// its neighbour's pin.
 func (k *itemCounter) adopt() {
+	alias := func(it *thread.Item) uint64 { return it.Alias }
+	if fromZero := func(it *thread.Item) uint64 { return it.AliasFromZero }; k.adoptWith(fromZero, false) > k.adoptWith(alias, false) {
+		alias = fromZero
+	}
+	k.adoptWith(alias, true)
+}
+
+// adoptWith is adopt with the items' aliases given by alias; unless apply
+// is set it pins nothing and only says how many items would adopt.
+func (k *itemCounter) adoptWith(aliasOf func(*thread.Item) uint64, apply bool) int {
 	s, sum, pg := k.s, k.sum, k.pg
 	var present map[uint64]struct{}
+	adopted := 0
 	for i := range sum.Items {
 		it := &sum.Items[i]
-		if it.Alias == 0 || it.Copied {
+		alias := aliasOf(it)
+		if alias == 0 || it.Copied {
 			continue
 		}
 		if n, _ := pg.lookup(it.Key); n != 0 {
 			continue
 		}
-		an, at := pg.lookup(it.Alias)
+		an, at := pg.lookup(alias)
 		if an == 0 || at < 0 {
 			continue
 		}
@@ -546,18 +565,24 @@ func (k *itemCounter) adopt() {
 				present[sum.Items[j].Key] = struct{}{}
 			}
 		}
-		if _, ok := present[it.Alias]; ok {
+		if _, ok := present[alias]; ok {
+			continue
+		}
+		if !apply {
+			adopted++
 			continue
 		}
 		if pg.pin(&s.tuples, it.Key, t) == 0 {
 			continue
 		}
-		pg.pin(&s.tuples, it.Alias, pinTuple{none: true})
+		pg.pin(&s.tuples, alias, pinTuple{none: true})
 		if pg.adopted == nil {
 			pg.adopted = map[uint64]int{}
 		}
 		pg.adopted[it.Key] = at
+		adopted++
 	}
+	return adopted
 }
 
 // grow extends s with zero values to length n.

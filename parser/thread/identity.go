@@ -81,6 +81,12 @@ type Item struct {
 	// server's thread store, or pins saved before protocol ids were read,
 	// know it by that key (the store's rule for it is in pins.go).
 	Alias uint64
+	// AliasFromZero is the alias under a numbering one lower (the
+	// message's numeric messageId less one): a thread known by the 0-based
+	// ids of a local-era document (0, 1, 2, …) that is served after its
+	// import with the CLI's numbering (index + 1). 0 when there is none.
+	// The store takes, per thread, the numbering that matches.
+	AliasFromZero uint64
 	// Copied is set on the items a fork copied from its parent: the
 	// parent's spending, not counted here.
 	Copied bool
@@ -207,4 +213,22 @@ func messageAlias(m *Message) uint64 {
 		return a
 	}
 	return 0
+}
+
+// messageAliasFromZero is messageAlias under a numbering one lower (see
+// Item.AliasFromZero), 0 when the message has no numeric messageId above
+// 0 or no protocol id.
+func messageAliasFromZero(m *Message) uint64 {
+	if m.protocolID() == 0 || !m.HasID || m.ID < 1 {
+		return 0
+	}
+	return ItemKey(ItemMessage, uint64(m.ID-1))
+}
+
+// toolAliasFromZero is a tool result's alias under a numbering one lower.
+func toolAliasFromZero(m *Message, j int) uint64 {
+	if m.protocolID() == 0 || !m.HasID || m.ID < 1 || m.ID >= 1<<50 || j >= 64 {
+		return 0
+	}
+	return ItemKey(ItemToolAt, uint64(m.ID-1)<<6|uint64(j))
 }

@@ -235,7 +235,7 @@ func Summarize(t *Thread) *Summary {
 		} else if m.SentAt > 0 {
 			at = m.SentAt
 		}
-		it := Item{Key: messageKey(m), Alias: messageAlias(m), Copied: copied, Role: m.Role, Prompt: m.Prompt, At: at}
+		it := Item{Key: messageKey(m), Alias: messageAlias(m), AliasFromZero: messageAliasFromZero(m), Copied: copied, Role: m.Role, Prompt: m.Prompt, At: at}
 		if m.Role == RoleAssistant {
 			it.Model = m.rawModel()
 			it.StopReason = FinishReason(m)
@@ -266,7 +266,7 @@ func Summarize(t *Thread) *Summary {
 				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
 			}
 			key, alias := toolKey(m, j, r.ToolUseIDHash)
-			items = append(items, Item{Key: key, Alias: alias, Copied: copied, Tool: name, Status: status, At: at})
+			items = append(items, Item{Key: key, Alias: alias, AliasFromZero: toolAliasFromZero(m, j), Copied: copied, Tool: name, Status: status, At: at})
 		}
 	}
 	if byLedger {
@@ -525,6 +525,9 @@ func exchanges(msgs []Message, dup []bool, first int, items []Item) []Item {
 			}
 			if a := messageAlias(&msgs[at]); a != 0 {
 				it.Alias = ItemKey(ItemExchange, bits.RotateLeft64(a, 4))
+			}
+			if a := messageAliasFromZero(&msgs[at]); a != 0 {
+				it.AliasFromZero = ItemKey(ItemExchange, bits.RotateLeft64(a, 4))
 			}
 			items = append(items, it)
 		}
