@@ -92,7 +92,7 @@ func TestServerFamiliesShownWhenASyncNeverCompletes(t *testing.T) {
 	if up, shown := gathered(t, reg, collector.NameServerUp); !shown || up != 0 {
 		t.Fatalf("amp_server_up before the first sync: %v (shown %v), want 0", up, shown)
 	}
-	if _, shown := gathered(t, reg, collector.NameMessages); shown {
+	if _, shown := gathered(t, reg, collector.NameOf(ampstore.FamMessages)); shown {
 		t.Fatal("server messages shown before the first sync")
 	}
 
@@ -113,13 +113,13 @@ func TestServerFamiliesShownWhenASyncNeverCompletes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n, shown := gathered(t, reg, collector.NameMessages); !shown || n != 4 {
+	if n, shown := gathered(t, reg, collector.NameOf(ampstore.FamMessages)); !shown || n != 4 {
 		t.Fatalf("server messages %v (shown %v), want the two threads read: 4", n, shown)
 	}
 	if up, shown := gathered(t, reg, collector.NameServerUp); !shown || up != 0 {
 		t.Fatalf("amp_server_up %v (shown %v), want 0: the sync did not complete", up, shown)
 	}
-	if _, shown := gathered(t, reg, collector.NameBilledCost); !shown {
+	if _, shown := gathered(t, reg, collector.NameOf(ampstore.FamBilled)); !shown {
 		t.Fatal("amp_billed_cost_usd_total not shown")
 	}
 }
