@@ -151,7 +151,7 @@ are not listed here.
 
 A source's families appear once that source has been read completely
 (thread files: the first scan; stream-json: the first pass over the
-captures; the Amp server: the first complete sync, or at once when a saved
+captures; the Amp server: the first sync over the whole listing, or at once when a saved
 state is restored), never with a part of its totals: see
 [running.md](running.md#when-the-counters-appear). The exporter's own
 metrics (` + "`amp_exporter_*`, `amp_server_up`" + `, …) are there from the start,
