@@ -35,28 +35,17 @@ func (s *Syncer) window(path string) (store.Window, bool) {
 // store's did, or the store refused it.
 func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store.Window) (out outcome, err error, done bool) {
 	path := store.ServerPath(t.ID)
-	ex, exact, err := s.client.ExportFrom(ctx, t.ID, w.Start, t.MessageCount, s.cfg.MaxThreadBytes)
+	ex, err := s.client.ExportFrom(ctx, t.ID, w.Start, s.cfg.MaxThreadBytes)
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err, true
 	}
-	// Released once counted or refused (Repage's export holds ex's
-	// buffers: only the last is released).
-	defer func() { ex.Release() }()
+	// Nothing counted keeps a byte of the messages.
+	defer ex.Release()
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil, true
 	}
 	began := s.clock.Now()
 	parsed, err := ex.Parse(p.whole)
-	if err == nil && !startsAt(parsed, ex, w) && !exact {
-		// The tail did not start at the window (the thread grew, or
-		// shrank, since it was listed): the window's messages by pages.
-		if ex, err = s.client.Repage(ctx, t.ID, ex, s.cfg.MaxThreadBytes); err != nil {
-			if out, err, done := s.exportFailed(path, t, err); done {
-				return out, err, true
-			}
-		}
-		parsed, err = ex.Parse(p.whole)
-	}
 	if err != nil || !startsAt(parsed, ex, w) {
 		// Not the window counted before (or not readable as one): the
 		// whole thread says what it is.
