@@ -104,7 +104,7 @@ type Server struct {
 	stale map[string]map[string]any
 	// swapTail: threads whose getThreadTail answers its last two
 	// messages swapped (SwapTail).
-	swapTail map[string]bool
+	swapTail  map[string]bool
 	delay     time.Duration
 	requests  map[string]int
 	fetched   map[string]int // getThreadTail per thread
