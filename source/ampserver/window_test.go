@@ -276,9 +276,11 @@ func TestWindowSameAsWhole(t *testing.T) {
 				} else if r.IntN(3) == 0 {
 					srv.ListStale(th.id, false)
 				}
-				if swap := r.IntN(5) == 0; swap || r.IntN(3) == 0 {
-					ops["swapped tail"] += map[bool]int{true: 1}[swap]
-					srv.SwapTail(th.id, swap)
+				if r.IntN(5) == 0 {
+					ops["swapped tail"]++
+					srv.SwapTail(th.id, true)
+				} else if r.IntN(3) == 0 {
+					srv.SwapTail(th.id, false)
 				}
 				hold := r.IntN(4) == 0
 				srv.HoldVersion(th.id, hold)
