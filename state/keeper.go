@@ -1,5 +1,5 @@
 // Package state keeps the counting state of every source in one
-// append-only log under --storage.path (internal/statelog), so that a
+// append-only log under --storage.path (state/statelog), so that a
 // restart or a kill -9 neither loses nor double counts. It owns the log's
 // schema: the key spaces of its records, the order a save writes them in,
 // and replay into the stores at start-up.
@@ -25,8 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/dirlock"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/state/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

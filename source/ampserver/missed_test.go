@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -53,7 +53,7 @@ func (th *plainThread) addOutput(i, out int) {
 	u["outputTokens"] = u["outputTokens"].(int) + out
 }
 
-func (th *plainThread) put(t *testing.T, srv *ampstandin.Server) {
+func (th *plainThread) put(t *testing.T, srv *ampservertest.Server) {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"v": 1, "id": th.id, "created": t0.UnixMilli(), "agentMode": "smart", "messages": th.msgs})
 	if err != nil {
@@ -102,7 +102,7 @@ func syncOnce(t *testing.T, w *windowSyncer, what string) Stats {
 func TestRewriteBeforeWindowReadAtFullListing(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
-			srv := ampstandin.New(testKey, "alice@example.com")
+			srv := ampservertest.New(testKey, "alice@example.com")
 			defer srv.Close()
 			clk := clock.NewFake(t0)
 			outs := make([]int, 40)
@@ -163,7 +163,7 @@ func TestRewriteBeforeWindowReadAtFullListing(t *testing.T) {
 // tokens, what the document holds), at the routine sync. Before, it was
 // skipped at every sync and full listing (5,061).
 func TestGrowthUnderSameVersionRead(t *testing.T) {
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	defer srv.Close()
 	clk := clock.NewFake(t0)
 	outs := make([]int, 40)
@@ -205,7 +205,7 @@ func TestGrowthUnderSameVersionRead(t *testing.T) {
 // one weighed, and the change is read. Before, the stale entry won (at
 // every sync and full listing).
 func TestListedTwiceNewestWins(t *testing.T) {
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	defer srv.Close()
 	clk := clock.NewFake(t0)
 	th := newPlainThread(missedID, 100, 200, 300)
@@ -244,7 +244,7 @@ func TestListedTwiceNewestWins(t *testing.T) {
 // exchanges, as a whole read of the pages does. Before, the tail's first
 // message was checked and the rest trusted: 43.
 func TestSwappedTailCountsAsWhole(t *testing.T) {
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	defer srv.Close()
 	clk := clock.NewFake(t0)
 	outs := make([]int, 43)
