@@ -14,7 +14,9 @@ import (
 // against what it counted (every item the window had is still in it, and
 // nothing counted before the window is in it again) and counts it with what
 // lay before it; a window it cannot vouch for is refused and the thread is
-// read whole. A full sync reads changed threads whole.
+// read whole. A full sync reads changed threads whole, and every thread
+// last counted from a window (store.FileVersion.ServerWindow): what lies
+// before a window is not read with it.
 
 // parsers are a fetch worker's parsers: one for the document counted, one
 // for the part of it that is kept as the next window.
