@@ -389,13 +389,6 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	return changed, nil
 }
 
-// itemFamilies are the families a thread's items give (contribute).
-var itemFamilies = map[Family]bool{
-	FamMessages: true, FamPrompts: true, FamTokens: true, FamTokensLong: true, FamCredits: true,
-	FamFinished: true, FamToolCalls: true, FamContextBucket: true, FamContextSum: true,
-	FamExchangeBucket: true, FamExchangeSum: true,
-}
-
 // covers reports whether snapshot c, with the thread's retired part, gives
 // at least what the thread counted in every series its items give.
 func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
