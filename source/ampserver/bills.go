@@ -19,21 +19,19 @@ type BillStore interface {
 }
 
 // othersBillDue reports whether the bill of a listed thread another
-// source counts is to be read: it never was, or the thread changed since
-// (as changed tells for a thread the server counts).
+// source counts is to be read: it never was, or the listing moved since
+// (its `v`, message count or last interaction, as changed tells for a
+// thread the server counts).
 func (s *Syncer) othersBillDue(t Summary, full bool) bool {
 	bs, ok := s.store.(BillStore)
 	if !s.cfg.Billed || !ok {
 		return false
 	}
 	at, ok := bs.BilledAt(t.ID)
-	switch {
-	case !ok:
+	if !ok || full && t.V == 0 {
 		return true
-	case t.V == 0:
-		return full || at.ServerCount != int64(t.MessageCount) || at.ServerLast != t.LastActivity()
 	}
-	return at.ServerV != int64(t.V)
+	return t.V != 0 && at.ServerV != int64(t.V) || at.ServerCount != int64(t.MessageCount) || at.ServerLast != t.LastActivity()
 }
 
 // othersBill reads and keeps the bill of a thread another source counts.
