@@ -82,6 +82,8 @@ type Error struct {
 	detail     string
 	// otherKey: the key was refused and the key source has another now.
 	otherKey bool
+	// loginGone: no key, the CLI's login is gone (ErrLoginGone).
+	loginGone bool
 }
 
 func (e *Error) Error() string {
@@ -106,8 +108,11 @@ func (e *Error) Error() string {
 // Unwrap lets errors.Is match the sentinel (a rate limit is transient
 // too).
 func (e *Error) Unwrap() []error {
-	if e.kind == ErrRateLimited {
+	switch {
+	case e.kind == ErrRateLimited:
 		return []error{e.kind, ErrTransient}
+	case e.loginGone:
+		return []error{e.kind, ErrLoginGone}
 	}
 	return []error{e.kind}
 }
@@ -306,7 +311,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 		if errors.Is(err, ErrTransient) { // a login that could not be refreshed yet
 			kind = ErrTransient
 		}
-		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), "")}
+		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), ""), loginGone: errors.Is(err, ErrLoginGone)}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
