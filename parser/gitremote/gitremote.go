@@ -72,7 +72,9 @@ func Normalize(raw string) (string, Reason) {
 	}
 	// A remote helper's transport::address: the address is the remote.
 	if i := strings.Index(s, "::"); i > 0 && isScheme(s[:i]) {
-		s = s[i+2:]
+		if s = s[i+2:]; s == "" {
+			return "", ReasonInvalid
+		}
 	}
 	var host, path string
 	var reason Reason
@@ -91,9 +93,10 @@ func Normalize(raw string) (string, Reason) {
 }
 
 // badRune reports a rune that no remote this package reads contains, once
-// its ends are trimmed: whitespace, control and other invisible characters.
+// its ends are trimmed: whitespace, control and other invisible
+// characters, and U+FFFD, which stands for bytes that were not text.
 func badRune(r rune) bool {
-	return unicode.IsSpace(r) || !unicode.IsPrint(r)
+	return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == utf8.RuneError
 }
 
 // isScheme reports whether s is a URL scheme (RFC 3986: a letter, then

@@ -110,6 +110,7 @@ func TestNormalize(t *testing.T) {
 		{"https://github.com/acme/web\x00", "", ReasonInvalid},
 		{"https://github.com/acme/w\u200beb", "", ReasonInvalid},
 		{"https://github.com/acme/w\xffeb", "", ReasonInvalid},
+		{"https://github.com/acme/w\ufffdeb", "", ReasonInvalid},
 		{"https://github.com/acme/web:x", "", ReasonInvalid},
 		{`https://github.com/acme\web`, "", ReasonInvalid},
 		{"https://gith%75b.com/acme/web", "", ReasonInvalid},
@@ -118,6 +119,8 @@ func TestNormalize(t *testing.T) {
 		{"https://.github.com/acme/web", "", ReasonInvalid},
 		{"https:///acme/web", "", ReasonInvalid},
 		{"https://github.com/acme/web@v2", "", ReasonInvalid},
+		{"A::", "", ReasonInvalid},
+		{"persistent-https::", "", ReasonInvalid},
 		// Too long.
 		{"https://github.com/acme/" + strings.Repeat("w", MaxBytes), "", ReasonTooLong},
 		{"https://github.com/" + strings.Repeat("a", MaxInputBytes), "", ReasonTooLong},
