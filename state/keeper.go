@@ -1,9 +1,8 @@
 // Package state keeps the counting state of every source in one
-// append-only log under --storage.path (internal/statelog), so that a
+// append-only log under --storage.path (state/statelog), so that a
 // restart or a kill -9 neither loses nor double counts. It owns the log's
 // schema: the key spaces of its records, the order a save writes them in,
-// replay into the stores at start-up, and the migration of the JSON state
-// files of earlier versions.
+// and replay into the stores at start-up.
 //
 // A Keeper is opened (Open: the directory is locked and the state read
 // into the empty stores), saved (Save, or Flush for a caller that must
@@ -26,9 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/dirlock"
-	"github.com/amp-exporter/amp-exporter/internal/statefile"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/state/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -50,12 +48,8 @@ const (
 	keyServerFilePrefix   = "sf:"
 )
 
-// legacyStateFiles are the three JSON files of earlier versions, migrated
-// into the log on first start.
-var legacyStateFiles = []string{"threads-state.json", "stream-state.json", "amy-state.json"}
-
 // stateMeta is the log's meta record, written last in the first commit: a
-// log without it is one whose first commit (a migration) did not finish.
+// log without it is one whose first commit did not finish.
 type stateMeta struct {
 	Version int `json:"version"`
 	// Began is when the log was started, epoch ms: when these counters
@@ -122,8 +116,6 @@ const (
 	DamageUndecodable = "undecodable"
 	// DamageNotALog: the file is not a state log at all.
 	DamageNotALog = "not_a_log"
-	// DamageLegacy: a state file of an earlier version that is damaged.
-	DamageLegacy = "legacy_file"
 )
 
 // Options configure a Keeper.
@@ -157,7 +149,6 @@ type Keeper struct {
 	last                 map[string][]byte
 	streamGen, amyGen    uint64
 	haveMeta             bool
-	migrated             []string // legacy files to rename once the first save is on disk
 	written, compactions int64
 	// damaged is set when the load lost records to damage: the file
 	// records are then not restored, so every file is read again (its
@@ -286,7 +277,7 @@ func (k *Keeper) restore() (err error) {
 	return k.load()
 }
 
-// load reads the state log (or migrates the legacy files) into the stores.
+// load reads the state log into the stores.
 func (k *Keeper) load() error {
 	path := filepath.Join(k.dir, LogName)
 	db, rec, err := statelog.Open(path, k.now())
@@ -328,37 +319,27 @@ func (k *Keeper) load() error {
 			"path", path, "set_aside_as", rec.SetAside, "offsets", offsets, "records_lost", rec.LostRecords(),
 			"records_kept_from_damaged_batches", kept, "err", rec.Err(path))
 	}
-	if rec.Upgraded > 0 {
-		k.log.Info("state log rewritten in the current format", "path", path, "from_format", rec.Upgraded, "to_format", statelog.FormatVersion)
-	}
-	for _, name := range legacyStateFiles {
-		if n, err := statefile.CleanTemp(filepath.Join(k.dir, name)); err != nil {
-			return err
-		} else if n > 0 {
-			k.log.Info("removed temporary files of an interrupted state save", "count", n, "file", name)
-		}
-	}
 	if !db.Has(keyMeta) && !k.damaged {
-		// A new log, or a migration cut short: start it over from the
-		// legacy files (if any). (A log that lost its meta record to
-		// damage keeps the rest: the next save writes meta again.)
+		// A new log, or one whose first commit was cut short: start it
+		// over. (A log that lost its meta record to damage keeps the
+		// rest: the next save writes meta again.)
 		if db.Len() > 0 {
 			k.db = nil
 			if err := db.Close(); err != nil {
 				return err
 			}
 			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("restart an unfinished state migration: %w", err)
+				return fmt.Errorf("restart an unfinished first state save: %w", err)
 			}
 			if k.db, _, err = statelog.Open(path, k.now()); err != nil {
 				return err
 			}
 		}
-		if err := k.migrate(); err != nil {
-			return err
-		}
-		// The first save writes everything and the meta record last; fail
+		k.log.Info("no saved state yet, starting fresh", "path", path)
+		// The stream and Amy records are written by the first save
+		// (their generation differs), and the meta record last; fail
 		// early if the directory is not writable.
+		k.streamGen, k.amyGen = k.stores.Streams.Generation()+1, k.stores.Amy.Generation()+1
 		return k.save()
 	}
 	k.haveMeta = db.Has(keyMeta)
@@ -566,76 +547,6 @@ func redactKey(key string) string {
 	return key
 }
 
-// migrate loads the JSON state files of earlier versions into the stores;
-// the first save then writes all of it to the log.
-func (k *Keeper) migrate() error {
-	loads := []func(path string) (bool, error){
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Threads.Import) },
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Streams.Import) },
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Amy.Import) },
-	}
-	any := false
-	for i, name := range legacyStateFiles {
-		path := filepath.Join(k.dir, name)
-		found, err := loads[i](path)
-		switch {
-		case errors.Is(err, ErrNewer):
-			return err
-		case errors.Is(err, statefile.ErrDamaged):
-			k.metrics.StateFailed("load")
-			k.metrics.StateLoadDamage(DamageLegacy, 1)
-			aside, aerr := statefile.SetAside(path, k.now())
-			if aerr != nil {
-				return errors.Join(err, aerr)
-			}
-			k.log.Error("saved state is damaged; it was set aside and counting starts fresh (counters will look reset to Prometheus)",
-				"path", path, "set_aside_as", aside, "err", err)
-		case err != nil:
-			return err
-		case found:
-			any = true
-			k.migrated = append(k.migrated, path)
-		}
-	}
-	if any {
-		k.log.Info("migrating the state files of an earlier version into one state log", "files", len(k.migrated))
-	} else {
-		k.log.Info("no saved state yet, starting fresh", "path", filepath.Join(k.dir, LogName))
-	}
-	// Everything just imported is marked changed in the thread store; the
-	// stream and Amy records are written when their generation differs.
-	k.streamGen, k.amyGen = k.stores.Streams.Generation()+1, k.stores.Amy.Generation()+1
-	return nil
-}
-
-// versioned reads the version field of a legacy state file.
-type versioned struct {
-	Version int `json:"version"`
-}
-
-// loadLegacy decodes a legacy state file of type S and imports it. A file
-// of a newer version is refused (ErrNewer); one that does not decode
-// or import is damaged.
-func loadLegacy[S any](path string, importState func(*S) error) (bool, error) {
-	var v versioned
-	found, err := statefile.LoadKnown(path, &v)
-	if !found || err != nil {
-		return found, err
-	}
-	if v.Version > store.StateVersion {
-		return true, fmt.Errorf("%w: %s has version %d, this version reads up to %d; upgrade amp-exporter, or move it away to start counting afresh",
-			ErrNewer, path, v.Version, store.StateVersion)
-	}
-	var st S
-	if _, err := statefile.LoadKnown(path, &st); err != nil {
-		return true, err
-	}
-	if err := importState(&st); err != nil {
-		return true, errors.Join(statefile.ErrDamaged, err)
-	}
-	return true, nil
-}
-
 // save appends what changed since the last save, as one commit. The
 // records go in the order a crash in the middle of the commit must find
 // them: the admitted labels (exported after the thread delta, so they hold
@@ -763,7 +674,6 @@ func (k *Keeper) save() error {
 		}
 		k.last[w.key] = w.v
 	}
-	k.finishMigration()
 	if k.db.NeedsCompaction() {
 		n, err := k.db.Compact()
 		if err != nil {
@@ -776,18 +686,6 @@ func (k *Keeper) save() error {
 		}
 	}
 	return nil
-}
-
-// finishMigration renames the legacy files once their content is in the
-// log, so an older version started by mistake does not resume from stale
-// totals (rename them back to go back to the version they came from).
-func (k *Keeper) finishMigration() {
-	for _, p := range k.migrated {
-		if err := os.Rename(p, p+".migrated"); err != nil {
-			k.log.Warn("cannot rename a migrated state file", "path", p, "err", err)
-		}
-	}
-	k.migrated = nil
 }
 
 // close closes the state log and gives the directory back. It may be

@@ -378,7 +378,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
-	c, rates, pinned, fresh, vanished, reid := s.contribute(sum, prices, base, partial)
+	res := s.contribute(sum, prices, base, partial)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -392,8 +392,9 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
-		c, rates, pinned, fresh, vanished, reid = s.contribute(sum, s.prices, rec.pins, partial)
+		res = s.contribute(sum, s.prices, rec.pins, partial)
 	}
+	c, pinned := res.series, res.pins
 	var win *windowRec
 	if w != nil {
 		prefix, err := s.windowBase(rec, sum, w.at)
@@ -412,15 +413,15 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	// identityMoved: the thread's pins or retired part changed, which a
 	// save must write even when no counter moved.
 	identityMoved := false
-	if vanished {
+	if res.vanished {
 		// A thread whose messages all changed identity at once, into
 		// protocol ids, while the snapshot counts at least what the thread
 		// did in every series (an import into the server's thread store
 		// that no alias matched) is the same thread under new names: the
 		// new items take over by max-merging, nothing is retired. Otherwise
 		// the items that left keep what they counted.
-		if !reid || !s.covers(rec, c) {
-			s.retire(rec, c, fresh)
+		if !res.reidentified || !s.covers(rec, c) {
+			s.retire(rec, c, res.fresh)
 		}
 		identityMoved = true
 	}
@@ -440,7 +441,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		identityMoved = true
 	}
 	changed := false
-	grown := make(map[SeriesKey]int64, len(rates))
+	grown := make(map[SeriesKey]int64, len(res.rates))
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
@@ -473,7 +474,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
-	chargeGrowth(rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
+	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
 	if sum.LastActivity > rec.lastActivity {
 		rec.lastActivity = sum.LastActivity
 		s.lastActivity = max(s.lastActivity, sum.LastActivity)

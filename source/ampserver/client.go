@@ -150,13 +150,6 @@ type Options struct {
 	// the wire by content encoding ("gzip", "identity"), then with its
 	// decompressed size ("decoded").
 	OnBytes func(encoding string, n int64)
-	// LegacyDecode reads answers as before issue 18's decoding work, the
-	// baseline of the benchmarks: every answer decoded with
-	// encoding/json (not scanned, envelope.scan), read into a buffer of
-	// its own and inflated by a gzip reader of its own (not pooled), and
-	// each thread parsed from its assembled document (not from its
-	// parts, Export.Parse).
-	LegacyDecode bool
 	// Transport replaces the transport built from HTTP (tests).
 	Transport http.RoundTripper
 }
@@ -322,9 +315,6 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	// Set here, so the transport leaves the body compressed: its size on
 	// the wire is counted and the bound applies to what it inflates to.
 	req.Header.Set("Accept-Encoding", "zstd, gzip")
-	if c.opts.LegacyDecode {
-		req.Header.Set("Accept-Encoding", "gzip") // as before zstd was asked for
-	}
 	req.Header.Set("User-Agent", "amp-exporter/"+c.opts.Version)
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := c.hc.Do(req)
@@ -351,9 +341,8 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	// (Export.Release); after a failure (a result another attempt may
 	// not overwrite whole) it is left to the garbage collector.
 	keeper, kept := out.(bodyKeeper)
-	kept = kept && !c.opts.LegacyDecode
 	defer func() {
-		if !kept && !c.opts.LegacyDecode {
+		if !kept {
 			putBody(buf)
 		}
 	}()
@@ -367,7 +356,7 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 	var envErr error
 	var resultErr bool // the envelope decoded; the result has another shape
 	var resultDetail string
-	if sr, ok := out.(scannedResult); ok && !c.opts.LegacyDecode {
+	if sr, ok := out.(scannedResult); ok {
 		resultErr, resultDetail, envErr = env.scan(data, sr)
 	} else {
 		envErr = json.Unmarshal(data, &env)
@@ -457,44 +446,21 @@ func (c *Client) once(ctx context.Context, method string, body []byte, out any) 
 func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, error) {
 	limit := c.opts.MaxResponseBytes
 	wire := &countingReader{r: io.LimitReader(resp.Body, limit+1)}
-	var body io.Reader = wire
-	encoding := "identity"
 	tooLarge := func() error {
 		return &Error{Method: method, Status: resp.StatusCode, kind: ErrTooLarge, detail: fmt.Sprintf("more than %d bytes", limit)}
 	}
 	switch ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); ce {
 	case "", "identity":
 	case "gzip", "x-gzip":
-		if !c.opts.LegacyDecode {
-			return c.readGzip(resp, wire, method, key, tooLarge)
-		}
-		encoding = "gzip"
-		var zr *gzip.Reader
-		if !c.opts.LegacyDecode {
-			zr, _ = gzipReaders.Get().(*gzip.Reader)
-		}
-		var err error
-		if zr == nil {
-			zr, err = gzip.NewReader(wire)
-		} else {
-			err = zr.Reset(wire)
-		}
-		if err != nil {
-			c.countBytes(encoding, wire.n, 0)
-			return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
-		}
-		defer func() {
-			_ = zr.Close()
-			gzipReaders.Put(zr)
-		}()
-		body = zr
+		return c.readGzip(resp, wire, method, key, tooLarge)
 	case "zstd":
 		// Several times faster to inflate than gzip, and smaller.
 		return c.readZstd(resp, wire, method, key, tooLarge)
 	default:
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrBadResponse, detail: "content encoding not asked for: " + bounded(ce, 32)}
 	}
-	buf, readErr := readAll(io.LimitReader(body, limit+1), sizeHint(resp.ContentLength, encoding, limit), !c.opts.LegacyDecode)
+	const encoding = "identity"
+	buf, readErr := readAll(io.LimitReader(wire, limit+1), sizeHint(resp.ContentLength, encoding, limit))
 	n := int64(len(*buf))
 	c.countBytes(encoding, wire.n, n)
 	if n > limit || wire.n > limit {
@@ -512,7 +478,7 @@ func (c *Client) readBody(resp *http.Response, method, key string) (*[]byte, err
 // pool, bounded on the wire; the caller inflates it and returns the buffer.
 func (c *Client) readCompressed(resp *http.Response, wire *countingReader, encoding, method, key string, tooLarge func() error) (*[]byte, error) {
 	limit := c.opts.MaxResponseBytes
-	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit), true)
+	src, err := readAll(wire, sizeHint(resp.ContentLength, "identity", limit))
 	if wire.n > limit {
 		putBody(src)
 		c.countBytes(encoding, wire.n, 0)
@@ -556,7 +522,7 @@ func (c *Client) readGzip(resp *http.Response, wire *countingReader, method, key
 		c.countBytes(encoding, wire.n, 0)
 		return nil, &Error{Method: method, Status: resp.StatusCode, kind: ErrTransient, detail: "gzip: " + scrub(err.Error(), key)}
 	}
-	buf, err := readAll(io.LimitReader(zr, limit+1), hint, true)
+	buf, err := readAll(io.LimitReader(zr, limit+1), hint)
 	_ = zr.Close()
 	gzipReaders.Put(zr)
 	n := int64(len(*buf))
@@ -617,12 +583,8 @@ func sizeHint(contentLength int64, encoding string, limit int64) int64 {
 }
 
 // readAll is io.ReadAll into a buffer of the pool of capacity hint or
-// more to start with (not pooled: one of its own, as before).
-func readAll(r io.Reader, hint int64, pooled bool) (*[]byte, error) {
-	if !pooled {
-		b, err := readAllUnpooled(r, hint)
-		return &b, err
-	}
+// more to start with.
+func readAll(r io.Reader, hint int64) (*[]byte, error) {
 	buf := getBody(max(hint, 512))
 	b := *buf
 	for {
@@ -642,27 +604,6 @@ func readAll(r io.Reader, hint int64, pooled bool) (*[]byte, error) {
 			*buf = b
 			putBody(buf)
 			buf, b = nbuf, nb
-		}
-	}
-}
-
-// readAllUnpooled is readAll as it was before buffers were pooled: the
-// baseline (LegacyDecode).
-func readAllUnpooled(r io.Reader, hint int64) ([]byte, error) {
-	b := make([]byte, 0, max(hint, 512))
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return b, err
-		}
-		if len(b) == cap(b) {
-			nb := make([]byte, len(b), 2*cap(b))
-			copy(nb, b)
-			b = nb
 		}
 	}
 }

@@ -21,8 +21,9 @@
 // CorruptionError with the offset), a copy of the file is set aside before
 // anything is changed, and the log is rewritten without the damage.
 //
-// Format 1 (8-byte batch heads, no per-record checksums) is still read,
-// and rewritten in format 2 at once.
+// Format 2 is the only one: no release wrote another. A file whose
+// header names an older format is not a state log this version reads (it
+// is set aside as one that is not a log at all).
 //
 // When more than half of the file is superseded records, Compact rewrites
 // the live records to a temporary file and renames it over the log.
@@ -40,9 +41,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
-
-	"github.com/amp-exporter/amp-exporter/internal/statefile"
 )
 
 // FormatVersion is the layout of the log this package writes and the
@@ -52,9 +52,8 @@ const FormatVersion = 2
 const (
 	magic      = "AMPSTLOG"
 	headerSize = 16
-	// batchHead is the size of a batch's head; batchHeadV1 that of format 1.
-	batchHead   = 16
-	batchHeadV1 = 8
+	// batchHead is the size of a batch's head.
+	batchHead = 16
 	// crcSize is a record's trailing checksum.
 	crcSize = 4
 	// maxBatch bounds one batch's payload when writing: a large commit is
@@ -117,13 +116,12 @@ type entry struct {
 // Log is an open state log. It is not safe for concurrent use: one
 // goroutine (the state keeper) owns it.
 type Log struct {
-	path    string
-	f       *os.File
-	version uint32 // of the file as opened; Open rewrites older ones
-	size    int64
-	live    int64
-	index   map[string]entry
-	buf     []byte
+	path  string
+	f     *os.File
+	size  int64
+	live  int64
+	index map[string]entry
+	buf   []byte
 }
 
 // Recovery reports what Open had to repair.
@@ -142,9 +140,6 @@ type Recovery struct {
 	// TempRemoved counts temporary files of an interrupted compaction that
 	// were removed.
 	TempRemoved int
-	// Upgraded is the format version of a log that was rewritten in the
-	// current format (0 when none was).
-	Upgraded int
 }
 
 // Err is the first damage as a CorruptionError (nil when there was none).
@@ -168,7 +163,7 @@ func (r Recovery) LostRecords() int {
 // torn last batch, and repairs damage before it (see the package comment).
 func Open(path string, now time.Time) (*Log, Recovery, error) {
 	var rec Recovery
-	n, err := statefile.CleanTemp(path)
+	n, err := cleanTemp(path)
 	rec.TempRemoved = n
 	if err != nil {
 		return nil, rec, err
@@ -195,7 +190,7 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 	case herr != nil:
 		// Not a state log: keep it for inspection and start empty.
 		f.Close()
-		aside, err := statefile.SetAside(path, now)
+		aside, err := setAside(path, now)
 		if err != nil {
 			return nil, rec, errors.Join(herr, err)
 		}
@@ -206,11 +201,10 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		if l.f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
 			return nil, rec, fmt.Errorf("open state log: %w", err)
 		}
-		l.index, l.live, l.version, good, size, damage = map[string]entry{}, 0, FormatVersion, headerSize, headerSize, nil
+		l.index, l.live, good, size, damage = map[string]entry{}, 0, headerSize, headerSize, nil
 	}
 	rec.Damage = damage
-	v1Damaged := l.version < FormatVersion && good < size && !l.tornAtV1(good, size)
-	if len(damage) > 0 || v1Damaged {
+	if len(damage) > 0 {
 		// Damage before intact data: kept as found, before anything is cut.
 		aside, err := copyAside(path, now)
 		if err != nil {
@@ -218,12 +212,8 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 			return nil, rec, err
 		}
 		rec.SetAside = aside
-		if v1Damaged {
-			// Format 1 cannot tell: what follows the damage is lost.
-			rec.Damage = append(rec.Damage, Damage{Offset: good, Length: size - good, Lost: 1, Err: errors.New("format 1 batch does not check")})
-		}
 	}
-	if good < size && !v1Damaged {
+	if good < size {
 		rec.TornBytes = size - good // after damage too: nothing intact follows it
 	}
 	if good < size {
@@ -237,11 +227,8 @@ func Open(path string, now time.Time) (*Log, Recovery, error) {
 		}
 	}
 	l.size = good
-	if len(damage) > 0 || l.version < FormatVersion {
-		// Rewrite the live records: the damage (or the old format) is gone.
-		if l.version < FormatVersion {
-			rec.Upgraded = int(l.version)
-		}
+	if len(damage) > 0 {
+		// Rewrite the live records: the damage is gone.
 		if _, err := l.Compact(); err != nil {
 			l.f.Close()
 			return nil, rec, fmt.Errorf("rewrite the state log: %w", err)
@@ -264,73 +251,39 @@ func (l *Log) scan() (good, size int64, damage []Damage, err error) {
 	if _, err := l.f.ReadAt(h[:], 0); err != nil {
 		if size == 0 {
 			// Created but the header never made it: a crash at creation.
-			l.version = FormatVersion
 			return headerSize, headerSize, nil, l.writeHeaderAt()
 		}
 		return 0, size, nil, fmt.Errorf("state log %q: header: %w", l.path, err)
 	}
 	v := binary.LittleEndian.Uint32(h[8:12])
-	if string(h[:8]) != magic || v < 1 {
+	if string(h[:8]) != magic || v < FormatVersion {
 		// A damaged header in front of batches still costs only itself:
-		// what follows it says which format it is.
-		hv, err := l.probeFormat(size)
+		// an intact batch head after it says the file is a state log.
+		fit, _, err := l.nextHead(headerSize, size)
 		if err != nil {
 			return 0, size, nil, err
 		}
-		if hv == 0 {
+		if fit < 0 {
 			if string(h[:8]) != magic {
 				return 0, size, nil, fmt.Errorf("state log %q: not a state log", l.path)
 			}
 			return 0, size, nil, fmt.Errorf("state log %q: format %d", l.path, v)
 		}
-		v = hv
+		v = FormatVersion
 		damage = []Damage{{Offset: 0, Length: headerSize, Err: errors.New("file header does not check")}}
 	}
 	if v > FormatVersion {
 		return 0, size, nil, fmt.Errorf("%w: %q has format %d, this version reads up to %d; upgrade amp-exporter or move the file away to start counting afresh",
 			ErrNewer, l.path, v, FormatVersion)
 	}
-	l.version = v
-	if v == 1 {
-		good, err = l.scanV1(size)
-		return good, size, damage, err
-	}
-	good, d := l.scanV2(size)
+	good, d := l.scanBatches(size)
 	return good, size, append(damage, d...), nil
 }
 
-// probeFormat tells which format the batches after a damaged header are
-// in: 2 when an intact format 2 batch head follows it, 1 when a format 1
-// batch that checks starts right after it, 0 when neither (not a state
-// log, or one with nothing in it).
-func (l *Log) probeFormat(size int64) (uint32, error) {
-	if fit, _, err := l.nextHead(headerSize, size); err != nil {
-		return 0, err
-	} else if fit >= 0 {
-		return 2, nil
-	}
-	var h [batchHeadV1]byte
-	if _, err := l.f.ReadAt(h[:], headerSize); err != nil {
-		return 0, nil
-	}
-	n := int64(binary.LittleEndian.Uint32(h[:4]))
-	if n == 0 || n > maxRead || n > size-headerSize-batchHeadV1 {
-		return 0, nil
-	}
-	payload := make([]byte, n)
-	if _, err := l.f.ReadAt(payload, headerSize+batchHeadV1); err != nil {
-		return 0, nil
-	}
-	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
-		return 0, nil
-	}
-	return 1, nil
-}
-
-// scanV2 reads format 2: intact batches in order; at a batch that does not
+// scanBatches reads intact batches in order; at a batch that does not
 // check, the next intact head is looked for, and what lies between is read
 // record by record. Damage that no intact batch follows is the torn tail.
-func (l *Log) scanV2(size int64) (good int64, damage []Damage) {
+func (l *Log) scanBatches(size int64) (good int64, damage []Damage) {
 	r := bufio.NewReaderSize(io.NewSectionReader(l.f, headerSize, size-headerSize), 1<<16)
 	off := int64(headerSize)
 	good = off
@@ -391,7 +344,7 @@ func (l *Log) grow(n int64) []byte {
 	return l.buf[:n]
 }
 
-// checkHead checks a format 2 batch head and returns its payload length.
+// checkHead checks a batch head and returns its payload length.
 func checkHead(h []byte) (int64, bool) {
 	if !bytes.Equal(h[:4], batchMarker[:]) || crc32.Checksum(h[:12], crcTable) != binary.LittleEndian.Uint32(h[12:16]) {
 		return 0, false
@@ -566,67 +519,6 @@ func (l *Log) applyPayload(payload []byte, off int64) error {
 	return nil
 }
 
-// tornAtV1 reports whether the bad format 1 batch at off is the last
-// thing in the file, as a write interrupted by a crash leaves it.
-func (l *Log) tornAtV1(off, size int64) bool {
-	var h [batchHeadV1]byte
-	if size-off < batchHeadV1 {
-		return true
-	}
-	if _, err := l.f.ReadAt(h[:], off); err != nil {
-		return true
-	}
-	n := int64(binary.LittleEndian.Uint32(h[:4]))
-	return off+batchHeadV1+n >= size
-}
-
-// scanV1 reads format 1: batches of an 8-byte head (length, CRC-32C) and
-// records without checksums. It stops at the first batch that does not
-// check; Open sets the file aside when more follows and rewrites it in the
-// current format.
-func (l *Log) scanV1(size int64) (good int64, err error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(l.f, headerSize, size-headerSize), 1<<16)
-	good = headerSize
-	for good < size {
-		var h [batchHeadV1]byte
-		if size-good < batchHeadV1 {
-			break
-		}
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			break
-		}
-		n := int64(binary.LittleEndian.Uint32(h[:4]))
-		if n == 0 || n > maxRead || n > size-good-batchHeadV1 {
-			break
-		}
-		payload := l.grow(n)
-		if _, err := io.ReadFull(r, payload); err != nil {
-			break
-		}
-		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(h[4:]) {
-			break
-		}
-		if l.applyPayloadV1(payload, good+batchHeadV1) != nil {
-			break
-		}
-		good += batchHeadV1 + n
-	}
-	return good, nil
-}
-
-func (l *Log) applyPayloadV1(payload []byte, off int64) error {
-	for p := payload; len(p) > 0; {
-		key, val, n, ok := decodeRecordV1(p)
-		if !ok {
-			return errors.New("records do not parse")
-		}
-		l.put(key, val != nil, entry{off: off, n: int64(n)})
-		off += int64(n)
-		p = p[n:]
-	}
-	return nil
-}
-
 func (l *Log) writeHeaderAt() error {
 	if _, err := l.f.WriteAt(header(), 0); err != nil {
 		return fmt.Errorf("write state log header: %w", err)
@@ -741,7 +633,7 @@ func (t *Tx) Put(key string, value []byte) error {
 	return nil
 }
 
-// putHead fills in a format 2 batch head for payload.
+// putHead fills in a batch head for payload.
 func putHead(h []byte, payload []byte) {
 	copy(h[:4], batchMarker[:])
 	binary.LittleEndian.PutUint32(h[4:8], uint32(len(payload)))
@@ -826,8 +718,7 @@ func (l *Log) Compact() (int64, error) {
 		tmp.Close()
 		return 0, fmt.Errorf("write compacted state log: %w", err)
 	}
-	// Live records in file order, copied as they are encoded (format 1
-	// records are encoded again).
+	// Live records in file order, copied as they are encoded.
 	keys := make([]string, 0, len(l.index))
 	for k := range l.index {
 		keys = append(keys, k)
@@ -859,14 +750,6 @@ func (l *Log) Compact() (int64, error) {
 		if _, err := l.f.ReadAt(rec, e.off); err != nil {
 			tmp.Close()
 			return 0, fmt.Errorf("read state log: %w", err)
-		}
-		if l.version < FormatVersion {
-			key, val, _, ok := decodeRecordV1(rec)
-			if !ok {
-				tmp.Close()
-				return 0, fmt.Errorf("state log %q changed while it was read", l.path)
-			}
-			rec = encodeRecord(nil, Record{Key: key, Value: val})
 		}
 		if len(batch) > batchHead && len(batch)+len(rec) > batchHead+maxBatch {
 			if err := flush(); err != nil {
@@ -903,7 +786,7 @@ func (l *Log) Compact() (int64, error) {
 		return 0, fmt.Errorf("replace state log: %w", renameErr)
 	}
 	syncDir(filepath.Dir(l.path))
-	l.index, l.size, l.live, l.version = index, off, live, FormatVersion
+	l.index, l.size, l.live = index, off, live
 	return off, nil
 }
 
@@ -936,12 +819,7 @@ func Lookup(path, key string) (value []byte, ok bool, err error) {
 	if _, err := f.ReadAt(b, e.off); err != nil {
 		return nil, false, fmt.Errorf("read state log %q: %w", path, err)
 	}
-	var val []byte
-	if l.version == 1 {
-		_, val, _, found = decodeRecordV1(b)
-	} else {
-		_, val, _, found = decodeRecord(b, false)
-	}
+	_, val, _, found := decodeRecord(b, false)
 	if !found || val == nil {
 		return nil, false, fmt.Errorf("state log %q changed while it was read", path)
 	}
@@ -999,7 +877,7 @@ var (
 )
 
 func copyAside(path string, now time.Time) (string, error) {
-	dst, err := statefile.AsideName(path, now)
+	dst, err := asideName(path, now)
 	if err != nil {
 		return "", err
 	}
@@ -1090,26 +968,59 @@ func decodeRecord(p []byte, check bool) (key string, val []byte, n int, ok bool)
 	return string(k), val, n, true
 }
 
-// decodeRecordV1 reads one format 1 record (no checksum).
-func decodeRecordV1(p []byte) (key string, val []byte, n int, ok bool) {
-	kl, a := binary.Uvarint(p)
-	if a <= 0 || kl > uint64(len(p)-a) {
-		return "", nil, 0, false
+// setAside renames a file that is not a state log out of the way, keeping
+// it for inspection, and returns its new name. Two calls within the same
+// second never overwrite each other's copy.
+func setAside(path string, now time.Time) (string, error) {
+	dst, err := asideName(path, now)
+	if err != nil {
+		return "", err
 	}
-	key = string(p[a : a+int(kl)])
-	n = a + int(kl)
-	vl, b := binary.Uvarint(p[n:])
-	if b <= 0 {
-		return "", nil, 0, false
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("set aside damaged state file: %w", err)
 	}
-	n += b
-	if vl == 0 {
-		return key, nil, n, true
+	return dst, nil
+}
+
+// asideName returns a name for a set-aside copy of path that no file has
+// yet: path.damaged-<UTC time>, with -2, -3, … appended when that exists.
+func asideName(path string, now time.Time) (string, error) {
+	base := fmt.Sprintf("%s.damaged-%s", path, now.UTC().Format("20060102T150405Z"))
+	for i := 1; i < 10000; i++ {
+		dst := base
+		if i > 1 {
+			dst = fmt.Sprintf("%s-%d", base, i)
+		}
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			return dst, nil
+		} else if err != nil {
+			return "", fmt.Errorf("set aside damaged state file: %w", err)
+		}
 	}
-	vl--
-	if vl > uint64(len(p)-n) {
-		return "", nil, 0, false
+	return "", fmt.Errorf("set aside damaged state file: too many copies of %q", path)
+}
+
+// cleanTemp removes the temporary files (path.tmp-*) a crash in the middle
+// of a compaction or a creation left behind, and returns how many it
+// removed.
+func cleanTemp(path string) (int, error) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
 	}
-	val = p[n : n+int(vl) : n+int(vl)]
-	return key, val, n + int(vl), true
+	if err != nil {
+		return 0, fmt.Errorf("look for temporary state files: %w", err)
+	}
+	prefix := filepath.Base(path) + ".tmp-"
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(filepath.Dir(path), e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, fmt.Errorf("remove temporary state file: %w", err)
+		}
+		n++
+	}
+	return n, nil
 }
