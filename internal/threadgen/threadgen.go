@@ -35,6 +35,10 @@ type Options struct {
 	TotalBytes int64     // approximate total size of the corpus; 0 means 500 kB per thread
 	Seed       int64     // the same options give the same bytes
 	Start      time.Time // creation time of the first thread; threads spread over the following weeks. Zero means DefaultStart.
+	// Repositories spreads the threads over this many repositories whose
+	// remotes are written in every form, some threads without a remote
+	// (repositories.go); 0: each thread's project on github.com.
+	Repositories int
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -67,6 +71,7 @@ type Generator struct {
 	slotMs  float64
 	perm    feistel
 	targets []int64 // planned size by size rank, ascending
+	repos   int     // Options.Repositories
 }
 
 // New returns the generator of the corpus described by opts.
@@ -85,6 +90,7 @@ func New(opts Options) *Generator {
 		n:       n,
 		seed:    splitmix(uint64(opts.Seed) ^ 0x7468726561646765), // "threadge"
 		startMs: start.UnixMilli(),
+		repos:   opts.Repositories,
 	}
 	if n > 0 {
 		g.slotMs = float64(Spread.Milliseconds()) / float64(n)
@@ -536,6 +542,8 @@ type tgen struct {
 	events    []ledgerEvent
 	last      usage // max-merged, for ~debug.lastInferenceUsage
 	inferLog  []usage
+	remote    remote            // the first tree's repository (repositories.go)
+	spent     map[string]Tokens // by model, from tally
 }
 
 func newThread(g *Generator, i, target int, buf []byte) *tgen {
@@ -575,6 +583,7 @@ func newThread(g *Generator, i, target int, buf []byte) *tgen {
 	t.share = min(0.9, max(0.6, 0.78+0.05*r.NormFloat64()))
 	t.meanTool = max(600, 3400*math.Pow(float64(target)/200e3, 0.4)) / t.tools.norm
 	t.proj = newProject(r)
+	t.remote = g.remote(i)
 	t.sysTokens = 9000 + int64(r.IntN(9000))
 	t.now = t.created + 500 + int64(r.IntN(4000))
 	return t
@@ -737,12 +746,7 @@ func (t *tgen) header(b []byte) []byte {
 	p := t.proj
 	w.kStr("displayName", p.name)
 	w.kStr("uri", p.uri)
-	w.kObj("repository")
-	w.kStr("type", "git")
-	w.kStr("url", "https://github.com/"+p.org+"/"+p.name)
-	w.kStr("ref", "refs/heads/"+p.branch)
-	w.kStr("sha", p.sha)
-	w.endObj()
+	t.writeRepository(w)
 	w.endObj()
 	w.endArr()
 	w.kObj("platform")
@@ -1020,6 +1024,7 @@ func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
 	// context so far.
 	out := int64(outBytes)/4 + 20 + int64(r.IntN(200))
 	u := t.inference(out)
+	t.tally(u)
 	w.kObj("state")
 	switch {
 	case cancelled:
