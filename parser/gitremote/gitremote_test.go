@@ -153,3 +153,16 @@ func TestMaxBytesWithinLabelCap(t *testing.T) {
 		t.Fatalf("MaxBytes %d is over the label cap %d", MaxBytes, labelvalue.MaxBytes)
 	}
 }
+
+func BenchmarkNormalize(b *testing.B) {
+	for _, in := range []string{"https://github.com/acme/web", "git@gitlab.example.com:platform/infra/tools.git", "https://x-access-token:ghs_0123456789abcdef@GitHub.com:443/acme/web.git?x=1"} {
+		b.Run(strings.SplitN(in, ":", 2)[0], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, _ := Normalize(in); v == "" {
+					b.Fatal(in)
+				}
+			}
+		})
+	}
+}

@@ -111,3 +111,44 @@ func TestRepository(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEnv measures what reading the repository costs a parse: a
+// thread of a generated thread's env alone, read for its remote (env),
+// against the same bytes under a key the parser skips whole, as it skipped
+// env before (skip); and RepositoryOf, which a listing's summary calls.
+func BenchmarkEnv(b *testing.B) {
+	docs, _ := benchDocs(b)
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(docs[0], &top); err != nil {
+		b.Fatal(err)
+	}
+	env := []byte(top["env"])
+	read := []byte(`{"v":1,"env":` + string(env) + `}`)
+	skip := []byte(`{"v":1,"enx":` + string(env) + `}`)
+	for _, bc := range []struct {
+		name string
+		doc  []byte
+		repo bool
+	}{{"env", read, true}, {"skip", skip, false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(env)))
+			b.ReportAllocs()
+			p := NewParser()
+			for b.Loop() {
+				th, err := p.ParseBytes(bc.doc)
+				if err != nil || (th.Repository != "") != bc.repo {
+					b.Fatal(err, th)
+				}
+			}
+		})
+	}
+	b.Run("RepositoryOf", func(b *testing.B) {
+		b.SetBytes(int64(len(env)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if repo, _ := RepositoryOf(env); repo == "" {
+				b.Fatal("no repository")
+			}
+		}
+	})
+}
