@@ -10,7 +10,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 )
 
-// The parts of testdata/repository-token.json's remote and workspace that
+// The parts of testdata/repository/repository-token.json's remote and workspace that
 // must never be kept: the token and password halves in its URL, its query
 // and fragment, and the user's name and paths.
 var fixtureSecrets = []string{"x-access-token", "ghs_Fx7Q", "pw9Zk", "glpat-Rr4Wq8", "Ke5Yv", "alice", "token="}
@@ -20,7 +20,7 @@ var fixtureSecrets = []string{"x-access-token", "ghs_Fx7Q", "pw9Zk", "glpat-Rr4W
 // golden summary, the thread and summary as printed, and the parser's own
 // interned strings (which outlive the parse).
 func TestRepositoryKeepsNoCredentials(t *testing.T) {
-	data, err := os.ReadFile("testdata/repository-token.json")
+	data, err := os.ReadFile("testdata/repository/repository-token.json")
 	if err != nil {
 		t.Fatal(err)
 	}
