@@ -23,6 +23,7 @@ const (
 	NameServerRequests        = "amp_server_requests_total"
 	NameServerResponseBytes   = "amp_server_response_bytes_total"
 	NameServerThreadsSkipped  = "amp_server_threads_skipped_total"
+	NameServerLoginRefreshes  = "amp_server_login_refreshes_total"
 	NameEntitlementLimit      = "amp_entitlement_limit_usd"
 	NameEntitlementRemaining  = "amp_entitlement_remaining_usd"
 	NameEntitlementUsed       = "amp_entitlement_used_ratio"
@@ -145,6 +146,8 @@ var codeRows = []Metric{
 		Help: "Bytes received from the Amp server: on the wire by content encoding (gzip, zstd, identity), and decompressed (decoded)."},
 	{Name: NameServerThreadsSkipped, Type: Counter, Labels: []string{"reason"}, Source: fromServer,
 		Help: "Threads the Amp server lists that are not counted, by reason (other_user: another user's thread shared with the account), once per thread."},
+	{Name: NameServerLoginRefreshes, Type: Counter, Labels: []string{"outcome"}, Source: fromServer,
+		Help: "Refreshes of the Amp CLI's OAuth login by the exporter, by outcome: stored; kept_in_memory (secrets.json could not be written: used from memory, written when it can be); other_account (the answer was a login of another account: refused, neither stored nor used); invalid_grant (the refresh token was refused); failed."},
 	{Name: NameEntitlementLimit, Type: Gauge, Labels: []string{"window"}, Source: fromServer,
 		Help: "The Amp user's entitlement in the current window, in US dollars."},
 	{Name: NameEntitlementRemaining, Type: Gauge, Labels: []string{"window"}, Source: fromServer,

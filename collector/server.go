@@ -21,6 +21,7 @@ type ServerMetrics struct {
 	requests  *prometheus.CounterVec
 	bytes     *prometheus.CounterVec
 	skipped   *prometheus.CounterVec
+	refreshes *prometheus.CounterVec
 	entLimit  *prometheus.GaugeVec
 	entRemain *prometheus.GaugeVec
 	entUsed   *prometheus.GaugeVec
@@ -39,12 +40,13 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 		requests:  NewCounterVec(NameServerRequests),
 		bytes:     NewCounterVec(NameServerResponseBytes),
 		skipped:   NewCounterVec(NameServerThreadsSkipped),
+		refreshes: NewCounterVec(NameServerLoginRefreshes),
 		entLimit:  NewGaugeVec(NameEntitlementLimit),
 		entRemain: NewGaugeVec(NameEntitlementRemaining),
 		entUsed:   NewGaugeVec(NameEntitlementUsed),
 		entReset:  NewGaugeVec(NameEntitlementWindowEnds),
 	}
-	reg.MustRegister(m.up, m.lastSync, m.requests, m.bytes, m.skipped, m.entLimit, m.entRemain, m.entUsed, m.entReset)
+	reg.MustRegister(m.up, m.lastSync, m.requests, m.bytes, m.skipped, m.refreshes, m.entLimit, m.entRemain, m.entUsed, m.entReset)
 	for _, method := range methods {
 		m.requests.WithLabelValues(method, "200")
 	}
@@ -70,6 +72,17 @@ func (m *ServerMetrics) Bytes(encoding string, n int64) {
 		m.bytes.WithLabelValues(encoding).Add(float64(n))
 	}
 }
+
+// LoginRefreshes makes the login refresh counters of these outcomes start
+// at zero (an OAuth login: the others are never refreshed).
+func (m *ServerMetrics) LoginRefreshes(outcomes []string) {
+	for _, o := range outcomes {
+		m.refreshes.WithLabelValues(o)
+	}
+}
+
+// LoginRefreshed counts one refresh of the CLI's login by its outcome.
+func (m *ServerMetrics) LoginRefreshed(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
 
 // ThreadSkipped counts a listed thread that is not counted.
 func (m *ServerMetrics) ThreadSkipped(reason string) { m.skipped.WithLabelValues(reason).Inc() }

@@ -21,9 +21,9 @@ import (
 // is an OAuth session (a token valid 150 s and a rotating refresh token in
 // secrets.json), with the server URL only in the Amp CLI's settings.json
 // (no AMP_URL): the exporter finds the server and the login as the CLI
-// would, refreshes the session (it is within the exporter's refresh
-// threshold from the start), stores the new tokens keeping the other
-// entries and mode 0600, counts the threads, and logs no token.
+// would, refreshes the session (a 150 s token is due halfway between its
+// issue and the CLI's 120 s: 15 s in), stores the new tokens keeping the
+// other entries and mode 0600, counts the threads, and logs no token.
 func TestAmpServerOAuthLogin(t *testing.T) {
 	back := ampservertest.New(standinKey, "dev@example.com")
 	defer back.Close()
@@ -64,10 +64,12 @@ func TestAmpServerOAuthLogin(t *testing.T) {
 		args: []string{"--config.file=" + cfg},
 		env:  []string{"XDG_DATA_HOME=" + data, "XDG_CONFIG_HOME=" + conf, "AMP_URL="},
 	})
-	e.waitFor(t, 30*time.Second, "sync through the OAuth login", func(mfs map[string]*dto.MetricFamily) (bool, string) {
+	e.waitFor(t, 60*time.Second, "sync through the OAuth login, refreshed", func(mfs map[string]*dto.MetricFamily) (bool, string) {
 		up, _ := value(mfs, "amp_server_up", nil)
 		got, _ := value(mfs, "amp_messages_total", map[string]string{"source": "server"})
-		return up == 1 && got == wantMessages, fmt.Sprintf("up %v, messages %v of %v", up, got, wantMessages)
+		stored, _ := value(mfs, "amp_server_login_refreshes_total", map[string]string{"outcome": "stored"})
+		return up == 1 && got == wantMessages && stored >= 1,
+			fmt.Sprintf("up %v, messages %v of %v, refreshes stored %v", up, got, wantMessages, stored)
 	})
 	if rot, _, refused := o.Stats(); rot < 1 || refused != 0 {
 		t.Errorf("%d rotations, %d refused; want a refresh", rot, refused)

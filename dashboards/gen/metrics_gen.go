@@ -49,6 +49,7 @@ const (
 	NameServerRequests           = "amp_server_requests_total"
 	NameServerResponseBytes      = "amp_server_response_bytes_total"
 	NameServerThreadsSkipped     = "amp_server_threads_skipped_total"
+	NameServerLoginRefreshes     = "amp_server_login_refreshes_total"
 	NameEntitlementLimit         = "amp_entitlement_limit_usd"
 	NameEntitlementRemaining     = "amp_entitlement_remaining_usd"
 	NameEntitlementUsed          = "amp_entitlement_used_ratio"
@@ -122,6 +123,7 @@ var metricTypes = map[string]string{
 	NameServerRequests:           "counter",
 	NameServerResponseBytes:      "counter",
 	NameServerThreadsSkipped:     "counter",
+	NameServerLoginRefreshes:     "counter",
 	NameEntitlementLimit:         "gauge",
 	NameEntitlementRemaining:     "gauge",
 	NameEntitlementUsed:          "gauge",

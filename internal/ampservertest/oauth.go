@@ -52,6 +52,7 @@ type OAuth struct {
 	refreshes int // authenticate requests
 	refused   int // invalid_grant answers
 	faults    []Fault
+	sub       string // the account of the tokens issued
 	// OnAuthenticate, when set, runs at the start of every authenticate
 	// request, before the token is checked (a test makes another process
 	// rotate the token there).
@@ -62,7 +63,7 @@ type OAuth struct {
 // backendKey). Access tokens live lifetime by now's clock.
 func NewOAuth(backend *Server, backendKey string, now func() time.Time, lifetime time.Duration) *OAuth {
 	target, _ := url.Parse(backend.URL)
-	o := &OAuth{backendKey: backendKey, now: now, lifetime: lifetime, clientID: "client_standin",
+	o := &OAuth{backendKey: backendKey, now: now, lifetime: lifetime, clientID: "client_standin", sub: "user-1",
 		secret: []byte("stand-in signing key"), proxy: httputil.NewSingleHostReverseProxy(target)}
 	o.Server = httptest.NewServer(http.HandlerFunc(o.serve))
 	return o
@@ -87,6 +88,15 @@ func (o *OAuth) Revoke() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.current = ""
+}
+
+// SetSubject makes the tokens issued from now on tokens of account sub
+// (their sub claim), as a faulty issuer answering a refresh with another
+// account's login would.
+func (o *OAuth) SetSubject(sub string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sub = sub
 }
 
 // FailRefresh makes the next authenticate requests fail with these
@@ -118,7 +128,7 @@ func (o *OAuth) ClientID() string { return o.clientID }
 func (o *OAuth) token(n int) string {
 	enc := base64.RawURLEncoding
 	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	body, _ := json.Marshal(map[string]any{"sub": "user-1", "exp": o.now().Add(o.lifetime).Unix(), "jti": n})
+	body, _ := json.Marshal(map[string]any{"sub": o.sub, "exp": o.now().Add(o.lifetime).Unix(), "jti": n})
 	signed := head + "." + enc.EncodeToString(body)
 	mac := hmac.New(sha256.New, o.secret)
 	mac.Write([]byte(signed))

@@ -57,9 +57,12 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	if err != nil {
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
+	// The login is refreshed only by syncs, which start after sm is set.
+	var sm *collector.ServerMetrics
+	onRefresh := func(outcome string) { sm.LoginRefreshed(outcome) }
 	key, err := ampserver.FindKeyWith(ampserver.KeyOptions{APIKeyFile: a.APIKeyFile, URL: a.URL,
 		Env: ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home}, RefreshLogin: a.RefreshLogin,
-		OAuth: ampserver.OAuthOptions{HTTP: oauthHTTP, Logger: logger, Version: version.Version}})
+		OAuth: ampserver.OAuthOptions{HTTP: oauthHTTP, Logger: logger, Version: version.Version, OnRefresh: onRefresh}})
 	if err != nil {
 		if errors.Is(err, ampserver.ErrNoKey) && a.Enabled == config.AmpServerAuto {
 			logger.Info("Amp server source off: no API key found (log in with the Amp CLI, set AMP_API_KEY or amp_server.api_key_file)")
@@ -67,7 +70,10 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		}
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
-	sm := collector.NewServerMetrics(reg, ampserver.Methods)
+	sm = collector.NewServerMetrics(reg, ampserver.Methods)
+	if key.OAuth() {
+		sm.LoginRefreshes(ampserver.RefreshOutcomes)
+	}
 	client, err := ampserver.NewClient(ampserver.Options{
 		URL:              a.URL,
 		Keys:             key,

@@ -226,7 +226,7 @@ func (c *Client) request(ctx context.Context, method string, body []byte, out an
 		if errors.Is(err, ErrTransient) { // a login that could not be refreshed yet
 			kind = ErrTransient
 		}
-		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), "")}
+		return &Error{Method: method, kind: kind, detail: "cannot read the API key: " + scrub(err.Error(), ""), loginGone: errors.Is(err, ErrLoginGone)}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)

@@ -51,6 +51,8 @@ type Error struct {
 	detail     string
 	// otherKey: the key was refused and the key source has another now.
 	otherKey bool
+	// loginGone: no key, the CLI's login is gone (ErrLoginGone).
+	loginGone bool
 }
 
 func (e *Error) Error() string {
@@ -75,8 +77,11 @@ func (e *Error) Error() string {
 // Unwrap lets errors.Is match the sentinel (a rate limit is transient
 // too).
 func (e *Error) Unwrap() []error {
-	if e.kind == ErrRateLimited {
+	switch {
+	case e.kind == ErrRateLimited:
 		return []error{e.kind, ErrTransient}
+	case e.loginGone:
+		return []error{e.kind, ErrLoginGone}
 	}
 	return []error{e.kind}
 }

@@ -1,7 +1,6 @@
 package ampserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,15 +11,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/amp-exporter/amp-exporter/internal/regfile"
 )
 
 // An OAuth login of the Amp CLI is a short-lived JWT in
@@ -73,7 +69,32 @@ type OAuthOptions struct {
 	// the next try waits this long while the token is still valid
 	// (default 30 s), so a sync's many requests do not each retry it.
 	RetryFailedAfter time.Duration
+	// OnRefresh, when set, counts each refresh request the exporter made,
+	// by outcome (one of RefreshOutcomes).
+	OnRefresh func(outcome string)
 }
+
+// The outcomes of a refresh (OAuthOptions.OnRefresh).
+const (
+	// RefreshStored: refreshed, and the new login stored in secrets.json.
+	RefreshStored = "stored"
+	// RefreshKeptInMemory: refreshed, but secrets.json could not be
+	// written: the exporter keeps the new login and writes it when it can.
+	RefreshKeptInMemory = "kept_in_memory"
+	// RefreshOtherAccount: the issuer answered with a token for another
+	// account; refused, neither stored nor used.
+	RefreshOtherAccount = "other_account"
+	// RefreshInvalidGrant: the refresh token was refused (rotated by
+	// another process, or the login is gone).
+	RefreshInvalidGrant = "invalid_grant"
+	// RefreshFailed: any other failure (HTTP errors, network, a bad
+	// answer).
+	RefreshFailed = "failed"
+)
+
+// RefreshOutcomes are the outcomes OnRefresh is told, for counters that
+// start at zero.
+var RefreshOutcomes = []string{RefreshStored, RefreshKeptInMemory, RefreshOtherAccount, RefreshInvalidGrant, RefreshFailed}
 
 func (o *OAuthOptions) defaults() {
 	if o.HTTP == nil {
@@ -136,13 +157,35 @@ type Login struct {
 	lastErr string
 	// lastTransient: that failure was a transient one (429, 5xx, network).
 	lastTransient bool
-	// own is the access token this process stored last, and short says
-	// it was issued with less than Margin+Lead of validity (then it is
-	// refreshed at Margin only, not at every use).
-	own    string
-	short  bool
-	warned string // the last warning logged, not to repeat it
+	warned        string // the last warning logged, not to repeat it
+	// issued is the login the issuer last answered this process with. It
+	// is kept until secrets.json holds a newer one than it: a CLI process
+	// that wrote the file from an older read can put back a refresh token
+	// the issuer has rotated since, and a store can fail; then these are
+	// the live tokens, used and written back (see reconcile).
+	issued *issuedLogin
+	// spent are refresh tokens this process sent and the issuer rotated
+	// (never valid again), the newest last.
+	spent []string
+	// seenToken is the access token last looked at, seenLife its
+	// lifetime (see lifetime).
+	seenToken string
+	seenLife  time.Duration
 }
+
+// issuedLogin is a login as the issuer answered it.
+type issuedLogin struct {
+	url, access, refresh string
+	// unstored: secrets.json does not hold it (its store failed, or a
+	// spent one was put back); writing it again waits until storeAt.
+	unstored bool
+	storeAt  time.Time
+	warned   string // the last store failure logged, not to repeat it
+}
+
+// maxSpent bounds the spent refresh tokens remembered: a CLI write from
+// a read older than a few refreshes is not seen in practice.
+const maxSpent = 8
 
 func newLogin(path, url string, refresh bool, o OAuthOptions) *Login {
 	o.defaults()
@@ -173,7 +216,7 @@ func (l *Login) Refused(key string) bool {
 }
 
 // APIKey implements KeySource: the stored key, refreshed first when it is
-// an OAuth session token with less than Margin of validity left.
+// an OAuth session token that is due (see early).
 func (l *Login) APIKey(ctx context.Context) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -181,18 +224,18 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	s = l.reconcile(s)
 	if !isJWT(s.access) {
 		return s.access, nil // an access token: it does not expire
 	}
 	now := l.o.Now()
 	exp, hasExp := jwtExpiry(s.access)
 	valid := !hasExp || now.Before(exp)
-	early := l.o.Margin + l.o.Lead
-	if s.access == l.own && l.short {
-		early = l.o.Margin
-	}
-	if (hasExp && exp.Sub(now) > early) || (!hasExp && s.access == l.own) {
+	if hasExp && exp.Sub(now) > l.early(s.access, exp, now) {
 		return s.access, nil
+	}
+	if !hasExp && l.issued != nil && s.access == l.issued.access {
+		return s.access, nil // no exp to go by: the one just issued is used
 	}
 	if l.refresh && s.refresh != "" && s.refresh != l.dead && valid && !now.Before(l.retryAt) && (!hasExp || exp.Sub(now) <= l.o.Margin) {
 		// Where CLI processes refresh too: let one that is refreshing
@@ -204,6 +247,7 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		again = l.reconcile(again)
 		if again.access != s.access {
 			if e2, ok := jwtExpiry(again.access); !isJWT(again.access) || (ok && e2.Sub(l.o.Now()) > l.o.Margin) {
 				return again.access, nil
@@ -238,6 +282,89 @@ func (l *Login) APIKey(ctx context.Context) (string, error) {
 	return l.refreshLocked(ctx, s, valid)
 }
 
+// early is how much validity left makes the token access due for a
+// refresh here. A CLI process refreshes under Margin (120 s) left; the
+// exporter Lead (60 s) earlier, so that the two seldom refresh at once.
+// A token that lives less than Margin+2*Lead would then be due as soon as
+// it is stored, by whoever did not store it (two exporters on one login
+// refreshed each other's 150 s tokens at every request): there the
+// exporter refreshes halfway between the token's issue and the CLI's
+// margin, and a token that lives Margin or less is due at once, as for
+// the CLI.
+func (l *Login) early(access string, exp, now time.Time) time.Duration {
+	life := l.lifetime(access, exp, now)
+	if life >= l.o.Margin+2*l.o.Lead {
+		return l.o.Margin + l.o.Lead
+	}
+	return l.o.Margin + max(0, (life-l.o.Margin)/2)
+}
+
+// lifetime is how long the token access was issued for: its exp minus
+// its iat when it has one, else what was left of it when this process
+// first saw it (a token another process just stored: its whole life; one
+// seen late: less, which only makes it due sooner).
+func (l *Login) lifetime(access string, exp, now time.Time) time.Duration {
+	if c := jwtClaimsOf(access); c.iat > 0 && c.exp > c.iat {
+		return time.Duration((c.exp - c.iat) * float64(time.Second))
+	}
+	if access != l.seenToken {
+		l.seenToken, l.seenLife = access, exp.Sub(now)
+	}
+	return l.seenLife
+}
+
+// reconcile lays the login this process was issued over the stored one
+// s where secrets.json holds a refresh token the issuer has rotated for
+// this process (spent): a CLI process wrote the file from a read older
+// than the last store, or the store failed. Those tokens are the live
+// ones: they are written back, under the same rules as a refresh's
+// (every other entry kept, the file's owner and mode), and used. A stored
+// login that is neither that one nor a spent one is newer (another
+// process refreshed, or `amp login`): it wins, and the issued one is
+// forgotten.
+func (l *Login) reconcile(s stored) stored {
+	i := l.issued
+	switch {
+	case i == nil:
+		return s
+	case s.refresh == i.refresh:
+		i.unstored = false
+		return s
+	case s.refresh == "" || !slices.Contains(l.spent, s.refresh):
+		l.issued = nil
+		return s
+	}
+	live := stored{url: i.url, access: i.access, refresh: i.refresh}
+	now := l.o.Now()
+	if i.unstored && now.Before(i.storeAt) {
+		return live
+	}
+	err := storeLogin(l.path, i.url, i.refresh, i.access, func(cur string) bool { return cur == "" || slices.Contains(l.spent, cur) })
+	switch {
+	case err == nil:
+		if i.unstored {
+			l.o.Logger.Info("wrote the refreshed Amp CLI login to secrets.json", "secrets", l.path, "url", l.url)
+		} else {
+			l.o.Logger.Info("secrets.json held a refresh token the exporter had already used (a CLI process wrote the file from an older copy): wrote back the live login", "secrets", l.path, "url", l.url)
+		}
+		i.unstored, i.warned = false, ""
+	case errors.Is(err, errSuperseded):
+		l.issued = nil
+		if again, err := readLogin(l.path, l.url); err == nil {
+			return again
+		}
+		return s
+	default:
+		i.unstored, i.storeAt = true, now.Add(l.o.RetryFailedAfter)
+		if i.warned != err.Error() {
+			i.warned = err.Error()
+			l.o.Logger.Warn("cannot write the refreshed Amp CLI login to secrets.json: the exporter keeps using it from memory and writes it when it can; a CLI process on this login may ask for `amp login` meanwhile",
+				"secrets", l.path, "url", l.url, "err", err)
+		}
+	}
+	return live
+}
+
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // refreshLocked runs the CLI's refresh procedure for the stored login s.
@@ -246,9 +373,6 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 	switch {
 	case err == nil:
 		l.retryAt, l.lastErr, l.warned = time.Time{}, "", ""
-		l.own = access
-		exp, ok := jwtExpiry(access)
-		l.short = ok && exp.Sub(l.o.Now()) <= l.o.Margin+l.o.Lead
 		return access, nil
 	case ctx.Err() != nil:
 		return "", ctx.Err()
@@ -270,10 +394,20 @@ func (l *Login) refreshLocked(ctx context.Context, s stored, valid bool) (string
 	return "", fmt.Errorf("%w and refreshing it failed: %w", ErrLoginExpired, err)
 }
 
+// errOtherAccount: the issuer's answer is a login of another account.
+var errOtherAccount = errors.New("the issuer answered the refresh with a token for another account (another sub): refused, neither stored nor used; the stored login is kept")
+
+func (l *Login) count(outcome string) {
+	if l.o.OnRefresh != nil {
+		l.o.OnRefresh(outcome)
+	}
+}
+
 func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 	// The issuer rotates the refresh token as it answers: a new one that
-	// cannot be stored is the CLI's login lost. So the folder the new
-	// tokens go to must take a file before anything is sent.
+	// cannot be stored is the CLI's login lost. So secrets.json must be
+	// writable, the way the new tokens will be written, before anything
+	// is sent.
 	if err := writable(l.path); err != nil {
 		return "", err
 	}
@@ -295,13 +429,16 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			}
 			if json.Unmarshal(body, &tok) != nil || tok.AccessToken == nil || tok.RefreshToken == nil ||
 				!tokenLike(*tok.AccessToken) || !tokenLike(*tok.RefreshToken) {
+				l.count(RefreshFailed)
 				return "", errors.New("oauth refresh: unexpected answer (no usable access_token and refresh_token)")
 			}
-			if err := storeLogin(l.path, s.url, *tok.RefreshToken, *tok.AccessToken); err != nil {
-				return "", err
+			if was, now := jwtClaimsOf(s.access).sub, jwtClaimsOf(*tok.AccessToken).sub; was != "" && now != was {
+				// Another account's login would count its threads as
+				// this user's: refused before anything uses it.
+				l.count(RefreshOtherAccount)
+				return "", errOtherAccount
 			}
-			l.o.Logger.Debug("refreshed the Amp CLI login", "secrets", l.path, "url", l.url)
-			return *tok.AccessToken, nil
+			return l.issue(s, *tok.AccessToken, *tok.RefreshToken), nil
 		}
 		var oerr struct {
 			Error string `json:"error"`
@@ -310,9 +447,11 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			_ = json.Unmarshal(body, &oerr)
 		}
 		if err == nil && oerr.Error == "invalid_grant" {
+			l.count(RefreshInvalidGrant)
 			return l.invalidGrant(ctx, s)
 		}
 		if err == nil && status != http.StatusTooManyRequests && status < 500 {
+			l.count(RefreshFailed)
 			code := ""
 			if oerr.Error != "" {
 				code = ", " + bounded(oerr.Error, 64)
@@ -323,6 +462,7 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			err = fmt.Errorf("oauth refresh: HTTP %d", status)
 		}
 		if attempt >= len(refreshDelays) {
+			l.count(RefreshFailed)
 			// Worth trying again soon: the sync treats it as a transient
 			// failure, not as a refused key.
 			return "", fmt.Errorf("%w (after %d tries): %w", err, attempt+1, ErrTransient)
@@ -332,6 +472,33 @@ func (l *Login) refreshOnce(ctx context.Context, s stored) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// issue takes the login the issuer answered a refresh of s with: it is
+// kept (the sent refresh token is spent now) and stored. A store that
+// fails does not drop it: it is used from memory, and written when
+// secrets.json can take it (reconcile).
+func (l *Login) issue(s stored, access, refresh string) string {
+	l.spent = append(l.spent, s.refresh)
+	if len(l.spent) > maxSpent {
+		l.spent = l.spent[len(l.spent)-maxSpent:]
+	}
+	now := l.o.Now()
+	if exp, ok := jwtExpiry(access); ok {
+		l.seenToken, l.seenLife = access, exp.Sub(now)
+	}
+	i := &issuedLogin{url: s.url, access: access, refresh: refresh}
+	l.issued = i
+	if err := storeLogin(l.path, s.url, refresh, access, nil); err != nil {
+		l.count(RefreshKeptInMemory)
+		i.unstored, i.storeAt, i.warned = true, now.Add(l.o.RetryFailedAfter), err.Error()
+		l.o.Logger.Warn("refreshed the Amp CLI login but cannot write it to secrets.json: the exporter keeps using it from memory and writes it when it can; a CLI process on this login may ask for `amp login` meanwhile",
+			"secrets", l.path, "url", l.url, "err", err)
+		return access
+	}
+	l.count(RefreshStored)
+	l.o.Logger.Debug("refreshed the Amp CLI login", "secrets", l.path, "url", l.url)
+	return access
 }
 
 // invalidGrant tells a refresh token rotated by another process from a
@@ -466,157 +633,53 @@ var jwtShape = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-
 // parts), the CLI's test.
 func isJWT(k string) bool { return jwtShape.MatchString(k) }
 
-// jwtExpiry reads the exp claim (seconds) of a JWT's payload; the
+// jwtClaims are the claims of a JWT's payload the exporter reads; the
 // signature is the server's business.
-func jwtExpiry(k string) (time.Time, bool) {
+type jwtClaims struct {
+	exp, iat float64 // seconds; 0 when absent
+	sub      string  // the account; "" when absent
+}
+
+// jwtClaimsOf reads a JWT's claims; a part that cannot be read is absent.
+func jwtClaimsOf(k string) jwtClaims {
 	parts := strings.Split(k, ".")
 	if len(parts) != 3 {
-		return time.Time{}, false
+		return jwtClaims{}
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
 	if err != nil {
-		return time.Time{}, false
+		return jwtClaims{}
 	}
-	var claims struct {
+	var raw struct {
 		Exp *float64 `json:"exp"`
+		Iat *float64 `json:"iat"`
+		Sub any      `json:"sub"`
 	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil || *claims.Exp <= 0 || *claims.Exp > 1e12 {
+	if json.Unmarshal(payload, &raw) != nil {
+		return jwtClaims{}
+	}
+	var c jwtClaims
+	sane := func(v *float64) float64 {
+		if v == nil || *v <= 0 || *v > 1e12 {
+			return 0
+		}
+		return *v
+	}
+	c.exp, c.iat = sane(raw.Exp), sane(raw.Iat)
+	switch v := raw.Sub.(type) {
+	case string:
+		c.sub = v
+	case float64:
+		c.sub = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return c
+}
+
+// jwtExpiry reads the exp claim (seconds) of a JWT's payload.
+func jwtExpiry(k string) (time.Time, bool) {
+	c := jwtClaimsOf(k)
+	if c.exp == 0 {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(int64(*claims.Exp * 1000)), true
-}
-
-// storeLogin writes a refreshed login into secrets.json: the file is read
-// again right before (the CLI may have changed other entries), only the
-// two entries of this login change, and it is replaced atomically (a
-// temporary file in the same directory, then a rename) with mode 0600.
-// Both entries go in one replace, refresh token first, as the CLI's own
-// file store does (its setMany): a reader never sees the new refresh
-// token beside an access token older than it. Writing and flushing the
-// temporary file takes a while; when secrets.json changed meanwhile (a
-// CLI process wrote it), the change is merged in again before the
-// replace, so the CLI's write is kept.
-func storeLogin(path, url, refresh, access string) error {
-	target := path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		target = real // a symlinked secrets.json stays a symlink
-	}
-	raw, err := regfile.ReadFile(target, maxKeyFile)
-	if err != nil {
-		return fmt.Errorf("amp secrets: %w", err)
-	}
-	for try := 1; ; try++ {
-		m, err := parseSecrets(target, raw)
-		if err != nil {
-			return err
-		}
-		set := func(name, v string) error {
-			b, err := json.Marshal(v)
-			m[name+"@"+url] = b
-			return err
-		}
-		if err := set("oauth-refresh-token", refresh); err != nil {
-			return err
-		}
-		if err := set("apiKey", access); err != nil {
-			return err
-		}
-		data, err := json.MarshalIndent(m, "", "  ")
-		if err != nil {
-			return fmt.Errorf("amp secrets: %w", err)
-		}
-		err = replaceFile(target, data, func() bool {
-			now, err := regfile.ReadFile(target, maxKeyFile)
-			if err != nil || bytes.Equal(now, raw) || try == 3 {
-				return true
-			}
-			raw = now
-			return false
-		})
-		if !errors.Is(err, errChangedMeanwhile) {
-			return err
-		}
-	}
-}
-
-// errChangedMeanwhile: the file to replace changed while its replacement
-// was written.
-var errChangedMeanwhile = errors.New("changed meanwhile")
-
-// writable checks that secrets.json (through its symbolic links) can be
-// replaced: a temporary file can be made in its folder and given the
-// file's owner.
-func writable(path string) error {
-	target := path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		target = real
-	}
-	f, err := createTemp(filepath.Dir(target), ".amp-exporter-secrets-*")
-	if err == nil {
-		// The new file must also be able to keep the old one's owner.
-		err = keepOwner(f, target)
-		name := f.Name()
-		f.Close()
-		_ = os.Remove(name)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot write the folder of %q (or give a new file the owner of the old), so a refreshed login could not be stored (the issuer would have replaced the CLI's refresh token): not refreshing, the stored token is used while it is valid; make the folder writable, or put an access token from the Amp settings page in amp_server.api_key_file: %w", path, err)
-	}
-	return nil
-}
-
-// beforeReplace, when set, runs between the new secrets.json being written
-// and it replacing the old one (tests write the file there as a CLI
-// process would).
-var beforeReplace func()
-
-// createTemp is os.CreateTemp (tests make a folder that cannot be
-// written).
-var createTemp = os.CreateTemp
-
-// replaceFile replaces target with data atomically. Right before the
-// rename, unchanged reports whether target may be replaced; when it says
-// no, nothing is replaced and the error is errChangedMeanwhile.
-func replaceFile(target string, data []byte, unchanged func() bool) (err error) {
-	dir := filepath.Dir(target)
-	f, err := createTemp(dir, ".amp-exporter-secrets-*")
-	if err != nil {
-		return fmt.Errorf("amp secrets: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		f.Close()
-		return fmt.Errorf("amp secrets: %w", err)
-	}
-	if err := keepOwner(f, target); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("amp secrets: write %q: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("amp secrets: sync %q: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("amp secrets: %w", err)
-	}
-	if beforeReplace != nil {
-		beforeReplace()
-	}
-	if !unchanged() {
-		return errChangedMeanwhile
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		return fmt.Errorf("amp secrets: replace %q: %w", target, err)
-	}
-	syncDir(dir)
-	return nil
+	return time.UnixMilli(int64(c.exp * 1000)), true
 }

@@ -41,6 +41,23 @@ type oauthEnv struct {
 	log     *testutil.SyncBuffer
 	sleeps  []time.Duration
 	mu      sync.Mutex
+	// outcomes counts the refreshes of the keys made by key, by outcome.
+	outcomes map[string]int
+}
+
+func (e *oauthEnv) countRefresh(outcome string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.outcomes == nil {
+		e.outcomes = map[string]int{}
+	}
+	e.outcomes[outcome]++
+}
+
+func (e *oauthEnv) refreshes(outcome string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.outcomes[outcome]
 }
 
 // otherEntries are secrets.json entries a refresh must keep as they are.
@@ -93,7 +110,7 @@ func (e *oauthEnv) key(refresh bool, vars map[string]string, apiKeyFile string) 
 		all[k] = v
 	}
 	return FindKeyWith(KeyOptions{APIKeyFile: apiKeyFile, URL: e.o.URL + "/", Env: KeyEnv{Getenv: envOf(all), Home: e.t.TempDir()},
-		RefreshLogin: refresh, OAuth: OAuthOptions{Now: e.clk.Now, Logger: e.logger(), Sleep: e.sleep}})
+		RefreshLogin: refresh, OAuth: OAuthOptions{Now: e.clk.Now, Logger: e.logger(), Sleep: e.sleep, OnRefresh: e.countRefresh}})
 }
 
 func (e *oauthEnv) mustKey(refresh bool) Key {
@@ -752,7 +769,14 @@ func TestOAuthNoRefreshWhereSecretsCannotBeWritten(t *testing.T) {
 	createTemp = func(dir, pattern string) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, pattern), Err: errors.New("read-only file system")}
 	}
-	t.Cleanup(func() { createTemp = os.CreateTemp })
+	// Nor in place: the file is on the same read-only mount.
+	openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("read-only file system")}
+		}
+		return os.OpenFile(name, flag, perm)
+	}
+	t.Cleanup(func() { createTemp, openFile = os.CreateTemp, os.OpenFile })
 	k := e.mustKey(true)
 	before, rtBefore := e.stored()
 	e.clk.Advance(3*time.Minute + time.Second) // under 120 s left
@@ -768,7 +792,7 @@ func TestOAuthNoRefreshWhereSecretsCannotBeWritten(t *testing.T) {
 	}
 	// The CLI's login is intact: once the folder can be written, the
 	// stored refresh token still works.
-	createTemp = os.CreateTemp
+	createTemp, openFile = os.CreateTemp, os.OpenFile
 	e.clk.Advance(31 * time.Second)
 	got, err = k.APIKey(context.Background())
 	after, rtAfter := e.stored()

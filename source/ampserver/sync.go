@@ -66,7 +66,8 @@ type Syncing interface {
 type SyncConfig struct {
 	Interval     time.Duration // between routine syncs
 	FullInterval time.Duration // between full listings
-	// AuthRetry is the wait after the key was refused (default 5m).
+	// AuthRetry is the wait after the key was refused (default 5m); after
+	// the CLI's login was found gone, the next try waits Interval only.
 	AuthRetry       time.Duration
 	IncludeArchived bool
 	InstallationID  string
@@ -880,6 +881,12 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 		switch {
 		case errors.Is(err, ErrAuth):
 			wait = max(s.cfg.AuthRetry, s.cfg.Interval)
+			if errors.Is(err, ErrLoginGone) {
+				// Nothing is sent for a login that is gone: each try
+				// reads secrets.json only, and a login another process
+				// stored (or `amp login`) is followed at the next sync.
+				wait = s.cfg.Interval
+			}
 			level := slog.LevelError // one line, not one per retry
 			if refused {
 				level = slog.LevelDebug
