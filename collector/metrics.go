@@ -257,7 +257,8 @@ var Metrics = []Metric{
 	{Name: NameFilesParsed, Type: Counter, Source: fromSelf,
 		Help: "Thread files parsed successfully (unchanged files are not re-read)."},
 	{Name: NameParseDuration, Type: Histogram, Labels: []string{"source"}, Source: fromSelf,
-		Help: "Time to read and parse one input."},
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		Help:    "Time to read and parse one input."},
 	{Name: NameReloadSuccessful, Type: Gauge, Source: fromSelf,
 		Help: "Whether the last configuration load succeeded (1) or kept the previous configuration (0)."},
 	{Name: NameReloadSuccessTime, Type: Gauge, Source: fromSelf,
@@ -279,7 +280,8 @@ var Metrics = []Metric{
 	{Name: NameStateCompactions, Type: Counter, Source: fromSelf,
 		Help: "Rewrites of the state log without its superseded records."},
 	{Name: NameStateSaveDuration, Type: Histogram, Source: fromSelf,
-		Help: "Time to save what changed to the state log, sync included."},
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		Help:    "Time to save what changed to the state log, sync included."},
 	{Name: NamePricingInfo, Type: Gauge, Labels: []string{"source", "version"}, Source: fromSelf,
 		Help: "The price table in use (source and version); 1 for the current one."},
 	{Name: NameSourceLastChange, Type: Gauge, Labels: []string{"source"}, Source: fromSelf,
@@ -315,14 +317,4 @@ func init() {
 		}
 		descs[m.Name] = prometheus.NewDesc(m.Name, m.Help, m.AllLabels(), nil)
 	}
-}
-
-// helpOf is the table's HELP of a metric, for the instruments registered
-// by code (ExporterMetrics, ServerMetrics).
-func helpOf(name string) string {
-	m := byName[name]
-	if m == nil {
-		panic("collector: no row for metric " + name)
-	}
-	return m.Help
 }

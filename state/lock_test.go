@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/dirlock"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/state/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 )
 
 // Two keepers on one --storage.path would interleave their commits in one

@@ -22,7 +22,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/source/threads"
@@ -193,7 +193,7 @@ func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 // cannot be reached.
 func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
-	srv := ampstandin.New(key, "dev@example.com")
+	srv := ampservertest.New(key, "dev@example.com")
 	for i := range 3 {
 		if _, err := srv.Put(threadDoc(i), 1764590400000); err != nil {
 			t.Fatal(err)

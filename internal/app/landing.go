@@ -8,7 +8,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

@@ -16,7 +16,8 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -123,7 +124,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 		t.Error("remote-write would push before the first passes (partial totals)")
 	}
 	stop := a.run()
-	waitUntil(t, "ready", a.ready.Load)
+	testutil.WaitUntil(t, "ready", a.ready.Load)
 	if n, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); !shown || n != 4 {
 		t.Errorf("after the first scan: %v thread-file messages (shown %v), want 4", n, shown)
 	}
@@ -144,7 +145,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 // the landing page, while the restored thread files wait for their scan.
 func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
-	srv := ampstandin.New(key, "dev@example.com")
+	srv := ampservertest.New(key, "dev@example.com")
 	for i := range 3 {
 		if _, err := srv.Put(threadDoc(i), 1764590400000); err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 		t.Fatal("the server's families shown before its first sync, without a saved state")
 	}
 	stop := first.run()
-	waitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
+	testutil.WaitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
 	if n, _ := sourceSamples(t, first.App, collector.NameMessages, ampstore.SourceServer); n != 6 {
 		t.Fatalf("after the first sync: %v server messages, want 6", n)
 	}

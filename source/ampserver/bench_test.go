@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -26,13 +26,13 @@ import (
 
 var (
 	benchOnce sync.Once
-	benchSrv  *ampstandin.Server
+	benchSrv  *ampservertest.Server
 	benchErr  error
 )
 
-func benchServer(b *testing.B) *ampstandin.Server {
+func benchServer(b *testing.B) *ampservertest.Server {
 	benchOnce.Do(func() {
-		benchSrv = ampstandin.New(testKey, "bench@example.com")
+		benchSrv = ampservertest.New(testKey, "bench@example.com")
 		if os.Getenv("AMP_BENCH_GZIP") == "0" {
 			benchSrv.DisableGzip() // answers as a server that does not compress
 		}
@@ -53,7 +53,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchSyncer(b *testing.B, srv *ampstandin.Server, clk *clock.Fake) (*Syncer, *store.ThreadStore) {
+func benchSyncer(b *testing.B, srv *ampservertest.Server, clk *clock.Fake) (*Syncer, *store.ThreadStore) {
 	c, err := NewClient(Options{URL: srv.URL, Key: func() (string, error) { return testKey, nil }, MaxResponseBytes: 128 << 20})
 	if err != nil {
 		b.Fatal(err)
@@ -75,7 +75,7 @@ func (c *syncCost) report(b *testing.B) {
 	b.ReportMetric(c.cpu.Seconds()/n, "cpu-s/op")
 }
 
-func measure(b *testing.B, srv *ampstandin.Server, cost *syncCost, f func()) {
+func measure(b *testing.B, srv *ampservertest.Server, cost *syncCost, f func()) {
 	srv.Reset()
 	cpu := cpuTime()
 	f()

@@ -24,8 +24,7 @@ import (
 // the documents read as files count: on a first sync over pages, after
 // growth read by window, whatever the encoding, with workers in parallel.
 func TestPooledBodiesCountAsFiles(t *testing.T) {
-	scribbleReleased.Store(true)
-	t.Cleanup(func() { scribbleReleased.Store(false) })
+	t.Cleanup(bodies.Scribble())
 	for _, enc := range []string{"gzip", "zstd", "identity"} {
 		t.Run(enc, func(t *testing.T) {
 			h := newHarness(t, 1, SyncConfig{ListLimit: 500, MaxConcurrency: 3, WindowOverlap: 4})
