@@ -55,6 +55,11 @@ type FileVersion struct {
 	// what tells a change of a thread listed without `v`.
 	ServerCount int64 `json:"server_count,omitempty"`
 	ServerLast  int64 `json:"server_last_ms,omitempty"`
+	// ServerWindow: the thread was last counted from a window (its
+	// messages from an index on), so what lies before the window was not
+	// read since: the thread is read whole at the next full listing, also
+	// after a restart.
+	ServerWindow bool `json:"server_window,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.
@@ -382,13 +387,6 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed, nil
-}
-
-// itemFamilies are the families a thread's items give (contribute).
-var itemFamilies = map[Family]bool{
-	FamMessages: true, FamPrompts: true, FamTokens: true, FamTokensLong: true, FamCredits: true,
-	FamFinished: true, FamToolCalls: true, FamContextBucket: true, FamContextSum: true,
-	FamExchangeBucket: true, FamExchangeSum: true,
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives
