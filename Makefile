@@ -29,11 +29,18 @@ build:
 # end-to-end tests against a real Prometheus.
 test: test-deps unit rules dashboards helm-check e2e
 
+# `make test` (and so CI) runs the tests that have a short and a long size
+# at the long one: the kill loops with 40 and 24 kills instead of 12 and 8,
+# the differential tests over 10x the inputs (internal/testsize).
+test: export AMP_TEST_LONG = 1
+
 # What the suite needs, pinned and cached under .cache/ (see the script).
 .PHONY: test-deps
 test-deps:
 	bash scripts/test-deps.sh
 
+# The unit tests at their short size (AMP_TEST_LONG unset); `make test`
+# runs them at the long size.
 unit:
 	$(GO) test -race -count=1 ./...
 

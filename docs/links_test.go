@@ -23,8 +23,8 @@ import (
 // Remove an entry when its document has been merged.
 var pending = map[string]bool{}
 
-// TestRelativeLinksResolve checks README.md, CHANGELOG.md, SECURITY.md and
-// every Markdown file under docs/ and deploy/.
+// TestRelativeLinksResolve checks README.md, CHANGELOG.md, CONTRIBUTING.md,
+// SECURITY.md and every Markdown file under docs/ and deploy/.
 func TestRelativeLinksResolve(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -126,7 +126,7 @@ func contains(list []string, s string) bool {
 // root, sorted.
 func markdownFiles(root string) ([]string, error) {
 	var out []string
-	for _, top := range []string{"README.md", "CHANGELOG.md", "SECURITY.md"} {
+	for _, top := range []string{"README.md", "CHANGELOG.md", "CONTRIBUTING.md", "SECURITY.md"} {
 		if _, err := os.Stat(filepath.Join(root, top)); err == nil {
 			out = append(out, top)
 		}

@@ -29,7 +29,7 @@ for p in $platforms; do
   fi
   grep -q " $(basename "$arch")\$" "$dist/sha256sums.txt" || { echo "release-check: $arch not in sha256sums.txt"; exit 1; }
   bin=$tmp/$base/$exe
-  for f in README.md CHANGELOG.md docs/counting.md docs/formats/amp-threads.md config.example.yaml; do
+  for f in LICENSE README.md CHANGELOG.md docs/counting.md docs/formats/amp-threads.md config.example.yaml; do
     [ -f "$tmp/$base/$f" ] || { echo "release-check: $arch lacks $f"; exit 1; }
   done
   info=$(go version -m "$bin")

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -131,6 +132,16 @@ func (v *victim) counters() (string, bool) {
 // and every condition given holds for them.
 func (v *victim) settled(t *testing.T, conds ...func(counters string) bool) string {
 	t.Helper()
+	got, err := v.waitSettled(conds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// waitSettled is settled for any goroutine: it returns what settled would
+// fail the test with.
+func (v *victim) waitSettled(conds ...func(counters string) bool) (string, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	same := 0
@@ -142,14 +153,32 @@ func (v *victim) settled(t *testing.T, conds ...func(counters string) bool) stri
 		}
 		if got == last {
 			if same++; same >= 2 && allHold(conds, got) {
-				return got
+				return got, nil
 			}
 		} else {
 			last, same = got, 0
 		}
 	}
-	t.Fatalf("counters never settled; last scrape:\n%s\noutput:\n%s", last, v.out.String())
-	return ""
+	return "", fmt.Errorf("counters never settled; last scrape:\n%s\noutput:\n%s", last, v.out.String())
+}
+
+// settleBoth waits for two victims at once (each with wait, in a
+// goroutine of its own) and returns what each settled on.
+func settleBoth(t *testing.T, a, b *victim, wait func(*victim) (string, error)) (string, string) {
+	t.Helper()
+	var got [2]string
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, v := range []*victim{a, b} {
+		wg.Go(func() { got[i], errs[i] = wait(v) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got[0], got[1]
 }
 
 func allHold(conds []func(string) bool, counters string) bool {
@@ -279,9 +308,10 @@ func (w *corpusWriter) step() error {
 // grow; the totals it ends with equal those of a clean run over the final
 // files.
 func TestKillLoopNeverLosesNorDoubleCounts(t *testing.T) {
-	kills := 40
-	if testing.Short() {
-		kills = 12
+	t.Parallel() // most of it is waiting on the victims: it overlaps the other kill loop
+	kills := 12
+	if testsize.Long() {
+		kills = 40
 	}
 	root := t.TempDir()
 	threadsDir, streamsDir := filepath.Join(root, "threads"), filepath.Join(root, "streams")
@@ -346,12 +376,13 @@ func TestKillLoopNeverLosesNorDoubleCounts(t *testing.T) {
 	caughtUp := func(c string) bool {
 		return hasLine(c, fmt.Sprintf("amp_executions_total{outcome=success} %d", w.runs))
 	}
+	// The run after the kills and the clean run read the same final files
+	// into states of their own: they run side by side.
 	v := startVictim(t, cfg, storage)
-	afterKills := v.settled(t, caughtUp)
-	v.kill()
+	defer v.kill()
 	clean := startVictim(t, cfg, filepath.Join(root, "clean-state"))
-	want := clean.settled(t, caughtUp)
-	clean.kill()
+	defer clean.kill()
+	afterKills, want := settleBoth(t, v, clean, func(v *victim) (string, error) { return v.waitSettled(caughtUp) })
 	if !strings.Contains(want, "amp_tokens_total") || !strings.Contains(want, `source=stream`) {
 		t.Fatalf("the clean run counted too little to compare:\n%s", want)
 	}

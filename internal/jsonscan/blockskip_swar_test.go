@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 )
 
 func TestByteMask(t *testing.T) {
@@ -46,9 +48,9 @@ func swarCheck(t testing.TB, b []byte, st blockState) int {
 
 func TestSkipBlocksSWARDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	iters := 200000
-	if testing.Short() {
-		iters = 20000
+	iters := 20000
+	if testsize.Long() {
+		iters = 200000
 	}
 	skipped := 0
 	for i := range iters {

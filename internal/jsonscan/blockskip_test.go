@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -288,9 +289,9 @@ func TestSkipBlocksLengthsAndOffsets(t *testing.T) {
 
 func TestSkipBlocksDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	iters := 200000
-	if testing.Short() {
-		iters = 20000
+	iters := 20000
+	if testsize.Long() {
+		iters = 200000
 	}
 	skipped := 0
 	for i := range iters {

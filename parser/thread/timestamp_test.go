@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 )
 
 // referenceParseTimestamp is parseTimestamp as it was before the hand-written
@@ -143,9 +145,9 @@ func TestParseTimestampTruncated(t *testing.T) {
 // are mostly one or two edits away from a valid timestamp, where a
 // hand-written parser is most likely to disagree.
 func TestParseTimestampDifferential(t *testing.T) {
-	n := 500_000
-	if testing.Short() {
-		n = 50_000
+	n := 50_000
+	if testsize.Long() {
+		n = 500_000
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	fast := 0
