@@ -318,7 +318,7 @@ func init() {
 }
 
 // helpOf is the table's HELP of a metric, for the instruments registered
-// by code (ExporterMetrics, ServerMetrics).
+// by code (ExporterMetrics, AmpServerMetrics).
 func helpOf(name string) string {
 	m := byName[name]
 	if m == nil {

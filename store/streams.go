@@ -48,8 +48,8 @@ type StreamStore struct {
 	// quota, so they can never take the places of the user's own data.
 	untrusted bool
 	// server: runs whose thread the Amp server source may count instead
-	// (streamserver.go); nil while that source is off.
-	server *streamServer
+	// (streams_ampserver.go); nil while that source is off.
+	ampServer *streamAmpServer
 }
 
 // SetPrices changes the prices applied to tokens counted from now on.
@@ -152,7 +152,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	add := total
 	for _, inc := range incs {
 		// What the Amp server's copy of the run counts instead is held
-		// or dropped here (streamserver.go); the rest counts at once.
+		// or dropped here (streams_ampserver.go); the rest counts at once.
 		add = s.sharedAdder(inc, total)
 		add(FamMessages, "user", "", int64(inc.UserMessages))
 		add(FamMessages, "assistant", "", int64(inc.AssistantMessages))
@@ -228,8 +228,8 @@ type StreamState struct {
 	Labels  map[string][]string   `json:"labels"`
 	Series  []SeriesValue         `json:"series"`
 	Files   map[string]StreamFile `json:"files"`
-	// Server: runs held for, or kept from, the Amp server source.
-	Server *StreamServerState `json:"server,omitempty"`
+	// AmpServer: runs held for, or kept from, the Amp server source.
+	AmpServer *StreamAmpServerState `json:"server,omitempty"`
 }
 
 // Export returns the store's state for persistence.
@@ -241,7 +241,7 @@ func (s *StreamStore) Export() *StreamState {
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}
-	st.Server = s.exportServer()
+	st.AmpServer = s.exportAmpServer()
 	return st
 }
 
@@ -259,7 +259,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 			return fmt.Errorf("file %q: negative offset", p)
 		}
 	}
-	if err := checkServerState(st.Server); err != nil {
+	if err := checkAmpServerState(st.AmpServer); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -275,6 +275,6 @@ func (s *StreamStore) Import(st *StreamState) error {
 		f := f
 		s.files[p] = &f
 	}
-	s.importServer(st.Server)
+	s.importAmpServer(st.AmpServer)
 	return nil
 }

@@ -48,8 +48,8 @@ type FileVersion struct {
 	ModNanos int64  `json:"mtime_ns"`
 	Inode    uint64 `json:"ino"`
 	CtimeNs  int64  `json:"ctime_ns"`
-	// ServerV is the `v` of a thread read from the Amp server (server.go).
-	ServerV int64 `json:"server_v,omitempty"`
+	// AmpServerV is the `v` of a thread read from the Amp server (ampserver.go).
+	AmpServerV int64 `json:"server_v,omitempty"`
 	// ServerCount and ServerLast are the thread's messageCount and last
 	// interaction (epoch ms) as the server listed them when it was read:
 	// what tells a change of a thread listed without `v`.

@@ -58,7 +58,7 @@ func TestRoutineSyncOneListing(t *testing.T) {
 	}
 	// Changed without a new message count or interaction: not seen until
 	// the full listing.
-	rec, _ := h.store.File(store.ServerPath(vless))
+	rec, _ := h.store.File(store.AmpServerPath(vless))
 	h.editLast(vless, rec.Version.ServerLast)
 	h.clk.Advance(time.Minute)
 	if st := h.syncOK(); st.Fetched != 0 {

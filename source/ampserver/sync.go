@@ -21,7 +21,7 @@ type Store interface {
 	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 	ApplyBilled(key string, usd map[string]float64) bool
-	ServerPaths() []string
+	AmpServerPaths() []string
 }
 
 // WindowStore is a Store that counts threads read as windows (a
@@ -59,7 +59,7 @@ const SkipOtherUser = "other_user"
 // Syncing tells the stream-json store how the server's syncs go, so a
 // run the server does not list is counted from its stream.
 type Syncing interface {
-	ServerSynced()
+	AmpServerSynced()
 }
 
 // SyncConfig configures a Syncer.
@@ -361,8 +361,8 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		// list was deleted (or archived, without include_archived). Its
 		// counts stay; it only leaves amp_threads.
 		var missing []string
-		for _, p := range s.store.ServerPaths() {
-			if id := p[len(store.ServerPathPrefix):]; !listed[id] {
+		for _, p := range s.store.AmpServerPaths() {
+			if id := p[len(store.AmpServerPathPrefix):]; !listed[id] {
 				missing = append(missing, id)
 			}
 		}
@@ -372,7 +372,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
 		}
 		for _, id := range gone {
-			s.store.Remove(store.ServerPath(id))
+			s.store.Remove(store.AmpServerPath(id))
 			st.Gone++
 		}
 		for id := range s.unreadable {
@@ -395,7 +395,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			s.lastFull = start
 		}
 		if s.streams != nil {
-			s.streams.ServerSynced()
+			s.streams.AmpServerSynced()
 		}
 	}
 	return st, errors.Join(listErr, fetchErr)
@@ -404,11 +404,11 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 // counted reports whether the server source counts the thread.
 func (s *Syncer) counted(id string) bool {
 	if s.owners != nil {
-		if o := s.owners.Owner(id); o != "" && o != store.SourceServer {
+		if o := s.owners.Owner(id); o != "" && o != store.SourceAmpServer {
 			return false
 		}
 	}
-	_, ok := s.store.File(store.ServerPath(id))
+	_, ok := s.store.File(store.AmpServerPath(id))
 	return ok
 }
 
@@ -445,8 +445,8 @@ func (s *Syncer) skipOther(id string) {
 		return
 	}
 	s.otherUser[id] = true
-	if _, ok := s.store.File(store.ServerPath(id)); ok {
-		s.store.Remove(store.ServerPath(id))
+	if _, ok := s.store.File(store.AmpServerPath(id)); ok {
+		s.store.Remove(store.AmpServerPath(id))
 	}
 	if s.source != nil {
 		s.source.ThreadSkipped(SkipOtherUser)
@@ -478,7 +478,7 @@ func (s *Syncer) noteBug(err error) {
 // tool result filled in) waits for the next of those.
 func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
-		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
+		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceAmpServer {
 			return false
 		}
 	}
@@ -486,14 +486,14 @@ func (s *Syncer) changed(t Summary, full bool) bool {
 	if was, ok := s.unreadable[t.ID]; ok {
 		return t.V == 0 && full || was != now
 	}
-	rec, ok := s.store.File(store.ServerPath(t.ID))
+	rec, ok := s.store.File(store.AmpServerPath(t.ID))
 	if !ok {
 		return true
 	}
 	if t.V == 0 {
 		return full || rec.Version.ServerCount != int64(t.MessageCount) || rec.Version.ServerLast != t.LastActivity()
 	}
-	return rec.Version.ServerV != int64(t.V)
+	return rec.Version.AmpServerV != int64(t.V)
 }
 
 // listing is how a listing shows a thread, to tell a change.
@@ -583,11 +583,11 @@ const (
 // counted, the whole thread.
 func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool) (outcome, error) {
 	if s.owners != nil {
-		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
+		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceAmpServer {
 			return outcomeSkipped, nil
 		}
 	}
-	path := store.ServerPath(t.ID)
+	path := store.AmpServerPath(t.ID)
 	if w, ok := s.window(path); ok && !whole {
 		if t.MessageCount != 0 && t.MessageCount < w.Count {
 			// Fewer messages than counted: truncated.
@@ -645,7 +645,7 @@ func (s *Syncer) exportFailed(path string, t Summary, err error) (outcome, error
 // count counts a thread read whole (w is zero) or as its window, with its
 // bill, and keeps next as its next window.
 func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Summary, w store.Window, next *store.NextWindow, began time.Time) (outcome, error) {
-	path := store.ServerPath(t.ID)
+	path := store.AmpServerPath(t.ID)
 	if sum.ID != "" && sum.ID != t.ID {
 		// The store counts a thread under its document's id; one that
 		// names another thread than the one listed and claimed would be
@@ -659,7 +659,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 	}
 	// Claimed only once it can be counted: a thread the server lists but
 	// the exporter cannot read stays with whichever source can.
-	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
+	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceAmpServer) {
 		return outcomeSkipped, nil
 	}
 	v := ex.V
@@ -690,7 +690,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	fv := store.FileVersion{Size: ex.Size, ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
 	if ws, ok := s.store.(WindowStore); ok {
 		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
 			return outcomeFailed, err
@@ -699,7 +699,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 		s.store.Apply(path, fv, sum)
 	}
 	if s.metrics != nil {
-		s.metrics.Parsed(store.SourceServer, took)
+		s.metrics.Parsed(store.SourceAmpServer, took)
 	}
 	if ci != nil {
 		s.billed(t.ID, *ci)
@@ -709,7 +709,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 
 func (s *Syncer) parseFailed(reason, id string, err error) {
 	if s.metrics != nil {
-		s.metrics.ParseFailed(store.SourceServer, reason)
+		s.metrics.ParseFailed(store.SourceAmpServer, reason)
 	}
 	s.log.Warn("cannot read a thread from the Amp server; its last good counts are kept", "reason", reason, "err", err)
 	_ = id // thread ids are not logged at warn level

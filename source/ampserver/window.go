@@ -34,7 +34,7 @@ func (s *Syncer) window(path string) (store.Window, bool) {
 // thread must be read whole instead: the window did not start where the
 // store's did, or the store refused it.
 func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store.Window) (out outcome, err error, done bool) {
-	path := store.ServerPath(t.ID)
+	path := store.AmpServerPath(t.ID)
 	ex, exact, err := s.client.ExportFrom(ctx, t.ID, w.Start, t.MessageCount, s.cfg.MaxThreadBytes)
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err, true
