@@ -60,7 +60,7 @@ func (c *AmpCollector) isReady(source string) bool {
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for i := range Metrics {
 		m := &Metrics[i]
-		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Name != NameBilledCost || c.ampServer != nil) {
+		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Family != store.FamBilled || c.ampServer != nil) {
 			ch <- descs[m.Name]
 		}
 	}

@@ -87,7 +87,7 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	limit, remaining, used := 20.0, 12.5, 0.375
 	sm.SetEntitlement(store.Entitlement{Window: "daily", LimitUSD: &limit, RemainingUSD: &remaining, UsedRatio: &used, ResetsAt: fixedNow.Add(6 * time.Hour)})
 
-	remotewrite.NewMetrics(reg)
+	remotewrite.NewMetrics(reg, NewCounterVec(NameRemoteWriteSamples), NewGaugeVec(NameRemoteWriteLastOK))
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.

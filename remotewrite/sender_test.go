@@ -95,7 +95,9 @@ func newFixture(t *testing.T, url string, mod func(*Options)) *fixture {
 	f.reg.MustRegister(f.tokens)
 	// The sender's metrics live in their own registry here so that the
 	// pushed set is fixed: one series.
-	f.metrics = NewMetrics(prometheus.NewRegistry())
+	f.metrics = NewMetrics(prometheus.NewRegistry(),
+		prometheus.NewCounterVec(prometheus.CounterOpts{Name: "samples_total", Help: "h"}, []string{"url_hash", "result"}),
+		prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "last_success", Help: "h"}, []string{"url_hash"}))
 	o := Options{
 		URL: url, Interval: 30 * time.Second, Timeout: 10 * time.Second,
 		ExternalLabels: map[string]string{"user": "alice", "host": "laptop-7"},

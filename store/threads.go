@@ -50,11 +50,11 @@ type FileVersion struct {
 	CtimeNs  int64  `json:"ctime_ns"`
 	// AmpServerV is the `v` of a thread read from the Amp server (ampserver.go).
 	AmpServerV int64 `json:"server_v,omitempty"`
-	// ServerCount and ServerLast are the thread's messageCount and last
+	// AmpServerCount and AmpServerLast are the thread's messageCount and last
 	// interaction (epoch ms) as the server listed them when it was read:
 	// what tells a change of a thread listed without `v`.
-	ServerCount int64 `json:"server_count,omitempty"`
-	ServerLast  int64 `json:"server_last_ms,omitempty"`
+	AmpServerCount int64 `json:"server_count,omitempty"`
+	AmpServerLast  int64 `json:"server_last_ms,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.
@@ -382,13 +382,6 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed, nil
-}
-
-// itemFamilies are the families a thread's items give (contribute).
-var itemFamilies = map[Family]bool{
-	FamMessages: true, FamPrompts: true, FamTokens: true, FamTokensLong: true, FamCredits: true,
-	FamFinished: true, FamToolCalls: true, FamContextBucket: true, FamContextSum: true,
-	FamExchangeBucket: true, FamExchangeSum: true,
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives

@@ -120,7 +120,7 @@ func TestNoPartialTotalsDuringFirstScan(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{collector.NameThreads, collector.NameContextUtil} {
+	for _, name := range []string{collector.NameThreads, collector.NameOf(ampstore.FamContextBucket)} {
 		if _, ok := during[name]; ok {
 			t.Errorf("during the first scan: %s is shown", name)
 		}
@@ -137,7 +137,7 @@ func TestNoPartialTotalsDuringFirstScan(t *testing.T) {
 	<-scanned
 	after := scrape(t, srv.URL)
 	got := map[string]float64{}
-	for _, m := range after[collector.NameMessages].GetMetric() {
+	for _, m := range after[collector.NameOf(ampstore.FamMessages)].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "role" {
 				got[l.GetValue()] = m.GetCounter().GetValue()
@@ -237,7 +237,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 		var n float64
 		found := false
 		for _, mf := range mfs {
-			if mf.GetName() != collector.NameMessages {
+			if mf.GetName() != collector.NameOf(ampstore.FamMessages) {
 				continue
 			}
 			for _, m := range mf.GetMetric() {

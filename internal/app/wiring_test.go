@@ -114,7 +114,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 		}
 	}
 	a := buildTestApp(t, fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", dir), "")
-	if _, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); shown {
+	if _, shown := sourceSamples(t, a.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceThreads); shown {
 		t.Error("thread-file families on /metrics before the first scan")
 	}
 	if a.amp.Ready(ampstore.SourceThreads) || a.amp.Ready(ampstore.SourceStream) || a.ready.Load() {
@@ -125,7 +125,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 	}
 	stop := a.run()
 	testutil.WaitUntil(t, "ready", a.ready.Load)
-	if n, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); !shown || n != 4 {
+	if n, shown := sourceSamples(t, a.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceThreads); !shown || n != 4 {
 		t.Errorf("after the first scan: %v thread-file messages (shown %v), want 4", n, shown)
 	}
 	if !a.amp.Ready(ampstore.SourceStream) {
@@ -168,12 +168,12 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	}
 	stop := first.run()
 	testutil.WaitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceAmpServer) })
-	if n, _ := sourceSamples(t, first.App, collector.NameMessages, ampstore.SourceAmpServer); n != 6 {
+	if n, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceAmpServer); n != 6 {
 		t.Fatalf("after the first sync: %v server messages, want 6", n)
 	}
 	// The pricing step prices the server's own store too.
-	if usd, _ := sourceSamples(t, first.App, collector.NameCost, ampstore.SourceAmpServer); usd <= 0 {
-		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameCost, ampstore.SourceAmpServer, usd)
+	if usd, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamCost), ampstore.SourceAmpServer); usd <= 0 {
+		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameOf(ampstore.FamCost), ampstore.SourceAmpServer, usd)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	if !second.amp.Ready(ampstore.SourceAmpServer) {
 		t.Error("after a restart the server's families wait for a sync, though the state holds them")
 	}
-	if n, shown := sourceSamples(t, second.App, collector.NameMessages, ampstore.SourceAmpServer); !shown || n != 6 {
+	if n, shown := sourceSamples(t, second.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceAmpServer); !shown || n != 6 {
 		t.Errorf("after a restart, before a sync: %v server messages (shown %v), want 6", n, shown)
 	}
 	// The landing page shows what /metrics shows: the server's restored

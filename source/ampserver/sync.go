@@ -491,7 +491,7 @@ func (s *Syncer) changed(t Summary, full bool) bool {
 		return true
 	}
 	if t.V == 0 {
-		return full || rec.Version.ServerCount != int64(t.MessageCount) || rec.Version.ServerLast != t.LastActivity()
+		return full || rec.Version.AmpServerCount != int64(t.MessageCount) || rec.Version.AmpServerLast != t.LastActivity()
 	}
 	return rec.Version.AmpServerV != int64(t.V)
 }
@@ -690,7 +690,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, AmpServerCount: int64(t.MessageCount), AmpServerLast: t.LastActivity()}
 	if ws, ok := s.store.(WindowStore); ok {
 		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
 			return outcomeFailed, err
