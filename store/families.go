@@ -96,7 +96,9 @@ type familySpec struct {
 	scale  float64
 	owners owner
 	// items: a thread's items give the family (ThreadStore.contribute),
-	// so a snapshot that lost items may count less of it (covers).
+	// so a snapshot that lost items may count less of it, and covers
+	// compares it. (no_usage, which items give too, has never been
+	// compared: TestItemFamiliesAreThoseItemsGive names it.)
 	items bool
 	// metric is how the family is exposed; nil for a family kept for
 	// counting only, and for a histogram's sum (its buckets' row names it).

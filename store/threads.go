@@ -55,6 +55,11 @@ type FileVersion struct {
 	// what tells a change of a thread listed without `v`.
 	AmpServerCount int64 `json:"server_count,omitempty"`
 	AmpServerLast  int64 `json:"server_last_ms,omitempty"`
+	// AmpServerWindow: the thread was last counted from a window (its
+	// messages from an index on), so what lies before the window was not
+	// read since: the thread is read whole at the next full listing, also
+	// after a restart.
+	AmpServerWindow bool `json:"server_window,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.

@@ -27,7 +27,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 			defer wg.Done()
 			p := &parsers{whole: thread.NewParser(), part: thread.NewParser()}
 			for t := range jobs {
-				outcome, err := s.fetchOne(ctx, p, t, st.Whole)
+				outcome, err := s.fetchOne(ctx, p, t, s.readWhole(t, st))
 				mu.Lock()
 				if outcome != outcomeUnreadable {
 					delete(s.unreadable, t.ID)
@@ -195,7 +195,8 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, AmpServerCount: int64(t.MessageCount), AmpServerLast: t.LastActivity()}
+	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, AmpServerCount: int64(t.MessageCount), AmpServerLast: t.LastActivity(),
+		AmpServerWindow: w.Start > 0}
 	if ws, ok := s.store.(WindowStore); ok {
 		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
 			return outcomeFailed, err

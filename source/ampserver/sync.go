@@ -272,9 +272,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	}
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
-	var changed []Summary
-	var rebill []string // unchanged threads whose bill is read again
-	newest := ""        // the account's newest listed thread
+	// entries are the threads listed, each once: a thread listed again
+	// (it moved while the listing was paged, or a listing that repeats
+	// it) is taken as its newest entry, whichever page it is on (at).
+	var entries []Summary
+	at := map[string]int{}
+	newest := "" // the account's newest listed thread
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
 		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
@@ -296,10 +299,22 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		allOld := true
 		fresh := 0 // threads this page lists for the first time
 		for _, t := range page {
-			if t.ID == "" || len(t.ID) > 128 || listed[t.ID] {
-				// A thread listed again (it moved up while the listing
-				// was paged) was weighed on its first page.
+			if t.ID == "" || len(t.ID) > 128 {
 				continue
+			}
+			if i, ok := at[t.ID]; ok {
+				// Listed again: the newer entry wins (the stale one would
+				// hide a change for as long as the listing repeats it).
+				if newer(t, entries[i]) {
+					entries[i] = t
+					if s.changed(t, st.Full) {
+						allOld = false
+					}
+				}
+				continue
+			}
+			if listed[t.ID] {
+				continue // another user's, skipped on its first entry
 			}
 			fresh++
 			st.Listed++
@@ -312,15 +327,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			if newest == "" {
 				newest = t.ID
 			}
-			if s.changed(t, st.Full) {
-				changed = append(changed, t)
-				allOld = false
-			} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
-				t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
-				rebill = append(rebill, t.ID)
-			} else if !s.lastComplete.IsZero() && t.LastActivity() >= s.lastComplete.UnixMilli() {
-				allOld = false
-			} else if s.lastComplete.IsZero() {
+			at[t.ID] = len(entries)
+			entries = append(entries, t)
+			if s.changed(t, st.Full) || s.lastComplete.IsZero() || t.LastActivity() >= s.lastComplete.UnixMilli() {
 				allOld = false
 			}
 		}
@@ -342,6 +351,16 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		// threads could be any number of ids that lead nowhere.
 		return st, listErr
 	}
+	var changed []Summary
+	var rebill []string // unchanged threads whose bill is read again
+	for _, t := range entries {
+		if s.changed(t, st.Full) {
+			changed = append(changed, t)
+		} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
+			t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
+			rebill = append(rebill, t.ID)
+		}
+	}
 	st.Changed = len(changed)
 	// A full listing reads changed threads whole, not by window, but for
 	// the first (a window restored from the state is as good as one
@@ -356,36 +375,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		s.entitlement(ctx, newest, start)
 	}
 	if st.Full && listErr == nil {
-		// A full listing shows every thread there is: what it does not
-		// list was deleted (or archived, without include_archived). Its
-		// counts stay; it only leaves amp_threads.
-		var missing []string
-		for _, p := range s.store.AmpServerPaths() {
-			if id := p[len(store.AmpServerPathPrefix):]; !listed[id] {
-				missing = append(missing, id)
-			}
-		}
-		gone, err := s.confirmGone(ctx, missing)
-		if err != nil {
-			// Those not confirmed stay present until the next full listing.
-			s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
-		}
-		for _, id := range gone {
-			s.store.Remove(store.AmpServerPath(id))
-			st.Gone++
-		}
-		for id := range s.unreadable {
-			if !listed[id] {
-				delete(s.unreadable, id)
-			}
-		}
-		// Likewise the threads skipped as another user's: remembered while
-		// they are listed, so their number is bounded by one listing's.
-		for id := range s.otherUser {
-			if !listed[id] {
-				delete(s.otherUser, id)
-			}
-		}
+		s.forgetUnlisted(ctx, listed, &st)
 	}
 	if listErr == nil && st.Failed == 0 {
 		st.Complete = true
@@ -398,6 +388,41 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		}
 	}
 	return st, errors.Join(listErr, fetchErr)
+}
+
+// forgetUnlisted acts on a full listing, which shows every thread there
+// is: what it does not list was deleted (or archived, without
+// include_archived), once the server confirms it. Its counts stay; it only
+// leaves amp_threads. The unreadable and other users' threads it does not
+// list are forgotten, so their number is bounded by one listing's.
+func (s *Syncer) forgetUnlisted(ctx context.Context, listed map[string]bool, st *Stats) {
+	var missing []string
+	for _, p := range s.store.AmpServerPaths() {
+		if id := p[len(store.AmpServerPathPrefix):]; !listed[id] {
+			missing = append(missing, id)
+		}
+	}
+	gone, err := s.confirmGone(ctx, missing)
+	if err != nil {
+		// Those not confirmed stay present until the next full listing.
+		s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
+	}
+	for _, id := range gone {
+		s.store.Remove(store.AmpServerPath(id))
+		st.Gone++
+	}
+	for id := range s.unreadable {
+		if !listed[id] {
+			delete(s.unreadable, id)
+		}
+	}
+	// Likewise the threads skipped as another user's: remembered while
+	// they are listed, so their number is bounded by one listing's.
+	for id := range s.otherUser {
+		if !listed[id] {
+			delete(s.otherUser, id)
+		}
+	}
 }
 
 // counted reports whether the server source counts the thread.
@@ -450,12 +475,26 @@ func (s *Syncer) noteBug(err error) {
 	}
 }
 
-// changed reports whether a listed thread needs fetching: its `v` differs
-// from the one counted, and no other source counts it. A thread listed
-// without `v` is read again at a full listing (full), or when its
-// messageCount or last interaction differs from what was listed when it
-// was read: a change that touches neither (an answer still streaming, a
-// tool result filled in) waits for the next of those.
+// newer reports whether a is a newer entry of a thread than b: a higher
+// `v`, else a later last interaction, else more messages.
+func newer(a, b Summary) bool {
+	if a.V != b.V {
+		return a.V > b.V
+	}
+	if a.LastActivity() != b.LastActivity() {
+		return a.LastActivity() > b.LastActivity()
+	}
+	return a.MessageCount > b.MessageCount
+}
+
+// changed reports whether a listed thread needs fetching, when no other
+// source counts it: its `v`, its messageCount or its last interaction
+// differs from what was listed when it was read (a server can list a
+// thread that grew under the `v` it was counted at). A thread listed
+// without `v` is also read again at a full listing (full): a change that
+// moves neither count nor interaction (an answer still streaming, a tool
+// result filled in) waits for it. So is a thread last counted from a
+// window (window.go): what lies before its window was not read since.
 func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceAmpServer {
@@ -470,10 +509,25 @@ func (s *Syncer) changed(t Summary, full bool) bool {
 	if !ok {
 		return true
 	}
-	if t.V == 0 {
-		return full || rec.Version.AmpServerCount != int64(t.MessageCount) || rec.Version.AmpServerLast != t.LastActivity()
+	if full && (t.V == 0 || rec.Version.AmpServerWindow) {
+		return true
 	}
-	return rec.Version.AmpServerV != int64(t.V)
+	return t.V != 0 && rec.Version.AmpServerV != int64(t.V) || rec.Version.AmpServerCount != int64(t.MessageCount) ||
+		rec.Version.AmpServerLast != t.LastActivity()
+}
+
+// readWhole reports whether a changed thread is read whole, not by its
+// window: at every full listing but the first since start-up, and at
+// every full listing when it was last counted from a window.
+func (s *Syncer) readWhole(t Summary, st *Stats) bool {
+	if st.Whole {
+		return true
+	}
+	if !st.Full {
+		return false
+	}
+	rec, ok := s.store.File(store.AmpServerPath(t.ID))
+	return ok && rec.Version.AmpServerWindow
 }
 
 // listing is how a listing shows a thread, to tell a change.
