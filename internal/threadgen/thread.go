@@ -182,6 +182,8 @@ type threadBuilder struct {
 	events    []ledgerEvent
 	last      usage // max-merged, for ~debug.lastInferenceUsage
 	inferLog  []usage
+	remote    remote            // the first tree's repository (repositories.go)
+	spent     map[string]Tokens // by model, from tally
 }
 
 func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
@@ -221,6 +223,7 @@ func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 	t.share = min(0.9, max(0.6, 0.78+0.05*r.NormFloat64()))
 	t.meanTool = max(600, 3400*math.Pow(float64(target)/200e3, 0.4)) / t.tools.norm
 	t.proj = newProject(r)
+	t.remote = g.remote(i)
 	t.sysTokens = 9000 + int64(r.IntN(9000))
 	t.now = t.created + 500 + int64(r.IntN(4000))
 	return t
@@ -383,12 +386,7 @@ func (t *threadBuilder) header(b []byte) []byte {
 	p := t.proj
 	w.keyString("displayName", p.name)
 	w.keyString("uri", p.uri)
-	w.keyObject("repository")
-	w.keyString("type", "git")
-	w.keyString("url", "https://github.com/"+p.org+"/"+p.name)
-	w.keyString("ref", "refs/heads/"+p.branch)
-	w.keyString("sha", p.sha)
-	w.endObj()
+	t.writeRepository(w)
 	w.endObj()
 	w.endArr()
 	w.keyObject("platform")
