@@ -94,7 +94,7 @@ fuzz:
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
-	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/amyturn -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/gitremote -run '^$$' -fuzz FuzzNormalize -fuzztime $(FUZZTIME)
 	# Each input is a file opened twice: bound the minimization of a new
 	# input, which otherwise takes the whole run.

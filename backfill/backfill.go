@@ -135,8 +135,8 @@ func (b *Backfill) sampleAt(at int64) int64 {
 
 // AddThread replays one parsed thread (its Items must be valid: call it
 // before the parser parses another) as counted under source (the source
-// label: store.SourceThreads, store.SourceServer). path is the thread's
-// file, or store.ServerPath of its id. Items after Until are left out.
+// label: store.SourceThreads, store.SourceAmpServer). path is the thread's
+// file, or store.AmpServerPath of its id. Items after Until are left out.
 func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	if sum.Items == nil || !sum.ItemsValid() {
 		return errors.New("backfill: a thread summary without its items")

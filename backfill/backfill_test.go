@@ -258,7 +258,7 @@ func TestOpenMetricsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AddThread(store.SourceServer, store.ServerPath("T-2"), summarize(t, p, data)); err != nil {
+	if err := b.AddThread(store.SourceAmpServer, store.AmpServerPath("T-2"), summarize(t, p, data)); err != nil {
 		t.Fatal(err)
 	}
 	target, err := ParseLabels([]string{"job=amp", "instance=laptop:9974"})

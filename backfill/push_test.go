@@ -17,7 +17,7 @@ func pushSeries() []Series {
 	k := store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: "input"}
 	return []Series{
 		{ID: SeriesID{store.SourceThreads, k}, Times: []int64{1000, 2000, 3000}, growth: []Point{{1000, 1}, {2000, 1}, {3000, 1}}},
-		{ID: SeriesID{store.SourceServer, k}, Times: []int64{2000, 3000}, growth: []Point{{2000, 5}, {3000, 1}}},
+		{ID: SeriesID{store.SourceAmpServer, k}, Times: []int64{2000, 3000}, growth: []Point{{2000, 5}, {3000, 1}}},
 	}
 }
 

@@ -200,7 +200,7 @@ func (s *ServerStore) File(string) (store.FileRecord, bool) { return store.FileR
 
 // Apply replays a fetched thread.
 func (s *ServerStore) Apply(path string, _ store.FileVersion, sum *thread.Summary) bool {
-	if err := s.B.AddThread(store.SourceServer, path, sum); err != nil {
+	if err := s.B.AddThread(store.SourceAmpServer, path, sum); err != nil {
 		s.mu.Lock()
 		s.Err = firstErr(s.Err, err)
 		s.mu.Unlock()
@@ -217,8 +217,8 @@ func (s *ServerStore) Remove(string) {}
 // ApplyBilled does nothing: billed cost has no per-item time.
 func (s *ServerStore) ApplyBilled(string, map[string]float64) bool { return false }
 
-// ServerPaths is empty: nothing was counted before.
-func (s *ServerStore) ServerPaths() []string { return nil }
+// AmpServerPaths is empty: nothing was counted before.
+func (s *ServerStore) AmpServerPaths() []string { return nil }
 
 // FirstErr returns the first replay error.
 func (s *ServerStore) FirstErr() error {

@@ -12,10 +12,10 @@ import (
 // AmpCollector exposes the Amp families from the threads and stream-json
 // stores. It reads a snapshot per scrape: a scrape never waits on parsing.
 type AmpCollector struct {
-	threads *store.ThreadStore
-	stream  *store.StreamStore
-	server  *store.ThreadStore // the Amp server source, see SetServerStore (server.go)
-	// ready holds, per source (store.SourceThreads, SourceServer,
+	threads   *store.ThreadStore
+	stream    *store.StreamStore
+	ampServer *store.ThreadStore // the Amp server source, see SetAmpServerStore (ampserver.go)
+	// ready holds, per source (store.SourceThreads, SourceAmpServer,
 	// SourceStream), whether that source has finished its first complete
 	// pass; a source without one is always ready. See SetReady.
 	ready map[string]func() bool
@@ -27,7 +27,7 @@ func NewAmpCollector(threads *store.ThreadStore, stream *store.StreamStore) *Amp
 }
 
 // SetReady gates the families of source (store.SourceThreads,
-// store.SourceServer, store.SourceStream) on ready: until it reports true,
+// store.SourceAmpServer, store.SourceStream) on ready: until it reports true,
 // Collect sends none of that source's series, nor its part of the gauges
 // computed from the stores (amp_threads, the last activity, its last
 // change), nor amp_context_window_utilization_ratio, which adds the thread
@@ -60,7 +60,7 @@ func (c *AmpCollector) isReady(source string) bool {
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for i := range Metrics {
 		m := &Metrics[i]
-		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Family != store.FamBilled || c.server != nil) {
+		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Family != store.FamBilled || c.ampServer != nil) {
 			ch <- descs[m.Name]
 		}
 	}
@@ -74,15 +74,15 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	threads := map[string]int{}
 	var lastActivity time.Time
 	filesReady := c.isReady(store.SourceThreads)
-	serverReady := c.server != nil && c.isReady(store.SourceServer)
+	serverReady := c.ampServer != nil && c.isReady(store.SourceAmpServer)
 	// The context-window histogram has no source label: it adds the thread
 	// stores up, so it is shown only once all of them are complete.
-	r.unscoped = filesReady && (c.server == nil || serverReady)
+	r.unscoped = filesReady && (c.ampServer == nil || serverReady)
 	for _, ts := range []struct {
 		st    *store.ThreadStore
 		src   string
 		ready bool
-	}{{c.threads, store.SourceThreads, filesReady}, {c.server, store.SourceServer, serverReady}} {
+	}{{c.threads, store.SourceThreads, filesReady}, {c.ampServer, store.SourceAmpServer, serverReady}} {
 		if ts.st == nil || !ts.ready {
 			continue
 		}
@@ -94,8 +94,8 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 			lastActivity = snap.LastActivity
 		}
 		c.collectThreadStore(r, snap, ts.src)
-		if ts.src == store.SourceServer {
-			r.zero(snap.Totals(), store.FamBilled, store.SourceServer, store.BilledKinds...)
+		if ts.src == store.SourceAmpServer {
+			r.zero(snap.Totals(), store.FamBilled, store.SourceAmpServer, store.BilledKinds...)
 		}
 	}
 	r.unscoped = true

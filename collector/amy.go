@@ -3,7 +3,7 @@ package collector
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -29,7 +29,7 @@ func (c *AmyCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // amyEvents are the event names whose series start at zero.
-var amyEvents = append(append([]string{}, amy.Catalogue...), amy.EventUnknown)
+var amyEvents = append(append([]string{}, amyturn.Catalogue...), amyturn.EventUnknown)
 
 // Collect implements prometheus.Collector.
 func (c *AmyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -42,15 +42,15 @@ func (c *AmyCollector) Collect(ch chan<- prometheus.Metric) {
 			store.FamAmyMemory, store.FamAmyCostWarnings, store.FamAmyDuplicates, store.FamAmyBadEvents} {
 			r.zero(t, f, n)
 		}
-		r.zero(t, store.FamAmyFinished, n, amy.OutcomeCompleted, amy.OutcomeFailed)
-		r.zero(t, store.FamAmyValidations, n, amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected)
+		r.zero(t, store.FamAmyFinished, n, amyturn.OutcomeCompleted, amyturn.OutcomeFailed)
+		r.zero(t, store.FamAmyValidations, n, amyturn.VerdictValidated, amyturn.VerdictConditional, amyturn.VerdictRejected)
 		r.zero(t, store.FamAmyGates, n, "passed", "failed")
 		r.zero(t, store.FamAmyEvents, n, amyEvents...)
 		r.zero(t, store.FamAmyReconnects, n, store.ReconnectEOF, store.ReconnectError, store.ReconnectHTTP5xx,
 			store.ReconnectHTTP429, store.ReconnectUnauthorized, store.ReconnectIdle)
 		r.zero(t, store.FamAmyGivenUp, n, store.GivenUpTimeout, store.GivenUpNotFound)
 		r.zero(t, store.FamAmyRefused, n, store.RefusedReasons...)
-		r.zeroHist(store.FamAmyTurnDurBucket, n, amy.OutcomeCompleted, amy.OutcomeFailed)
+		r.zeroHist(store.FamAmyTurnDurBucket, n, amyturn.OutcomeCompleted, amyturn.OutcomeFailed)
 		r.zeroHist(store.FamAmyTTFTBucket, n)
 		r.zeroHist(store.FamAmyTurnCostBucket, n)
 		r.gauge(NameAmyTurnsInFlight, float64(u.InFlight), n)

@@ -1,6 +1,6 @@
 // Package collector describes and renders the stores' snapshots as
 // Prometheus metrics (AmpCollector, AmyCollector) and holds the exporter's
-// own metrics (ExporterMetrics, ServerMetrics). The counting itself is
+// own metrics (ExporterMetrics, AmpServerMetrics). The counting itself is
 // package store's.
 //
 // Every metric has one row in the table Metrics (metrics.go): its name,

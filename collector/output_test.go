@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -47,7 +47,7 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	local := store.NewThreadStore(store.StoreOptions{Labels: labels, Now: now})
 	server := store.NewThreadStore(store.StoreOptions{Labels: labels, Now: now})
 	local.SetClaim(owners, store.SourceThreads)
-	server.SetClaim(owners, store.SourceServer)
+	server.SetClaim(owners, store.SourceAmpServer)
 	prices := embeddedPrices(t)
 	local.SetPrices(prices)
 	server.SetPrices(prices)
@@ -55,17 +55,17 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 
 	// Server threads: one also present as a local file (counted there),
 	// two only on the server, one of them billed.
-	server.Apply(store.ServerPath("T-1"), store.FileVersion{ServerV: 2}, summaryOf(t, withTail("")))
+	server.Apply(store.AmpServerPath("T-1"), store.FileVersion{AmpServerV: 2}, summaryOf(t, withTail("")))
 	for _, id := range []string{"T-s1", "T-s2"} {
 		doc := strings.Replace(withTail(""), `"T-1"`, `"`+id+`"`, 1)
 		doc = strings.Replace(doc, `"m1"`, `"claude-sonnet-4-5-20250929"`, 1)
-		server.Apply(store.ServerPath(id), store.FileVersion{ServerV: 5}, summaryOf(t, doc))
+		server.Apply(store.AmpServerPath(id), store.FileVersion{AmpServerV: 5}, summaryOf(t, doc))
 	}
 	server.ApplyBilled("T-s1", map[string]float64{"paid": 0.42, "free": 0.08})
 	local.Apply("/threads/T-1.json", store.FileVersion{Size: 1}, summaryOf(t, withTail("")))
 
 	amp := NewAmpCollector(local, streamStore(t))
-	amp.SetServerStore(server)
+	amp.SetAmpServerStore(server)
 	reg.MustRegister(amp, NewAmyCollector(amyFixtureStore(t, labels)))
 
 	em := NewExporterMetrics(reg)
@@ -77,7 +77,7 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	em.WatcherPolling(false)
 	em.DirsMissing(0)
 
-	sm := NewServerMetrics(reg, []string{"getUserInfo", "listThreads", "getThreadTail", "threadDisplayCostInfo"})
+	sm := NewAmpServerMetrics(reg, []string{"getUserInfo", "listThreads", "getThreadTail", "threadDisplayCostInfo"})
 	for range 3 {
 		sm.Request("listThreads", "200")
 	}
@@ -105,11 +105,11 @@ func amyFixtureStore(t *testing.T, labels *store.LabelCap) *store.AmyStore {
 	t.Helper()
 	s := store.NewAmyStore(labels, func() time.Time { return fixedNow })
 	s.SetUpstreams([]string{"prod"})
-	files, _ := filepath.Glob("../parser/amy/testdata/*.sse")
+	files, _ := filepath.Glob("../parser/amyturn/testdata/*.sse")
 	if len(files) < 2 {
 		t.Fatalf("only %d Amy fixtures", len(files))
 	}
-	d := amy.NewDecoder()
+	d := amyturn.NewDecoder()
 	at := fixedNow
 	for i, f := range files {
 		turn := "turn-" + filepath.Base(f)

@@ -45,14 +45,14 @@ func TestSourceFamiliesWaitForFirstPass(t *testing.T) {
 	server := fixtureStore(t, store.StoreOptions{})
 	stream := streamStore(t)
 	complete := NewAmpCollector(files, stream)
-	complete.SetServerStore(server)
+	complete.SetAmpServerStore(server)
 	want := exposed(t, complete)
 
 	var filesReady, serverReady, streamReady atomic.Bool
 	c := NewAmpCollector(files, stream)
-	c.SetServerStore(server)
+	c.SetAmpServerStore(server)
 	c.SetReady(store.SourceThreads, filesReady.Load)
-	c.SetReady(store.SourceServer, serverReady.Load)
+	c.SetReady(store.SourceAmpServer, serverReady.Load)
 	c.SetReady(store.SourceStream, streamReady.Load)
 
 	// Series of no source, present only once every thread store is.
@@ -64,7 +64,7 @@ func TestSourceFamiliesWaitForFirstPass(t *testing.T) {
 			t.Fatalf("the fixtures expose no %s: the test would prove nothing", n)
 		}
 	}
-	for _, src := range []string{store.SourceThreads, store.SourceServer, store.SourceStream} {
+	for _, src := range []string{store.SourceThreads, store.SourceAmpServer, store.SourceStream} {
 		if !hasSource(want, src) {
 			t.Fatalf("the fixtures expose no source=%q series", src)
 		}
@@ -93,7 +93,7 @@ func TestSourceFamiliesWaitForFirstPass(t *testing.T) {
 					t.Errorf("%s = %v, complete value %v (present: %v): a partial value", k, v, w, ok)
 				}
 			}
-			for src, ready := range map[string]bool{store.SourceThreads: s.files, store.SourceServer: s.server, store.SourceStream: s.streams} {
+			for src, ready := range map[string]bool{store.SourceThreads: s.files, store.SourceAmpServer: s.server, store.SourceStream: s.streams} {
 				if hasSource(got, src) != ready {
 					t.Errorf("source=%q series shown: %v, ready: %v", src, hasSource(got, src), ready)
 				}

@@ -87,7 +87,7 @@ func TestDashboardsAndRulesAgainstPrometheus(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rwSrv.Close()
-	ampSrv := newAmpServerStandIn(t) // server_test.go
+	ampSrv := newAmpServerStandIn(t) // ampserver_test.go
 
 	threads, runs, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFixtures(t, threads)

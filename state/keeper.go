@@ -42,8 +42,8 @@ const (
 	keyThreadPrefix = "t:"
 	keyFilePrefix   = "f:"
 	// The Amp server source's threads and their versions (its own store).
-	keyServerThreadPrefix = "s:"
-	keyServerFilePrefix   = "sf:"
+	keyAmpServerThreadPrefix = "s:"
+	keyAmpServerFilePrefix   = "sf:"
 )
 
 // stateMeta is the log's meta record, written last in the first commit: a
@@ -79,11 +79,11 @@ func CountersBegan(dir string) (time.Time, error) {
 
 // Stores are the stores whose state is kept.
 type Stores struct {
-	Threads *store.ThreadStore
-	Server  *store.ThreadStore // nil while the Amp server source is off
-	Streams *store.StreamStore
-	Amy     *store.AmyStore
-	Labels  *store.LabelCap
+	Threads   *store.ThreadStore
+	AmpServer *store.ThreadStore // nil while the Amp server source is off
+	Streams   *store.StreamStore
+	Amy       *store.AmyStore
+	Labels    *store.LabelCap
 }
 
 // Metrics is what the keeper reports about the log
@@ -229,8 +229,8 @@ type threadSpace struct {
 // server source while it is off stay in the log untouched (see replay).
 func (k *Keeper) spaces() []threadSpace {
 	sp := []threadSpace{{keyThreadPrefix, keyFilePrefix, k.stores.Threads}}
-	if k.stores.Server != nil {
-		sp = append(sp, threadSpace{keyServerThreadPrefix, keyServerFilePrefix, k.stores.Server})
+	if k.stores.AmpServer != nil {
+		sp = append(sp, threadSpace{keyAmpServerThreadPrefix, keyAmpServerFilePrefix, k.stores.AmpServer})
 	}
 	return sp
 }
@@ -243,10 +243,10 @@ func spaceOf(key string, stores Stores) (sp threadSpace, isThread, ok bool) {
 		return threadSpace{keyThreadPrefix, keyFilePrefix, stores.Threads}, true, true
 	case strings.HasPrefix(key, keyFilePrefix):
 		return threadSpace{keyThreadPrefix, keyFilePrefix, stores.Threads}, false, true
-	case strings.HasPrefix(key, keyServerThreadPrefix):
-		return threadSpace{keyServerThreadPrefix, keyServerFilePrefix, stores.Server}, true, true
-	case strings.HasPrefix(key, keyServerFilePrefix):
-		return threadSpace{keyServerThreadPrefix, keyServerFilePrefix, stores.Server}, false, true
+	case strings.HasPrefix(key, keyAmpServerThreadPrefix):
+		return threadSpace{keyAmpServerThreadPrefix, keyAmpServerFilePrefix, stores.AmpServer}, true, true
+	case strings.HasPrefix(key, keyAmpServerFilePrefix):
+		return threadSpace{keyAmpServerThreadPrefix, keyAmpServerFilePrefix, stores.AmpServer}, false, true
 	}
 	return threadSpace{}, false, false
 }

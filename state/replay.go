@@ -218,7 +218,7 @@ func (k *Keeper) replay() (replayStats, error) {
 		// again). Local threads keep theirs, as when it is on.
 		owners := store.NewOwners()
 		owners.Seed(store.SourceThreads, k.stores.Threads.ThreadKeys())
-		owners.Seed(store.SourceServer, serverOwned)
+		owners.Seed(store.SourceAmpServer, serverOwned)
 		k.stores.Threads.SetClaim(owners, store.SourceThreads)
 	}
 	return st, nil

@@ -16,7 +16,7 @@ func TestServerWindowSurvivesRestarts(t *testing.T) {
 	dir := t.TempDir()
 	a := newServerTestState(dir, true, nil)
 	mustRestore(t, a)
-	id, path := "T-srv-win", store.ServerPath("T-srv-win")
+	id, path := "T-srv-win", store.AmpServerPath("T-srv-win")
 	msgs := []string{
 		stateUser(0, "one"), stateAssistant(1, stateEndTurn, "m1", 10),
 		stateUser(2, "two"), stateAssistant(3, stateEndTurn, "m1", 20),
@@ -34,33 +34,33 @@ func TestServerWindowSurvivesRestarts(t *testing.T) {
 		return thread.Summarize(th)
 	}
 	w := store.Window{Start: 4, Anchor: 44, Count: 6}
-	if _, err := a.stores.Server.ApplyWindow(path, store.FileVersion{ServerV: 1}, parse(stateDoc(id, msgs...)), store.Window{},
+	if _, err := a.stores.AmpServer.ApplyWindow(path, store.FileVersion{AmpServerV: 1}, parse(stateDoc(id, msgs...)), store.Window{},
 		&store.NextWindow{Window: w, Sum: parse(window(msgs))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	want := serverFingerprint(t, a.stores.Server)
+	want := serverFingerprint(t, a.stores.AmpServer)
 	a.keeper.close()
 
 	b := newServerTestState(dir, true, nil)
 	mustRestore(t, b)
-	if got := serverFingerprint(t, b.stores.Server); got != want {
+	if got := serverFingerprint(t, b.stores.AmpServer); got != want {
 		t.Fatalf("server store after a restart:\n%s\nwant\n%s", got, want)
 	}
-	if got, ok := b.stores.Server.Window(path); !ok || got != w {
+	if got, ok := b.stores.AmpServer.Window(path); !ok || got != w {
 		t.Fatalf("window after a restart %+v %v, want %+v", got, ok, w)
 	}
 	// The thread grows: its window, applied to the restored store, counts
 	// what the whole thread applied to a fresh store counts.
 	msgs = append(msgs, stateUser(6, "four"), stateAssistant(7, stateEndTurn, "m2", 40))
-	if _, err := b.stores.Server.ApplyWindow(path, store.FileVersion{ServerV: 2}, parse(window(msgs)), w, nil); err != nil {
+	if _, err := b.stores.AmpServer.ApplyWindow(path, store.FileVersion{AmpServerV: 2}, parse(window(msgs)), w, nil); err != nil {
 		t.Fatal(err)
 	}
 	whole := store.NewThreadStore(store.StoreOptions{})
-	whole.Apply(path, store.FileVersion{ServerV: 2}, parse(stateDoc(id, msgs...)))
-	got, exp := b.stores.Server.Snapshot().Totals(), whole.Snapshot().Totals()
+	whole.Apply(path, store.FileVersion{AmpServerV: 2}, parse(stateDoc(id, msgs...)))
+	got, exp := b.stores.AmpServer.Snapshot().Totals(), whole.Snapshot().Totals()
 	if len(got) == 0 || len(got) != len(exp) {
 		t.Fatalf("totals %v, want %v", got, exp)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 )
 
 // Histogram bounds of the Amy source.
@@ -53,10 +53,10 @@ const RefusedTurnIDTooLong = "turn_id_too_long"
 
 // RefusedReasons are the reasons an event is refused (the series of
 // amy_stream_refused_events_total).
-var RefusedReasons = []string{amy.RefusedIDTooLong, amy.RefusedTurnBudget, amy.RefusedStateBudget, amy.RefusedTooLarge, RefusedTurnIDTooLong}
+var RefusedReasons = []string{amyturn.RefusedIDTooLong, amyturn.RefusedTurnBudget, amyturn.RefusedStateBudget, amyturn.RefusedTooLarge, RefusedTurnIDTooLong}
 
 type amyTurnState struct {
-	amy.Turn
+	amyturn.Turn
 	Upstream  string    `json:"upstream"`
 	LastEvent time.Time `json:"last_event"`
 }
@@ -162,7 +162,7 @@ func (s *AmyStore) Finished(upstream, turn string) bool {
 
 // Observe counts one decoded event of a turn. It reports whether the event
 // was new (not a replay).
-func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, received time.Time) bool {
+func (s *AmyStore) Observe(upstream, turnID, eventID string, r amyturn.Record, received time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.upstream(upstream)
@@ -199,7 +199,7 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 		add(FamAmyTTFTSum, "", "", fixed(FamAmyTTFTSum, sec))
 	}
 	switch r.Name {
-	case amy.EventAgentEnd:
+	case amyturn.EventAgentEnd:
 		agent := s.labels.value("agent", r.Agent)
 		add(FamAmyAgentRuns, agent, "", 1)
 		if r.HasDur {
@@ -210,10 +210,10 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 		if r.HasCost {
 			add(FamAmyAgentCost, agent, "", fixed(FamAmyAgentCost, r.CostUSD))
 		}
-	case amy.EventValidationEnd:
+	case amyturn.EventValidationEnd:
 		verdict := r.Verdict
 		switch verdict {
-		case amy.VerdictValidated, amy.VerdictConditional, amy.VerdictRejected:
+		case amyturn.VerdictValidated, amyturn.VerdictConditional, amyturn.VerdictRejected:
 		default:
 			verdict = UnknownValue
 		}
@@ -222,13 +222,13 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 			add(FamAmyGates, "passed", "", r.GatesPassed)
 			add(FamAmyGates, "failed", "", r.GatesTotal-r.GatesPassed)
 		}
-	case amy.EventRouting:
+	case amyturn.EventRouting:
 		add(FamAmyRouting, s.labels.value("agent", r.MainAgent), "", 1)
-	case amy.EventFactCheck:
+	case amyturn.EventFactCheck:
 		add(FamAmyFactIssues, "", "", int64(r.Issues))
-	case amy.EventMemory:
+	case amyturn.EventMemory:
 		add(FamAmyMemory, "", "", int64(r.Entries))
-	case amy.EventCostWarning:
+	case amyturn.EventCostWarning:
 		add(FamAmyCostWarnings, "", "", 1)
 	}
 	if o.Outcome != "" {
@@ -238,7 +238,7 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amy.Record, recei
 			add(FamAmyTurnDurBucket, o.Outcome, bucketIndex(AmyTurnDurationBuckets, sec), 1)
 			add(FamAmyTurnDurSum, o.Outcome, "", fixed(FamAmyTurnDurSum, sec))
 		}
-		if r.Name == amy.EventTurnCompleted && r.HasCost {
+		if r.Name == amyturn.EventTurnCompleted && r.HasCost {
 			add(FamAmyCost, "", "", fixed(FamAmyCost, r.CostUSD))
 			add(FamAmyTurnCostBucket, "", bucketIndex(AmyTurnCostBuckets, r.CostUSD), 1)
 			add(FamAmyTurnCostSum, "", "", fixed(FamAmyTurnCostSum, r.CostUSD))
@@ -258,7 +258,7 @@ func (s *AmyStore) turnLocked(upstream, turnID string, received time.Time) (*amy
 	t := s.turns[k]
 	if t == nil {
 		if s.stateBytes+len(k) >= s.maxStateBytes {
-			return nil, amy.RefusedStateBudget
+			return nil, amyturn.RefusedStateBudget
 		}
 		t = &amyTurnState{Upstream: upstream}
 		s.turns[k] = t
@@ -278,7 +278,7 @@ func (s *AmyStore) BadEvent(upstream, turnID, eventID string, received time.Time
 // reason event_too_large), once per event id, and remembers its id so
 // that a resume goes on after it instead of failing on it again.
 func (s *AmyStore) TooLarge(upstream, turnID, eventID string, received time.Time) {
-	s.skipped(upstream, turnID, eventID, FamAmyRefused, amy.RefusedTooLarge, received)
+	s.skipped(upstream, turnID, eventID, FamAmyRefused, amyturn.RefusedTooLarge, received)
 }
 
 func (s *AmyStore) skipped(upstream, turnID, eventID string, f Family, l1 string, received time.Time) {
@@ -476,8 +476,8 @@ func (s *AmyStore) Import(st *AmyState) error {
 		// State of an earlier version may hold more than the budgets
 		// allow now: what is over them is dropped, not the counters.
 		t.ResumeID() // converts earlier versions' fields
-		if len(t.Hashes) > amy.MaxStoredHashes {
-			t.Hashes = t.Hashes[:amy.MaxStoredHashes]
+		if len(t.Hashes) > amyturn.MaxStoredHashes {
+			t.Hashes = t.Hashes[:amyturn.MaxStoredHashes]
 		}
 		if s.stateBytes+t.Bytes()+len(k) > s.maxStateBytes {
 			continue

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 )
 
 func amyCount(s *AmyStore, upstream string, f Family, l1 string) int64 {
@@ -21,14 +21,14 @@ func amyCount(s *AmyStore, upstream string, f Family, l1 string) int64 {
 }
 
 // turnEvents is a turn of n events: turn.started, phases, turn.completed.
-func turnEvent(id, n int) amy.Record {
+func turnEvent(id, n int) amyturn.Record {
 	switch id {
 	case 1:
-		return amy.Record{Name: amy.EventTurnStarted}
+		return amyturn.Record{Name: amyturn.EventTurnStarted}
 	case n:
-		return amy.Record{Name: amy.EventTurnCompleted}
+		return amyturn.Record{Name: amyturn.EventTurnCompleted}
 	}
-	return amy.Record{Name: amy.EventPhase}
+	return amyturn.Record{Name: amyturn.EventPhase}
 }
 
 // TestAmyReplayOnlyIfSeen is issue 10's lost events: the exporter follows a
@@ -53,7 +53,7 @@ func TestAmyReplayOnlyIfSeen(t *testing.T) {
 			}
 		}
 		counted := int64(0)
-		for _, e := range amy.Catalogue {
+		for _, e := range amyturn.Catalogue {
 			counted += amyCount(s, "up", FamAmyEvents, e)
 		}
 		if counted != n || amyCount(s, "up", FamAmyDuplicates, "") != n-20 {
@@ -74,7 +74,7 @@ func TestAmyReplayOnlyIfSeen(t *testing.T) {
 		if got := amyCount(s, "up", FamAmyStarted, ""); got != 1 {
 			t.Fatalf("turn.started counted %d times, want 1", got)
 		}
-		if got := amyCount(s, "up", FamAmyFinished, amy.OutcomeCompleted); got != 1 {
+		if got := amyCount(s, "up", FamAmyFinished, amyturn.OutcomeCompleted); got != 1 {
 			t.Fatalf("turn.completed counted %d times", got)
 		}
 		if r := s.ResumeID("up", "t"); r != "35" {
@@ -92,14 +92,14 @@ func TestAmyHugeEventIDsAreRefused(t *testing.T) {
 	big := strings.Repeat("x", 64<<10)
 	const events = 150
 	for i := range events {
-		s.Observe("up", "t", big+strconv.Itoa(i), amy.Record{Name: amy.EventPhase}, t0)
+		s.Observe("up", "t", big+strconv.Itoa(i), amyturn.Record{Name: amyturn.EventPhase}, t0)
 	}
-	if got := amyCount(s, "up", FamAmyRefused, amy.RefusedIDTooLong); got != events {
+	if got := amyCount(s, "up", FamAmyRefused, amyturn.RefusedIDTooLong); got != events {
 		t.Errorf("refused %d, want %d", got, events)
 	}
 	// Ids within the limit are kept as fixed-size hashes, whatever their length.
 	for i := range 1000 {
-		s.Observe("up", "t", fmt.Sprintf("%0200d", i), amy.Record{Name: amy.EventPhase}, t0)
+		s.Observe("up", "t", fmt.Sprintf("%0200d", i), amyturn.Record{Name: amyturn.EventPhase}, t0)
 	}
 	b, err := json.Marshal(s.Export())
 	if err != nil {
@@ -112,7 +112,7 @@ func TestAmyHugeEventIDsAreRefused(t *testing.T) {
 		t.Error("an event id is stored whole")
 	}
 	// Turn ids are bounded too (they come from clients' URLs).
-	s.Observe("up", strings.Repeat("T", MaxTurnIDBytes+1), "1", amy.Record{Name: amy.EventPhase}, t0)
+	s.Observe("up", strings.Repeat("T", MaxTurnIDBytes+1), "1", amyturn.Record{Name: amyturn.EventPhase}, t0)
 	if got := amyCount(s, "up", FamAmyRefused, RefusedTurnIDTooLong); got != 1 {
 		t.Errorf("long turn id refused %d times", got)
 	}
@@ -128,10 +128,10 @@ func TestAmyStateBudget(t *testing.T) {
 	t0 := time.Unix(1_750_000_000, 0)
 	for turn := range 200 {
 		for id := range 200 {
-			s.Observe("up", "turn-"+strconv.Itoa(turn), "e-"+strconv.Itoa(id), amy.Record{Name: amy.EventPhase}, t0)
+			s.Observe("up", "turn-"+strconv.Itoa(turn), "e-"+strconv.Itoa(id), amyturn.Record{Name: amyturn.EventPhase}, t0)
 		}
 	}
-	if amyCount(s, "up", FamAmyRefused, amy.RefusedStateBudget) == 0 {
+	if amyCount(s, "up", FamAmyRefused, amyturn.RefusedStateBudget) == 0 {
 		t.Fatal("nothing refused past the state budget")
 	}
 	b, err := json.Marshal(s.Export())
@@ -142,9 +142,9 @@ func TestAmyStateBudget(t *testing.T) {
 		t.Errorf("state file of %d bytes for a budget of %d", len(b), budget)
 	}
 	// A monotonic stream needs no more memory: it still counts.
-	before := amyCount(s, "up", FamAmyEvents, amy.EventPhase)
-	s.Observe("up", "turn-0", "e-0", amy.Record{Name: amy.EventPhase}, t0) // a replay
-	if amyCount(s, "up", FamAmyEvents, amy.EventPhase) != before {
+	before := amyCount(s, "up", FamAmyEvents, amyturn.EventPhase)
+	s.Observe("up", "turn-0", "e-0", amyturn.Record{Name: amyturn.EventPhase}, t0) // a replay
+	if amyCount(s, "up", FamAmyEvents, amyturn.EventPhase) != before {
 		t.Error("a replay was counted")
 	}
 }
@@ -197,8 +197,8 @@ func TestAmyStateFromEarlierVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1_750_000_000, 0)
-	s.Observe("up", "t", "5", amy.Record{Name: amy.EventPhase}, t0)
-	s.Observe("up", "t", "evt_a", amy.Record{Name: amy.EventPhase}, t0)
+	s.Observe("up", "t", "5", amyturn.Record{Name: amyturn.EventPhase}, t0)
+	s.Observe("up", "t", "evt_a", amyturn.Record{Name: amyturn.EventPhase}, t0)
 	if got := amyCount(s, "up", FamAmyDuplicates, ""); got != 2 {
 		t.Fatalf("%d duplicates, want 2", got)
 	}

@@ -22,9 +22,9 @@ func TestBillAfterExportDeltaLeavesTheDeltaAlone(t *testing.T) {
 	}
 	// The billed "free" series is numbered before thread B's series, so a
 	// bill of B inserts it in front of them.
-	s.Apply(ServerPath("T-a"), FileVersion{ServerV: 1}, sum("T-a", "m1"))
+	s.Apply(AmpServerPath("T-a"), FileVersion{AmpServerV: 1}, sum("T-a", "m1"))
 	s.ApplyBilled("T-a", map[string]float64{"free": 1})
-	s.Apply(ServerPath("T-b"), FileVersion{ServerV: 1}, sum("T-b", "m2"))
+	s.Apply(AmpServerPath("T-b"), FileVersion{AmpServerV: 1}, sum("T-b", "m2"))
 	s.ApplyBilled("T-b", map[string]float64{"paid": 1})
 	d := s.ExportDelta()
 	before := deltaSeries(t, d)

@@ -22,7 +22,7 @@ func billedTotal(s *ThreadStore) float64 {
 // are seeded from the store's keys.
 func TestOthersBillKeptAndRestored(t *testing.T) {
 	s := newTestStore(0)
-	at := FileVersion{ServerV: 3, ServerCount: 4, ServerLast: 5}
+	at := FileVersion{AmpServerV: 3, AmpServerCount: 4, AmpServerLast: 5}
 	if !s.ApplyOthersBill("T-a", map[string]float64{"paid": 1.25}, at) {
 		t.Fatal("bill not counted")
 	}
@@ -36,7 +36,7 @@ func TestOthersBillKeptAndRestored(t *testing.T) {
 		t.Fatalf("a kept bill shows %d threads", n)
 	}
 	o := NewOwners()
-	o.Seed(SourceServer, s.ThreadKeys())
+	o.Seed(SourceAmpServer, s.ThreadKeys())
 	if got := o.Owner("T-a"); got != "" {
 		t.Fatalf("seeding from the server store's keys gave the thread to %q", got)
 	}
@@ -65,8 +65,8 @@ func TestOthersBillKeptAndRestored(t *testing.T) {
 // state) is billed once: its bill is the sum of both records.
 func TestOthersBillThenCountedBilledOnce(t *testing.T) {
 	s := newTestStore(0)
-	s.ApplyOthersBill("T-a", map[string]float64{"free": 0.5, "paid": 1}, FileVersion{ServerV: 1})
-	s.Apply(ServerPath("T-a"), FileVersion{ServerV: 2}, threadtest.Summary(threadtest.Thread{ID: "T-a", Users: 1, Prompts: 1}))
+	s.ApplyOthersBill("T-a", map[string]float64{"free": 0.5, "paid": 1}, FileVersion{AmpServerV: 1})
+	s.Apply(AmpServerPath("T-a"), FileVersion{AmpServerV: 2}, threadtest.Summary(threadtest.Thread{ID: "T-a", Users: 1, Prompts: 1}))
 	if s.ApplyBilled("T-a", map[string]float64{"free": 0.5, "paid": 1}) {
 		t.Fatal("a bill counted again")
 	}

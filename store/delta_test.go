@@ -265,7 +265,7 @@ func TestExportDeltaNeverPutsAFileAheadOfItsThread(t *testing.T) {
 // after they were saved): it is in the next delta, not lost to a restart.
 func TestBilledCostIsInTheNextDelta(t *testing.T) {
 	s := newTestStore(0)
-	s.Apply(ServerPath("T-1"), FileVersion{ServerV: 1}, summaryOf(t, threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))))
+	s.Apply(AmpServerPath("T-1"), FileVersion{AmpServerV: 1}, summaryOf(t, threadDoc("T-1", "", userMsg(0, "go"), assistantMsg(1, stEndTurn, usageOf("m1", 10, 100)))))
 	if d := s.ExportDelta(); d.ThreadCount() != 1 {
 		t.Fatalf("first delta: %d threads", d.ThreadCount())
 	}

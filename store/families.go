@@ -37,7 +37,7 @@ const (
 	// pricing, not exposed.
 	FamTokensLong Family = "tokens_long" // l1 model, l2 token type
 	// FamBilled is what Amp bills for a thread (threadDisplayCostInfo),
-	// per kind; l1 kind (server.go).
+	// per kind; l1 kind (ampserver.go).
 	FamBilled Family = "billed_usd"
 	// FamNoUsage counts finished assistant messages without a usage block.
 	FamNoUsage Family = "no_usage"

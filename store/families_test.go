@@ -14,7 +14,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/internal/threadtest"
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -94,7 +94,7 @@ func TestEveryFamilyIsInTheTable(t *testing.T) {
 // table, and that the state restores.
 func TestEveryProducedFamilyRestores(t *testing.T) {
 	threads := fixtureStore(t, StoreOptions{})
-	threads.Apply(ServerPath("T-billed"), FileVersion{ServerV: 1}, threadtest.Summary(threadtest.Thread{ID: "T-billed",
+	threads.Apply(AmpServerPath("T-billed"), FileVersion{AmpServerV: 1}, threadtest.Summary(threadtest.Thread{ID: "T-billed",
 		Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}}))
 	threads.ApplyBilled("T-billed", map[string]float64{"paid": 0.5})
 	st := threads.Export()
@@ -150,11 +150,11 @@ func amyFixtureStore(t *testing.T) *AmyStore {
 	t.Helper()
 	s := NewAmyStore(NewLabelCap(100, nil), func() time.Time { return fixedNow })
 	s.SetUpstreams([]string{"main"})
-	files, _ := filepath.Glob("../parser/amy/testdata/*.sse")
+	files, _ := filepath.Glob("../parser/amyturn/testdata/*.sse")
 	if len(files) < 2 {
 		t.Fatal("no recorded turn streams")
 	}
-	dec := amy.NewDecoder()
+	dec := amyturn.NewDecoder()
 	for i, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

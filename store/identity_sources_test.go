@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 )
 
@@ -54,10 +54,10 @@ func TestStreamLabelsCountOnceAcrossCapChanges(t *testing.T) {
 func TestAmyEventCountsOnceUnderItsFirstLabels(t *testing.T) {
 	labels := NewLabelCap(1, nil)
 	s := NewAmyStore(labels, nil)
-	end := func(agent string) amy.Record {
-		return amy.Record{Name: amy.EventAgentEnd, Agent: agent, CostUSD: 0.5, HasCost: true}
+	end := func(agent string) amyturn.Record {
+		return amyturn.Record{Name: amyturn.EventAgentEnd, Agent: agent, CostUSD: 0.5, HasCost: true}
 	}
-	s.Observe("prod", "turn-1", "1", amy.Record{Name: amy.EventTurnStarted}, fixedNow)
+	s.Observe("prod", "turn-1", "1", amyturn.Record{Name: amyturn.EventTurnStarted}, fixedNow)
 	s.Observe("prod", "turn-1", "2", end("a1"), fixedNow)
 	s.Observe("prod", "turn-1", "3", end("a2"), fixedNow)
 	labels.SetMax(10)

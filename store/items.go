@@ -240,7 +240,7 @@ func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pi
 		return n, t, false
 	case it.IsMessage() && it.Role == thread.RoleAssistant:
 		changed := false
-		if t.a == "" {
+		if t.name == "" {
 			if it.Model == "" && it.StopReason == "" {
 				// Still moving and naming no model yet: its model-labeled
 				// values wait until it names one or finishes, so that they
@@ -250,30 +250,30 @@ func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pi
 				}
 				return n, t, false
 			}
-			t.a, changed = k.fold("model", it.Model), true
+			t.name, changed = k.fold("model", it.Model), true
 		}
-		if t.b == "" && it.StopReason != "" {
-			t.b, changed = k.fold("stop_reason", it.StopReason), true
+		if t.outcome == "" && it.StopReason != "" {
+			t.outcome, changed = k.fold("stop_reason", it.StopReason), true
 		}
-		if t.c == "" && it.HasRatio {
-			t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
+		if t.bucket == "" && it.HasRatio {
+			t.bucket, changed = bucketIndex(ContextBuckets, it.Ratio), true
 		}
 		if changed {
 			n = pg.pin(tt, it.Key, t)
 		}
 	case it.IsLedger():
 		if n == 0 {
-			t = pinTuple{a: k.fold("model", it.Model)}
+			t = pinTuple{name: k.fold("model", it.Model)}
 			n = pg.pin(tt, it.Key, t)
 		}
 	case it.IsTool():
 		if n == 0 {
-			t = pinTuple{a: k.fold("tool", it.Tool), b: it.Status}
+			t = pinTuple{name: k.fold("tool", it.Tool), outcome: it.Status}
 			n = pg.pin(tt, it.Key, t)
 		}
 	case it.Kind() == thread.ItemExchange:
 		if n == 0 {
-			t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
+			t = pinTuple{bucket: bucketIndex(ExchangeBuckets, it.Seconds)}
 			n = pg.pin(tt, it.Key, t)
 		}
 	default:
@@ -298,10 +298,10 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			a = &d.spend[n-1]
 		}
 		k.spend(a, it)
-		if t.b != "" && it.IsMessage() {
+		if t.outcome != "" && it.IsMessage() {
 			a.finished++
 		}
-		if t.c != "" && it.IsMessage() {
+		if t.bucket != "" && it.IsMessage() {
 			a.ctx++
 			if it.HasRatio {
 				a.ctxSum = satAdd(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
@@ -312,14 +312,14 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		}
 	case it.IsTool():
 		if n == 0 {
-			k.add(FamToolCalls, t.a, t.b, 1)
+			k.add(FamToolCalls, t.name, t.outcome, 1)
 		} else {
 			d.tools[n-1]++
 		}
 	default:
 		sec := fixedAt(k.exchScale, it.Seconds)
 		if n == 0 {
-			k.add(FamExchangeBucket, "", t.c, 1)
+			k.add(FamExchangeBucket, "", t.bucket, 1)
 			k.add(FamExchangeSum, "", "", sec)
 		} else {
 			d.exch[n-1].n++
@@ -370,9 +370,9 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 		if n <= 0 {
 			continue
 		}
-		sk := k.key(FamTokens, t.a, TokenTypes[i])
-		k.add(FamTokens, t.a, TokenTypes[i], n)
-		k.add(FamTokensLong, t.a, TokenTypes[i], a.long[i])
+		sk := k.key(FamTokens, t.name, TokenTypes[i])
+		k.add(FamTokens, t.name, TokenTypes[i], n)
+		k.add(FamTokensLong, t.name, TokenTypes[i], a.long[i])
 		r := k.rates[sk]
 		r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
 		r.long.tokens = satAdd(r.long.tokens, a.long[i])
@@ -382,11 +382,11 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 		k.rates[sk] = r
 	}
 	if a.hasCredits {
-		k.add(FamCredits, t.a, "", fixed(FamCredits, a.credits))
+		k.add(FamCredits, t.name, "", fixed(FamCredits, a.credits))
 	}
-	k.add(FamFinished, t.a, t.b, a.finished)
-	k.add(FamContextBucket, t.a, t.c, a.ctx)
-	k.add(FamContextSum, t.a, "", a.ctxSum)
+	k.add(FamFinished, t.name, t.outcome, a.finished)
+	k.add(FamContextBucket, t.name, t.bucket, a.ctx)
+	k.add(FamContextSum, t.name, "", a.ctxSum)
 }
 
 // flush turns the pass's sums (per thread and per tuple) into series.
@@ -403,12 +403,12 @@ func (k *itemCounter) flush() {
 	}
 	for i, n := range d.tools {
 		if n > 0 {
-			k.add(FamToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+			k.add(FamToolCalls, d.tuples[i].name, d.tuples[i].outcome, n)
 		}
 	}
 	for i, e := range d.exch {
 		if e.n > 0 {
-			k.add(FamExchangeBucket, "", d.tuples[i].c, e.n)
+			k.add(FamExchangeBucket, "", d.tuples[i].bucket, e.n)
 			k.add(FamExchangeSum, "", "", e.sum)
 		}
 	}
@@ -551,11 +551,11 @@ func (k *itemCounter) adoptWith(aliasOf func(*thread.Item) uint64, apply bool) i
 				continue
 			}
 		case it.IsMessage() && it.Role == thread.RoleAssistant:
-			if t.a != "" && it.Model != "" && t.a != k.fold("model", it.Model) {
+			if t.name != "" && it.Model != "" && t.name != k.fold("model", it.Model) {
 				continue
 			}
 		case it.IsTool():
-			if t.a != k.fold("tool", it.Tool) {
+			if t.name != k.fold("tool", it.Tool) {
 				continue
 			}
 		}

@@ -83,7 +83,7 @@ func TestCounterPinItemKeepsFirstLabels(t *testing.T) {
 	named := thread.Item{Key: msgKey(1), Role: thread.RoleAssistant, Model: "m1"}
 	k = counterFor(s, nil, nil, named)
 	n, tu, ok := k.pinItem(&named, 0, pinTuple{})
-	if !ok || n == 0 || tu != (pinTuple{a: "m1"}) {
+	if !ok || n == 0 || tu != (pinTuple{name: "m1"}) {
 		t.Fatalf("pinItem = %d, %+v, %v; want pinned to m1", n, tu, ok)
 	}
 	pins := k.pg.result()
@@ -92,7 +92,7 @@ func TestCounterPinItemKeepsFirstLabels(t *testing.T) {
 	k = counterFor(s, nil, pins, later)
 	n, _ = k.pg.lookup(later.Key)
 	_, tu, ok = k.pinItem(&later, n, k.pg.tuple(n))
-	if !ok || tu != (pinTuple{a: "m1", b: "end_turn"}) {
+	if !ok || tu != (pinTuple{name: "m1", outcome: "end_turn"}) {
 		t.Errorf("later snapshot pinned to %+v (ok %v), want m1 with end_turn", tu, ok)
 	}
 	k.pg.result()

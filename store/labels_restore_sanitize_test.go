@@ -47,7 +47,7 @@ func TestRestoredLabelValuesAreSanitized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tuples) != 1 || tuples[0].a != clean || tuples[0].b != clean {
+	if len(tuples) != 1 || tuples[0].name != clean || tuples[0].outcome != clean {
 		t.Errorf("pins restored as %+v, want %q", tuples, clean)
 	}
 }

@@ -2,8 +2,8 @@ package store
 
 import "sync"
 
-// SourceServer is the source label of threads read from the Amp server.
-const SourceServer = "server"
+// SourceAmpServer is the source label of threads read from the Amp server.
+const SourceAmpServer = "server"
 
 // Owners decides which source counts a thread when more than one reads it
 // (design: "One thread, one count"): the first source to claim a thread id

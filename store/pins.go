@@ -35,8 +35,14 @@ import (
 // the thread's retired part, so if an older version of the file brings them
 // back they must not count again).
 type pinTuple struct {
-	a, b, c string
-	none    bool
+	// name is a message's model, or a tool result's tool.
+	name string
+	// outcome is a message's stop reason, or a tool result's status.
+	outcome string
+	// bucket is a message's context-window bucket, or an exchange's
+	// duration bucket.
+	bucket string
+	none   bool
 }
 
 // tupleTable numbers the distinct tuples of a store.
@@ -334,13 +340,13 @@ func (p pinBlob) export(tt *tupleTable) *PinState {
 		id, n := binary.Uvarint(p)
 		p = p[n:]
 		t := tt.get(uint32(id))
-		first := str(t.a) << 1
+		first := str(t.name) << 1
 		if t.none {
 			first |= 1
 		}
 		st.Tuples = binary.AppendUvarint(st.Tuples, first)
-		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.b))
-		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.c))
+		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.outcome))
+		st.Tuples = binary.AppendUvarint(st.Tuples, str(t.bucket))
 	}
 	st.Items = slices.Clone(p)
 	return st
@@ -382,13 +388,13 @@ func (st *PinState) tuples() ([]pinTuple, error) {
 		var t pinTuple
 		t.none = idx[0]&1 == 1
 		var err error
-		if t.a, err = get(idx[0] >> 1); err != nil {
+		if t.name, err = get(idx[0] >> 1); err != nil {
 			return nil, err
 		}
-		if t.b, err = get(idx[1]); err != nil {
+		if t.outcome, err = get(idx[1]); err != nil {
 			return nil, err
 		}
-		if t.c, err = get(idx[2]); err != nil {
+		if t.bucket, err = get(idx[2]); err != nil {
 			return nil, err
 		}
 		out = append(out, t)

@@ -49,8 +49,8 @@ type StreamStore struct {
 	// quota, so they can never take the places of the user's own data.
 	untrusted bool
 	// server: runs whose thread the Amp server source may count instead
-	// (streamserver.go); nil while that source is off.
-	server *streamServer
+	// (streams_ampserver.go); nil while that source is off.
+	ampServer *streamAmpServer
 	// runs: how far each run was read (streamruns.go).
 	runs map[string]*streamRun
 }
@@ -165,7 +165,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		// (streamruns.go).
 		inc = s.firstReading(inc)
 		// What the Amp server's copy of the run counts instead is held
-		// or dropped here (streamserver.go); the rest counts at once.
+		// or dropped here (streams_ampserver.go); the rest counts at once.
 		add = s.sharedAdder(inc, total)
 		add(FamMessages, "user", "", int64(inc.UserMessages))
 		add(FamMessages, "assistant", "", int64(inc.AssistantMessages))
@@ -241,8 +241,8 @@ type StreamState struct {
 	Labels  map[string][]string   `json:"labels"`
 	Series  []SeriesValue         `json:"series"`
 	Files   map[string]StreamFile `json:"files"`
-	// Server: runs held for, or kept from, the Amp server source.
-	Server *StreamServerState `json:"server,omitempty"`
+	// AmpServer: runs held for, or kept from, the Amp server source.
+	AmpServer *StreamAmpServerState `json:"server,omitempty"`
 	// Runs: how far each run was read, by its key (streamruns.go).
 	Runs map[string]StreamRunState `json:"runs,omitempty"`
 }
@@ -256,7 +256,7 @@ func (s *StreamStore) Export() *StreamState {
 	for p, f := range s.files {
 		st.Files[p] = *f
 	}
-	st.Server = s.exportServer()
+	st.AmpServer = s.exportAmpServer()
 	st.Runs = s.exportRuns()
 	return st
 }
@@ -275,7 +275,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 			return fmt.Errorf("file %q: negative offset", p)
 		}
 	}
-	if err := checkServerState(st.Server); err != nil {
+	if err := checkAmpServerState(st.AmpServer); err != nil {
 		return err
 	}
 	if err := checkRuns(st.Runs); err != nil {
@@ -294,7 +294,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 		f := f
 		s.files[p] = &f
 	}
-	s.importServer(st.Server)
+	s.importAmpServer(st.AmpServer)
 	s.importRuns(st.Runs)
 	return nil
 }

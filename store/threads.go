@@ -48,18 +48,18 @@ type FileVersion struct {
 	ModNanos int64  `json:"mtime_ns"`
 	Inode    uint64 `json:"ino"`
 	CtimeNs  int64  `json:"ctime_ns"`
-	// ServerV is the `v` of a thread read from the Amp server (server.go).
-	ServerV int64 `json:"server_v,omitempty"`
-	// ServerCount and ServerLast are the thread's messageCount and last
+	// AmpServerV is the `v` of a thread read from the Amp server (ampserver.go).
+	AmpServerV int64 `json:"server_v,omitempty"`
+	// AmpServerCount and AmpServerLast are the thread's messageCount and last
 	// interaction (epoch ms) as the server listed them when it was read:
 	// what tells a change of a thread listed without `v`.
-	ServerCount int64 `json:"server_count,omitempty"`
-	ServerLast  int64 `json:"server_last_ms,omitempty"`
-	// ServerWindow: the thread was last counted from a window (its
+	AmpServerCount int64 `json:"server_count,omitempty"`
+	AmpServerLast  int64 `json:"server_last_ms,omitempty"`
+	// AmpServerWindow: the thread was last counted from a window (its
 	// messages from an index on), so what lies before the window was not
 	// read since: the thread is read whole at the next full listing, also
 	// after a restart.
-	ServerWindow bool `json:"server_window,omitempty"`
+	AmpServerWindow bool `json:"server_window,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.

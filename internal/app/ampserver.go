@@ -19,9 +19,9 @@ import (
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
-// serverSource is the Amp server source, wired: its own counting store,
+// ampServerSource is the Amp server source, wired: its own counting store,
 // the owners shared with the local stores, and the syncer.
-type serverSource struct {
+type ampServerSource struct {
 	store   *ampstore.ThreadStore
 	owners  *ampstore.Owners
 	syncer  *ampserver.Syncer
@@ -48,7 +48,7 @@ type serverSource struct {
 // stores' states are restored and before the Amp collector is registered.
 func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, reg prometheus.Registerer,
 	labels *ampstore.LabelCap, metrics *collector.ExporterMetrics,
-	local *ampstore.ThreadStore, streams *ampstore.StreamStore, amp *collector.AmpCollector) (*serverSource, error) {
+	local *ampstore.ThreadStore, streams *ampstore.StreamStore, amp *collector.AmpCollector) (*ampServerSource, error) {
 	a := cfg.AmpServer
 	if a.Enabled == config.AmpServerOff {
 		return nil, nil
@@ -58,7 +58,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
 	// The login is refreshed only by syncs, which start after sm is set.
-	var sm *collector.ServerMetrics
+	var sm *collector.AmpServerMetrics
 	onRefresh := func(outcome string) { sm.LoginRefreshed(outcome) }
 	key, err := ampserver.FindKeyWith(ampserver.KeyOptions{APIKeyFile: a.APIKeyFile, URL: a.URL,
 		Env: ampserver.KeyEnv{Getenv: env.Getenv, Home: env.Home}, RefreshLogin: a.RefreshLogin,
@@ -70,7 +70,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		}
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
-	sm = collector.NewServerMetrics(reg, ampserver.Methods)
+	sm = collector.NewAmpServerMetrics(reg, ampserver.Methods)
 	if key.OAuth() {
 		sm.LoginRefreshes(ampserver.RefreshOutcomes)
 	}
@@ -88,11 +88,11 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	}
 	owners := ampstore.NewOwners()
 	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
-	store.SetClaim(owners, ampstore.SourceServer)
+	store.SetClaim(owners, ampstore.SourceAmpServer)
 	local.SetClaim(owners, ampstore.SourceThreads)
-	streams.EnableServerDedupe(owners)
-	amp.SetServerStore(store)
-	src := &serverSource{store: store, owners: owners, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
+	streams.EnableAmpServerDedupe(owners)
+	amp.SetAmpServerStore(store)
+	src := &ampServerSource{store: store, owners: owners, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
 		log: logger, firstScan: make(chan struct{})}
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
 		Interval:        time.Duration(a.SyncInterval),
@@ -110,13 +110,13 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	// The server's families wait for its first pass over the listing (a
 	// thread that keeps failing does not hide the others), unless a
 	// restored state already holds its totals (docs/running.md).
-	amp.SetReady(ampstore.SourceServer, func() bool { return src.restored.Load() || sm.SyncedOnce() || src.passed.Load() })
+	amp.SetReady(ampstore.SourceAmpServer, func() bool { return src.restored.Load() || sm.SyncedOnce() || src.passed.Load() })
 	return src, nil
 }
 
 // named is called by the syncer when the server first names the account
 // (at the first sync that gets past the key).
-func (s *serverSource) named(u ampserver.UserInfo) {
+func (s *ampServerSource) named(u ampserver.UserInfo) {
 	s.account.Store(&u.Email)
 	s.log.Info("following this account's threads on the Amp server (turn off with amp_server.enabled: false)",
 		"account", u.Email, "url", s.client.URL(), "url_from", s.urlFrom, "key_from", s.keyFrom)
@@ -124,17 +124,17 @@ func (s *serverSource) named(u ampserver.UserInfo) {
 
 // seed rebuilds who owns which thread from the restored states: local
 // files first, then the server, then stream-json runs.
-func (s *serverSource) seed(local *ampstore.ThreadStore, streams *ampstore.StreamStore) {
+func (s *ampServerSource) seed(local *ampstore.ThreadStore, streams *ampstore.StreamStore) {
 	s.owners.Seed(ampstore.SourceThreads, local.ThreadKeys())
 	keys := s.store.ThreadKeys()
 	s.restored.Store(len(keys) > 0)
-	s.owners.Seed(ampstore.SourceServer, keys)
+	s.owners.Seed(ampstore.SourceAmpServer, keys)
 	s.owners.Seed(ampstore.SourceStream, streams.StreamOwned())
 }
 
 // accountName is the followed account, "" while unknown or when the source
 // is off.
-func (s *serverSource) accountName() string {
+func (s *ampServerSource) accountName() string {
 	if s == nil {
 		return ""
 	}
@@ -146,7 +146,7 @@ func (s *serverSource) accountName() string {
 
 // scanned is called when the thread directories were first scanned; safe
 // on a nil source and more than once.
-func (s *serverSource) scanned() {
+func (s *ampServerSource) scanned() {
 	if s == nil {
 		return
 	}
@@ -154,7 +154,7 @@ func (s *serverSource) scanned() {
 }
 
 // threadStore is the server's store, nil when the source is off.
-func (s *serverSource) threadStore() *ampstore.ThreadStore {
+func (s *ampServerSource) threadStore() *ampstore.ThreadStore {
 	if s == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	amysource "github.com/amp-exporter/amp-exporter/source/amy"
+	"github.com/amp-exporter/amp-exporter/source/amy"
 )
 
 type amyProxy struct {
@@ -53,7 +53,7 @@ func loopbackAddress(addr string) bool {
 // start (the amy source's taps follow reloads of their upstream; the
 // listeners are fixed for the life of the process, and a reload that
 // changes them is reported as needing a restart).
-func amyProxies(cfg *config.Config, taps *amysource.Source) ([]amyProxy, error) {
+func amyProxies(cfg *config.Config, taps *amy.Source) ([]amyProxy, error) {
 	var out []amyProxy
 	for _, u := range cfg.Amy {
 		if u.Proxy.ListenAddress == "" {
@@ -78,7 +78,7 @@ func amyProxies(cfg *config.Config, taps *amysource.Source) ([]amyProxy, error) 
 		srv := &http.Server{Addr: u.Proxy.ListenAddress, Handler: h}
 		hardenProxyServer(srv)
 		out = append(out, amyProxy{
-			upstream: u.Name, target: amysource.UpstreamOf(u).BaseURL.Redacted(), server: srv, webConfig: u.Proxy.WebConfigFile,
+			upstream: u.Name, target: amy.UpstreamOf(u).BaseURL.Redacted(), server: srv, webConfig: u.Proxy.WebConfigFile,
 		})
 	}
 	seen := map[string]bool{}

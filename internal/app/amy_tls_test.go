@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	amysource "github.com/amp-exporter/amp-exporter/source/amy"
+	"github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -179,7 +179,7 @@ func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
 
 // proxiesFor builds the proxies of cfg with an amy source of their own.
 func proxiesFor(cfg *config.Config, st *store.AmyStore, log *slog.Logger) ([]amyProxy, error) {
-	src := amysource.NewSource(st, amysource.SourceOptions{Logger: log})
+	src := amy.NewSource(st, amy.SourceOptions{Logger: log})
 	if err := src.Apply(cfg); err != nil {
 		return nil, err
 	}

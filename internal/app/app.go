@@ -29,7 +29,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
-	amysource "github.com/amp-exporter/amp-exporter/source/amy"
+	"github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
 	"github.com/amp-exporter/amp-exporter/state"
@@ -68,20 +68,20 @@ type App struct {
 	o   Options
 	log *slog.Logger
 
-	reg      *prometheus.Registry
-	metrics  *collector.ExporterMetrics
-	labels   *ampstore.LabelCap
-	threads  *ampstore.ThreadStore
-	streams  *ampstore.StreamStore
-	amyStore *ampstore.AmyStore
-	server   *serverSource // nil while the Amp server source is off
-	keeper   *state.Keeper // nil without --storage.path
-	amp      *collector.AmpCollector
-	amy      *amysource.Source
-	sources  []source.Source
-	rw       *remoteWriters
-	steps    []applyStep
-	embedded *pricing.GenAIPrices
+	reg       *prometheus.Registry
+	metrics   *collector.ExporterMetrics
+	labels    *ampstore.LabelCap
+	threads   *ampstore.ThreadStore
+	streams   *ampstore.StreamStore
+	amyStore  *ampstore.AmyStore
+	ampServer *ampServerSource // nil while the Amp server source is off
+	keeper    *state.Keeper    // nil without --storage.path
+	amp       *collector.AmpCollector
+	amy       *amy.Source
+	sources   []source.Source
+	rw        *remoteWriters
+	steps     []applyStep
+	embedded  *pricing.GenAIPrices
 
 	// ready: the first passes over the local sources are done (/-/ready,
 	// remote-write); scanned and streamsRead each source's own, which
@@ -157,7 +157,7 @@ func New(o Options) (a *App, err error) {
 	a.amp = amp
 	// The server source's store must exist before the state is restored
 	// and before the Amp collector is registered (ampserver.go).
-	if a.server, err = newServerSource(cfg, o.Env, a.log, a.reg, a.labels, a.metrics, a.threads, a.streams, amp); err != nil {
+	if a.ampServer, err = newServerSource(cfg, o.Env, a.log, a.reg, a.labels, a.metrics, a.threads, a.streams, amp); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
 	amp.SetReady(ampstore.SourceThreads, a.scanned.Load)
@@ -169,10 +169,10 @@ func New(o Options) (a *App, err error) {
 		return nil, fmt.Errorf("embedded price table: %w", err)
 	}
 
-	a.amy = amysource.NewSource(a.amyStore, amysource.SourceOptions{Logger: a.log})
+	a.amy = amy.NewSource(a.amyStore, amy.SourceOptions{Logger: a.log})
 	var server source.Source = ampserver.Off()
-	if a.server != nil {
-		server = ampserver.NewSource(a.server.syncer, a.server.firstScan)
+	if a.ampServer != nil {
+		server = ampserver.NewSource(a.ampServer.syncer, a.ampServer.firstScan)
 	}
 	readyIfRead := func() {
 		if a.scanned.Load() && a.streamsRead.Load() {
@@ -186,7 +186,7 @@ func New(o Options) (a *App, err error) {
 			Logger:      a.log,
 			Clock:       clock.Real{},
 			Workers:     runtime.GOMAXPROCS(0),
-			OnFirstScan: func() { a.scanned.Store(true); readyIfRead(); a.server.scanned() },
+			OnFirstScan: func() { a.scanned.Store(true); readyIfRead(); a.ampServer.scanned() },
 		}, a.threads, a.metrics),
 		tailer,
 		server,
@@ -208,14 +208,14 @@ func New(o Options) (a *App, err error) {
 
 	if o.StoragePath != "" {
 		k, err := state.Open(state.Options{Dir: o.StoragePath, Metrics: a.metrics, Logger: a.log,
-			Stores: state.Stores{Threads: a.threads, Server: a.server.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels}})
+			Stores: state.Stores{Threads: a.threads, AmpServer: a.ampServer.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels}})
 		if err != nil {
 			return nil, fmt.Errorf("cannot use storage path %q: %w", o.StoragePath, err)
 		}
 		a.keeper = k
 	}
-	if a.server != nil {
-		a.server.seed(a.threads, a.streams)
+	if a.ampServer != nil {
+		a.ampServer.seed(a.threads, a.streams)
 	}
 	if a.proxies, err = amyProxies(cfg, a.amy); err != nil {
 		a.closeKeeper()
@@ -269,7 +269,7 @@ func (a *App) applySteps() []applyStep {
 		}, apply: func(*config.Config) error {
 			a.threads.SetPrices(pricer)
 			a.streams.SetPrices(pricer)
-			if st := a.server.threadStore(); st != nil {
+			if st := a.ampServer.threadStore(); st != nil {
 				st.SetPrices(pricer)
 			}
 			a.metrics.PricingInUse(pricer.Source, pricer.Version)
@@ -404,9 +404,9 @@ func (a *App) buildWeb() error {
 		maxRequests:   a.o.Limits.MaxRequests,
 		remoteWrites:  remoteWritesAllowed(*a.o.Web.WebConfigFile),
 		sources: sourceProviders(landingInputs{
-			cfg: a.currentConfig, ready: a.scanned.Load, account: a.server.accountName,
+			cfg: a.currentConfig, ready: a.scanned.Load, account: a.ampServer.accountName,
 			defaultDirs: config.DefaultThreadsDirs(a.o.Env),
-			threads:     storeThreads(a.threads, a.server.threadStore()),
+			threads:     storeThreads(a.threads, a.ampServer.threadStore()),
 			shown:       a.amp.Ready,
 		}),
 	}); err != nil {

@@ -209,7 +209,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	cfg.AmpServer.APIKeyFile = keyFile
 	cfg.AmpServer.SyncInterval = model.Duration(time.Hour)
 	env := config.Env{Getenv: func(string) string { return "" }, Home: t.TempDir()}
-	start := func(restore *ampstore.State) (*serverSource, *collector.AmpCollector, *prometheus.Registry) {
+	start := func(restore *ampstore.State) (*ampServerSource, *collector.AmpCollector, *prometheus.Registry) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
 		labels := ampstore.NewLabelCap(100, nil)
@@ -242,7 +242,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 			}
 			for _, m := range mf.GetMetric() {
 				for _, l := range m.GetLabel() {
-					if l.GetName() == "source" && l.GetValue() == ampstore.SourceServer {
+					if l.GetName() == "source" && l.GetValue() == ampstore.SourceAmpServer {
 						n += m.GetCounter().GetValue()
 						found = true
 					}
@@ -253,7 +253,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	}
 
 	src, amp, reg := start(nil)
-	if n, shown := serverMessages(reg); shown || amp.Ready(ampstore.SourceServer) {
+	if n, shown := serverMessages(reg); shown || amp.Ready(ampstore.SourceAmpServer) {
 		t.Fatalf("before the first sync: server messages shown (%v, %v)", n, shown)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -261,7 +261,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	go func() { done <- src.syncer.Run(ctx, src.firstScan) }()
 	src.scanned()
 	deadline := time.Now().Add(30 * time.Second)
-	for !amp.Ready(ampstore.SourceServer) {
+	for !amp.Ready(ampstore.SourceAmpServer) {
 		if time.Now().After(deadline) {
 			t.Fatal("the server's families are still hidden after the first sync")
 		}
@@ -279,7 +279,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	saved := src.store.Export()
 	srv.Close()
 	_, amp, reg = start(saved)
-	if n, shown := serverMessages(reg); !shown || n != 6 || !amp.Ready(ampstore.SourceServer) {
+	if n, shown := serverMessages(reg); !shown || n != 6 || !amp.Ready(ampstore.SourceAmpServer) {
 		t.Fatalf("restored state: server messages %v (shown %v), want 6 at once", n, shown)
 	}
 }

@@ -171,7 +171,7 @@ func TestStoreThreadsCountsEachStore(t *testing.T) {
 	apply(files, "/e/T-1.json", "T-1") // one thread in two directories
 	apply(files, "/d/T-2.json", "T-2")
 	for _, id := range []string{"T-3", "T-4", "T-5"} {
-		apply(server, store.ServerPath(id), id)
+		apply(server, store.AmpServerPath(id), id)
 	}
 	got := storeThreads(files, server)
 	if n := got(store.SourceThreads); n == nil || *n != 2 {

@@ -35,7 +35,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) (float64, boo
 	metrics:
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "source" && l.GetValue() != ampstore.SourceServer {
+				if l.GetName() == "source" && l.GetValue() != ampstore.SourceAmpServer {
 					continue metrics
 				}
 			}
@@ -101,7 +101,7 @@ func TestServerFamiliesShownWhenASyncNeverCompletes(t *testing.T) {
 	go func() { done <- src.syncer.Run(ctx, src.firstScan) }()
 	src.scanned()
 	deadline := time.Now().Add(30 * time.Second)
-	for srv.Requests()[ampserver.MethodThreadDisplayCostInfo] < 2 || !amp.Ready(ampstore.SourceServer) {
+	for srv.Requests()[ampserver.MethodThreadDisplayCostInfo] < 2 || !amp.Ready(ampstore.SourceAmpServer) {
 		if time.Now().After(deadline) {
 			cancel()
 			<-done

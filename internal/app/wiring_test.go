@@ -163,17 +163,17 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 		files, srv.URL, keyFile)
 
 	first := buildTestApp(t, cfgText, storage)
-	if first.amp.Ready(ampstore.SourceServer) {
+	if first.amp.Ready(ampstore.SourceAmpServer) {
 		t.Fatal("the server's families shown before its first sync, without a saved state")
 	}
 	stop := first.run()
-	testutil.WaitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
-	if n, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceServer); n != 6 {
+	testutil.WaitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceAmpServer) })
+	if n, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceAmpServer); n != 6 {
 		t.Fatalf("after the first sync: %v server messages, want 6", n)
 	}
 	// The pricing step prices the server's own store too.
-	if usd, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamCost), ampstore.SourceServer); usd <= 0 {
-		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameOf(ampstore.FamCost), ampstore.SourceServer, usd)
+	if usd, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamCost), ampstore.SourceAmpServer); usd <= 0 {
+		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameOf(ampstore.FamCost), ampstore.SourceAmpServer, usd)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -181,10 +181,10 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 
 	srv.Close()
 	second := buildTestApp(t, cfgText, storage)
-	if !second.amp.Ready(ampstore.SourceServer) {
+	if !second.amp.Ready(ampstore.SourceAmpServer) {
 		t.Error("after a restart the server's families wait for a sync, though the state holds them")
 	}
-	if n, shown := sourceSamples(t, second.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceServer); !shown || n != 6 {
+	if n, shown := sourceSamples(t, second.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceAmpServer); !shown || n != 6 {
 		t.Errorf("after a restart, before a sync: %v server messages (shown %v), want 6", n, shown)
 	}
 	// The landing page shows what /metrics shows: the server's restored

@@ -4,9 +4,10 @@ import (
 	"strconv"
 )
 
-// Pretty-printing JSON writer (the layout of JSON.stringify(v, null, 2)).
-
-type jw struct {
+// jsonWriter writes pretty-printed JSON in the layout of
+// JSON.stringify(v, null, 2). key* methods write an object member, elem*
+// ones an array element.
+type jsonWriter struct {
 	b     []byte
 	depth int
 	cnt   [48]int32
@@ -14,7 +15,7 @@ type jw struct {
 
 const spaces = "                                                                                                                                "
 
-func (w *jw) sep() {
+func (w *jsonWriter) sep() {
 	if w.cnt[w.depth] > 0 {
 		w.b = append(w.b, ',')
 	}
@@ -24,23 +25,23 @@ func (w *jw) sep() {
 }
 
 // key starts an object member; k must not need escaping.
-func (w *jw) key(k string) {
+func (w *jsonWriter) key(k string) {
 	w.sep()
 	w.b = append(w.b, '"')
 	w.b = append(w.b, k...)
 	w.b = append(w.b, '"', ':', ' ')
 }
 
-func (w *jw) open(c byte) {
+func (w *jsonWriter) open(c byte) {
 	w.b = append(w.b, c)
 	w.depth++
 	w.cnt[w.depth] = 0
 }
 
-func (w *jw) obj() { w.open('{') }
-func (w *jw) arr() { w.open('[') }
+func (w *jsonWriter) obj() { w.open('{') }
+func (w *jsonWriter) arr() { w.open('[') }
 
-func (w *jw) end(c byte) {
+func (w *jsonWriter) end(c byte) {
 	if w.cnt[w.depth] > 0 {
 		w.b = append(w.b, '\n')
 		w.b = append(w.b, spaces[:2*(w.depth-1)]...)
@@ -49,50 +50,50 @@ func (w *jw) end(c byte) {
 	w.depth--
 }
 
-func (w *jw) endObj() { w.end('}') }
-func (w *jw) endArr() { w.end(']') }
+func (w *jsonWriter) endObj() { w.end('}') }
+func (w *jsonWriter) endArr() { w.end(']') }
 
-func (w *jw) str(s string) {
+func (w *jsonWriter) str(s string) {
 	w.b = append(w.b, '"')
 	w.b = appendEscaped(w.b, s)
 	w.b = append(w.b, '"')
 }
 
-func (w *jw) kStr(k, v string) { w.key(k); w.str(v) }
-func (w *jw) kInt(k string, v int64) {
+func (w *jsonWriter) keyString(k, v string) { w.key(k); w.str(v) }
+func (w *jsonWriter) keyInt(k string, v int64) {
 	w.key(k)
 	w.b = strconv.AppendInt(w.b, v, 10)
 }
-func (w *jw) kBool(k string, v bool) {
+func (w *jsonWriter) keyBool(k string, v bool) {
 	w.key(k)
 	w.b = strconv.AppendBool(w.b, v)
 }
-func (w *jw) kFloat(k string, v float64) {
+func (w *jsonWriter) keyFloat(k string, v float64) {
 	w.key(k)
 	w.b = strconv.AppendFloat(w.b, v, 'f', -1, 64)
 }
-func (w *jw) kObj(k string) { w.key(k); w.obj() }
-func (w *jw) kArr(k string) { w.key(k); w.arr() }
-func (w *jw) eStr(v string) { w.sep(); w.str(v) }
-func (w *jw) eInt(v int64) {
+func (w *jsonWriter) keyObject(k string)  { w.key(k); w.obj() }
+func (w *jsonWriter) keyArray(k string)   { w.key(k); w.arr() }
+func (w *jsonWriter) elemString(v string) { w.sep(); w.str(v) }
+func (w *jsonWriter) elemInt(v int64) {
 	w.sep()
 	w.b = strconv.AppendInt(w.b, v, 10)
 }
-func (w *jw) eObj() { w.sep(); w.obj() }
+func (w *jsonWriter) elemObject() { w.sep(); w.obj() }
 
-// kEmpty writes k: {} or k: [].
-func (w *jw) kEmpty(k, v string) {
+// keyEmpty writes k: {} or k: [].
+func (w *jsonWriter) keyEmpty(k, v string) {
 	w.key(k)
 	w.b = append(w.b, v...)
 }
 
-// kBegin starts a string member whose content the caller appends, already
-// escaped, to w.b; strEnd closes it.
-func (w *jw) kBegin(k string) {
+// keyStringStart starts a string member whose content the caller appends, already
+// escaped, to w.b; stringEnd closes it.
+func (w *jsonWriter) keyStringStart(k string) {
 	w.key(k)
 	w.b = append(w.b, '"')
 }
-func (w *jw) strEnd() { w.b = append(w.b, '"') }
+func (w *jsonWriter) stringEnd() { w.b = append(w.b, '"') }
 
 // appendEscaped escapes s the way JSON.stringify does: \" \\ \b \f \n \r \t,
 // other control characters as \u00xx, everything else (including non-ASCII

@@ -9,7 +9,7 @@ import (
 
 // Messages.
 
-func (t *tgen) prompt(ex int) {
+func (t *threadBuilder) prompt(ex int) {
 	w, r := t.w, t.r
 	if ex > 0 {
 		// Time to read the answer and type; sometimes a coffee, a meeting
@@ -26,15 +26,15 @@ func (t *tgen) prompt(ex int) {
 	t.steer()
 	start := len(w.b)
 	imgBytes := 0
-	w.eObj()
-	w.kStr("role", "user")
-	w.kInt("messageId", t.msgID)
-	w.kArr("content")
-	w.eObj()
-	w.kStr("type", "text")
-	w.kBegin("text")
+	w.elemObject()
+	w.keyString("role", "user")
+	w.keyInt("messageId", t.msgID)
+	w.keyArray("content")
+	w.elemObject()
+	w.keyString("type", "text")
+	w.keyStringStart("text")
 	t.promptText()
-	w.strEnd()
+	w.stringEnd()
 	w.endObj()
 	// A screenshot, sized from 50 kB to 3 MB but never more than a tenth
 	// of the thread.
@@ -42,31 +42,31 @@ func (t *tgen) prompt(ex int) {
 		size := int(50e3 * math.Exp(r.Float64()*math.Log(60)))
 		size = min(size, t.target/10, t.remaining()/3)
 		if size >= 50e3 {
-			w.eObj()
-			w.kStr("type", "image")
-			w.kObj("source")
-			w.kStr("type", "base64")
+			w.elemObject()
+			w.keyString("type", "image")
+			w.keyObject("source")
+			w.keyString("type", "base64")
 			mt := pick(r, []string{"image/png", "image/png", "image/png", "image/jpeg", "image/webp"})
-			w.kStr("mediaType", mt)
-			w.kBegin("data")
+			w.keyString("mediaType", mt)
+			w.keyStringStart("data")
 			t.base64Image(size, mt)
-			w.strEnd()
+			w.stringEnd()
 			w.endObj()
 			w.endObj()
 			imgBytes = size
 		}
 	}
 	w.endArr()
-	w.kStr("agentMode", t.mode)
-	w.kObj("meta")
-	w.kInt("sentAt", t.now)
+	w.keyString("agentMode", t.mode)
+	w.keyObject("meta")
+	w.keyInt("sentAt", t.now)
 	w.endObj()
 	w.endObj()
 	t.msgID++
 	t.ctx += int64(len(w.b)-start-imgBytes)/4 + int64(imgBytes/50e3*200)
 }
 
-func (t *tgen) promptText() {
+func (t *threadBuilder) promptText() {
 	r := t.r
 	t.fill(poolPrompt, max(20, t.other(260, 1.0, 6000)))
 	if r.IntN(12) == 0 {
@@ -89,7 +89,7 @@ type call struct {
 // toolCycle writes an assistant message with tool calls and the user
 // message carrying their results. It reports false when the user cancelled
 // the turn.
-func (t *tgen) toolCycle() bool {
+func (t *threadBuilder) toolCycle() bool {
 	r := t.r
 	n := 1
 	switch u := r.Float64(); {
@@ -153,7 +153,7 @@ func (t *tgen) toolCycle() bool {
 	return !cancelled
 }
 
-func (t *tgen) toolUseID() string {
+func (t *threadBuilder) toolUseID() string {
 	if t.model.openai {
 		return "toolu_" + uuid4(t.r)
 	}
@@ -162,46 +162,46 @@ func (t *tgen) toolUseID() string {
 
 // assistant writes an assistant message: optional thinking and text, then
 // the tool calls (none for a final answer).
-func (t *tgen) assistant(calls []call, cancelled bool) {
+func (t *threadBuilder) assistant(calls []call, cancelled bool) {
 	t.assistantMsg(calls, cancelled, false)
 }
 
-func (t *tgen) answer(last bool) {
+func (t *threadBuilder) answer(last bool) {
 	t.steer()
 	t.assistantMsg(nil, false, last)
 }
 
-func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
+func (t *threadBuilder) assistantMsg(calls []call, cancelled, last bool) {
 	w, r := t.w, t.r
 	start := len(w.b)
-	w.eObj()
-	w.kStr("role", "assistant")
-	w.kInt("messageId", t.msgID)
-	w.kArr("content")
+	w.elemObject()
+	w.keyString("role", "assistant")
+	w.keyInt("messageId", t.msgID)
+	w.keyArray("content")
 	outBytes := 0
 	if r.IntN(4) != 0 {
-		w.eObj()
-		w.kStr("type", "thinking")
-		w.kBegin("thinking")
+		w.elemObject()
+		w.keyString("type", "thinking")
+		w.keyStringStart("thinking")
 		s := len(w.b)
 		t.fillProse(poolThinking, t.other(380, 0.9, 9000))
 		outBytes += len(w.b) - s
-		w.strEnd()
+		w.stringEnd()
 		if !t.model.openai {
-			w.kBegin("signature")
+			w.keyStringStart("signature")
 			t.base64Raw(4 * int(lognorm(r, 90, 0.45)))
-			w.strEnd()
-			w.kStr("provider", "anthropic")
+			w.stringEnd()
+			w.keyString("provider", "anthropic")
 		} else {
-			w.kStr("provider", "openai")
+			w.keyString("provider", "openai")
 		}
 		w.endObj()
 	}
 	final := calls == nil
 	if final || r.IntN(2) == 0 {
-		w.eObj()
-		w.kStr("type", "text")
-		w.kBegin("text")
+		w.elemObject()
+		w.keyString("type", "text")
+		w.keyStringStart("text")
 		s := len(w.b)
 		switch {
 		case final && last:
@@ -214,7 +214,7 @@ func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
 			t.fillProse(poolText, t.other(140, 0.8, 2000))
 		}
 		outBytes += len(w.b) - s
-		w.strEnd()
+		w.stringEnd()
 		w.endObj()
 	}
 	for i := range calls {
@@ -228,16 +228,16 @@ func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
 	out := int64(outBytes)/4 + 20 + int64(r.IntN(200))
 	u := t.inference(out)
 	t.tally(u)
-	w.kObj("state")
+	w.keyObject("state")
 	switch {
 	case cancelled:
-		w.kStr("type", "cancelled")
+		w.keyString("type", "cancelled")
 	case final:
-		w.kStr("type", "complete")
-		w.kStr("stopReason", "end_turn")
+		w.keyString("type", "complete")
+		w.keyString("stopReason", "end_turn")
 	default:
-		w.kStr("type", "complete")
-		w.kStr("stopReason", "tool_use")
+		w.keyString("type", "complete")
+		w.keyString("stopReason", "tool_use")
 	}
 	w.endObj()
 	w.key("usage")
@@ -265,7 +265,7 @@ func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
 // inference advances the clock by the time an inference takes and returns
 // its usage, with the context growing through the thread and the prompt
 // cache warm while turns follow each other within five minutes.
-func (t *tgen) inference(out int64) usage {
+func (t *threadBuilder) inference(out int64) usage {
 	r := t.r
 	m := t.model
 	if t.nested {
@@ -319,7 +319,7 @@ func (t *tgen) inference(out int64) usage {
 	return u
 }
 
-func (t *tgen) credits(u usage) float64 {
+func (t *threadBuilder) credits(u usage) float64 {
 	m := t.model
 	c := float64(u.in)*m.in + float64(u.out)*m.out + float64(u.cacheCreate)*m.cacheWrite + float64(u.cacheRead)*m.cacheR
 	return round4(c / 1e6)
@@ -327,16 +327,16 @@ func (t *tgen) credits(u usage) float64 {
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
-func (t *tgen) writeUsage(u usage) {
+func (t *threadBuilder) writeUsage(u usage) {
 	w := t.w
 	w.obj()
-	w.kStr("model", u.model)
-	w.kInt("maxInputTokens", u.maxIn)
-	w.kInt("inputTokens", u.in)
-	w.kInt("outputTokens", u.out)
-	w.kInt("cacheCreationInputTokens", u.cacheCreate)
-	w.kInt("cacheReadInputTokens", u.cacheRead)
-	w.kInt("totalInputTokens", u.total)
+	w.keyString("model", u.model)
+	w.keyInt("maxInputTokens", u.maxIn)
+	w.keyInt("inputTokens", u.in)
+	w.keyInt("outputTokens", u.out)
+	w.keyInt("cacheCreationInputTokens", u.cacheCreate)
+	w.keyInt("cacheReadInputTokens", u.cacheRead)
+	w.keyInt("totalInputTokens", u.total)
 	w.key("timestamp")
 	w.b = append(w.b, '"')
 	w.b = time.UnixMilli(u.ms).UTC().AppendFormat(w.b, "2006-01-02T15:04:05.000Z")
@@ -344,30 +344,30 @@ func (t *tgen) writeUsage(u usage) {
 	w.endObj()
 }
 
-func (t *tgen) writeLedger() {
+func (t *threadBuilder) writeLedger() {
 	w := t.w
-	w.kObj("usageLedger")
-	w.kArr("events")
+	w.keyObject("usageLedger")
+	w.keyArray("events")
 	for _, e := range t.events {
-		w.eObj()
-		w.kStr("id", uuid4(t.r))
+		w.elemObject()
+		w.keyString("id", uuid4(t.r))
 		w.key("timestamp")
 		w.b = append(w.b, '"')
 		w.b = time.UnixMilli(e.ms).UTC().AppendFormat(w.b, "2006-01-02T15:04:05Z")
 		w.b = append(w.b, '"')
-		w.kStr("model", e.model)
-		w.kFloat("credits", e.credits)
-		w.kObj("tokens")
-		w.kInt("input", e.in)
-		w.kInt("output", e.out)
+		w.keyString("model", e.model)
+		w.keyFloat("credits", e.credits)
+		w.keyObject("tokens")
+		w.keyInt("input", e.in)
+		w.keyInt("output", e.out)
 		w.endObj()
 		if e.title {
-			w.kStr("operationType", "title-generation")
-			w.kInt("fromMessageId", e.fromID)
+			w.keyString("operationType", "title-generation")
+			w.keyInt("fromMessageId", e.fromID)
 		} else {
-			w.kStr("operationType", "inference")
-			w.kInt("fromMessageId", e.fromID)
-			w.kInt("toMessageId", e.toID)
+			w.keyString("operationType", "inference")
+			w.keyInt("fromMessageId", e.fromID)
+			w.keyInt("toMessageId", e.toID)
 		}
 		w.endObj()
 	}
@@ -376,139 +376,139 @@ func (t *tgen) writeLedger() {
 }
 
 // toolUse writes a tool_use block with the tool's input.
-func (t *tgen) toolUse(c *call) {
+func (t *threadBuilder) toolUse(c *call) {
 	w, r, p := t.w, t.r, t.proj
-	w.eObj()
-	w.kStr("type", "tool_use")
-	w.kBool("complete", true)
-	w.kStr("id", c.id)
-	w.kStr("name", toolNames[c.kind])
-	w.kObj("input")
+	w.elemObject()
+	w.keyString("type", "tool_use")
+	w.keyBool("complete", true)
+	w.keyString("id", c.id)
+	w.keyString("name", toolNames[c.kind])
+	w.keyObject("input")
 	switch c.kind {
 	case tBash:
-		w.kStr("cmd", pick(r, commands[p.lang]))
-		w.kStr("cwd", p.root)
+		w.keyString("cmd", pick(r, commands[p.lang]))
+		w.keyString("cwd", p.root)
 	case tShell:
-		w.kStr("command", pick(r, commands[p.lang]))
-		w.kStr("workdir", p.root)
+		w.keyString("command", pick(r, commands[p.lang]))
+		w.keyString("workdir", p.root)
 	case tRead:
 		if c.image {
 			c.rel = pick(r, []string{"docs/screenshot.png", "assets/logo.png", "tmp/failing-test.png", "design/mockup.png"})
 		}
-		w.kStr("path", p.abs(c.rel))
+		w.keyString("path", p.abs(c.rel))
 		if !c.image && r.IntN(3) == 0 {
 			a := int64(1 + r.IntN(400))
-			w.kArr("read_range")
-			w.eInt(a)
-			w.eInt(a + int64(20+r.IntN(300)))
+			w.keyArray("read_range")
+			w.elemInt(a)
+			w.elemInt(a + int64(20+r.IntN(300)))
 			w.endArr()
 		}
 	case tGrep:
-		w.kStr("pattern", pick(r, grepPatterns))
-		w.kStr("path", p.root)
+		w.keyString("pattern", pick(r, grepPatterns))
+		w.keyString("path", p.root)
 		if r.IntN(3) == 0 {
-			w.kStr("glob", pick(r, globPatterns[p.lang]))
+			w.keyString("glob", pick(r, globPatterns[p.lang]))
 		}
 		if r.IntN(4) == 0 {
-			w.kBool("caseSensitive", false)
+			w.keyBool("caseSensitive", false)
 		}
 	case tGlob:
-		w.kStr("filePattern", pick(r, globPatterns[p.lang]))
+		w.keyString("filePattern", pick(r, globPatterns[p.lang]))
 		if r.IntN(3) == 0 {
-			w.kInt("limit", 100)
+			w.keyInt("limit", 100)
 		}
 	case tEdit:
-		w.kStr("path", p.abs(c.rel))
-		w.kBegin("old_str")
+		w.keyString("path", p.abs(c.rel))
+		w.keyStringStart("old_str")
 		t.fillCode(p.lang, t.other(300, 0.9, 6000))
-		w.strEnd()
-		w.kBegin("new_str")
+		w.stringEnd()
+		w.keyStringStart("new_str")
 		t.fillCode(p.lang, t.other(420, 0.9, 8000))
-		w.strEnd()
+		w.stringEnd()
 	case tCreate:
-		w.kStr("path", p.abs(c.rel))
-		w.kBegin("content")
+		w.keyString("path", p.abs(c.rel))
+		w.keyStringStart("content")
 		t.fillCode(p.lang, t.other(2500, 0.9, 40_000))
-		w.strEnd()
+		w.stringEnd()
 	case tWebPage:
-		w.kStr("url", pick(r, urls))
+		w.keyString("url", pick(r, urls))
 		if r.IntN(2) == 0 {
-			w.kStr("objective", pick(r, objectives))
+			w.keyString("objective", pick(r, objectives))
 		}
 	case tWebSearch:
-		w.kStr("objective", pick(r, objectives))
-		w.kArr("search_queries")
+		w.keyString("objective", pick(r, objectives))
+		w.keyArray("search_queries")
 		for range 1 + r.IntN(3) {
-			w.eStr(pick(r, searchQueries))
+			w.elemString(pick(r, searchQueries))
 		}
 		w.endArr()
 	case tTask:
-		w.kBegin("prompt")
+		w.keyStringStart("prompt")
 		t.fillProse(poolText, t.other(900, 0.6, 6000))
-		w.strEnd()
-		w.kStr("description", pick(r, objectives))
+		w.stringEnd()
+		w.keyString("description", pick(r, objectives))
 	case tFinder:
-		w.kStr("query", pick(r, objectives))
+		w.keyString("query", pick(r, objectives))
 	case tOracle:
-		w.kStr("task", pick(r, objectives))
-		w.kBegin("context")
+		w.keyString("task", pick(r, objectives))
+		w.keyStringStart("context")
 		t.fillProse(poolText, t.other(600, 0.6, 6000))
-		w.strEnd()
-		w.kArr("files")
+		w.stringEnd()
+		w.keyArray("files")
 		for range 1 + r.IntN(4) {
-			w.eStr(p.abs(p.files[r.IntN(len(p.files))]))
+			w.elemString(p.abs(p.files[r.IntN(len(p.files))]))
 		}
 		w.endArr()
 	case tMCP:
-		w.kStr("query", "repo:"+p.org+"/"+p.name+" "+pick(r, funcNames))
+		w.keyString("query", "repo:"+p.org+"/"+p.name+" "+pick(r, funcNames))
 	case tDeploy:
-		w.kStr("environment", pick(r, []string{"staging", "staging", "preview", "production"}))
-		w.kStr("service", pick(r, []string{"api", "web", "worker", "scheduler"}))
+		w.keyString("environment", pick(r, []string{"staging", "staging", "preview", "production"}))
+		w.keyString("service", pick(r, []string{"api", "web", "worker", "scheduler"}))
 	case tPatch:
-		w.kBegin("patchText")
+		w.keyStringStart("patchText")
 		w.b = append(w.b, `*** Begin Patch\n*** Update File: `...)
 		w.b = appendEscaped(w.b, p.abs(c.rel))
 		w.b = append(w.b, `\n@@\n`...)
 		t.fillDiff(p.lang, t.other(700, 0.8, 12_000))
 		w.b = append(w.b, `*** End Patch`...)
-		w.strEnd()
+		w.stringEnd()
 	}
 	w.endObj()
 	w.endObj()
 }
 
 // results writes the tool-result carrier for calls.
-func (t *tgen) results(calls []call) {
+func (t *threadBuilder) results(calls []call) {
 	w, r := t.w, t.r
 	t.now += 200 + int64(r.IntN(2500))
-	w.eObj()
-	w.kStr("role", "user")
-	w.kInt("messageId", t.msgID)
-	w.kArr("content")
+	w.elemObject()
+	w.keyString("role", "user")
+	w.keyInt("messageId", t.msgID)
+	w.keyArray("content")
 	for i := range calls {
 		c := &calls[i]
 		start := len(w.b)
-		w.eObj()
-		w.kStr("type", "tool_result")
-		w.kStr("toolUseID", c.id)
-		w.kObj("run")
-		w.kStr("status", c.status)
+		w.elemObject()
+		w.keyString("type", "tool_result")
+		w.keyString("toolUseID", c.id)
+		w.keyObject("run")
+		w.keyString("status", c.status)
 		switch c.status {
 		case "done":
 			t.result(c)
 		case "error":
-			w.kObj("error")
-			w.kStr("message", pick(r, errorMessages))
+			w.keyObject("error")
+			w.keyString("message", pick(r, errorMessages))
 			w.endObj()
-			w.kEmpty("progress", "{}")
+			w.keyEmpty("progress", "{}")
 		case "cancelled":
-			w.kStr("reason", pick(r, []string{"user cancelled", "Cancelled by user", "interrupted"}))
-			w.kEmpty("progress", "{}")
+			w.keyString("reason", pick(r, []string{"user cancelled", "Cancelled by user", "interrupted"}))
+			w.keyEmpty("progress", "{}")
 		default: // rejected-by-user
 			if r.IntN(2) == 0 {
-				w.kStr("reason", pick(r, []string{"not now", "don't run that, use the make target", "wrong file"}))
+				w.keyString("reason", pick(r, []string{"not now", "don't run that, use the make target", "wrong file"}))
 			}
-			w.kEmpty("progress", "{}")
+			w.keyEmpty("progress", "{}")
 		}
 		w.endObj()
 		w.endObj()
@@ -533,46 +533,46 @@ func (t *tgen) results(calls []call) {
 
 // result writes the result, progress and trackFiles of a done run, about
 // c.size bytes in all.
-func (t *tgen) result(c *call) {
+func (t *threadBuilder) result(c *call) {
 	w, r, p := t.w, t.r, t.proj
 	n := max(0, c.size-180)
 	track := false
 	switch c.kind {
 	case tBash, tShell, tDeploy:
-		w.kObj("result")
-		w.kBegin("output")
+		w.keyObject("result")
+		w.keyStringStart("output")
 		if c.kind == tDeploy {
 			t.fill(poolDeploy, n)
 		} else {
 			t.fill(shellPools[r.IntN(len(shellPools))], n)
 		}
-		w.strEnd()
+		w.stringEnd()
 		code := int64(0)
 		if r.IntN(6) == 0 {
 			code = int64(pick(r, []int{1, 1, 1, 2, 124, 127, 130}))
 		}
-		w.kInt("exitCode", code)
+		w.keyInt("exitCode", code)
 		w.endObj()
 	case tRead:
-		w.kObj("result")
-		w.kStr("absolutePath", p.abs(c.rel))
-		w.kBegin("content")
+		w.keyObject("result")
+		w.keyString("absolutePath", p.abs(c.rel))
+		w.keyStringStart("content")
 		if c.image {
 			t.base64Image(n, "image/png")
-			w.strEnd()
-			w.kBool("isImage", true)
-			w.kObj("imageInfo")
-			w.kStr("mimeType", "image/png")
-			w.kInt("size", int64(n)/4*3)
+			w.stringEnd()
+			w.keyBool("isImage", true)
+			w.keyObject("imageInfo")
+			w.keyString("mimeType", "image/png")
+			w.keyInt("size", int64(n)/4*3)
 			w.endObj()
 		} else {
 			t.fillNumberedCode(p.lang, n)
-			w.strEnd()
+			w.stringEnd()
 		}
 		w.endObj()
 		track = true
 	case tGrep:
-		w.kArr("result")
+		w.keyArray("result")
 		for s := len(w.b); len(w.b)-s < n; {
 			w.sep()
 			w.b = append(w.b, '"')
@@ -586,14 +586,14 @@ func (t *tgen) result(c *call) {
 		}
 		w.endArr()
 	case tGlob:
-		w.kArr("result")
+		w.keyArray("result")
 		for s := len(w.b); len(w.b)-s < n; {
-			w.eStr(p.abs(pick(r, langFiles[p.lang])))
+			w.elemString(p.abs(pick(r, langFiles[p.lang])))
 		}
 		w.endArr()
 	case tEdit:
-		w.kObj("result")
-		w.kBegin("diff")
+		w.keyObject("result")
+		w.keyStringStart("diff")
 		w.b = append(w.b, "```diff\\nIndex: "...)
 		w.b = appendEscaped(w.b, p.abs(c.rel))
 		w.b = append(w.b, `\n===================================================================\n--- `...)
@@ -605,43 +605,43 @@ func (t *tgen) result(c *call) {
 		w.b = fmt.Appendf(w.b, `\tmodified\n@@ -%d,%d +%d,%d @@\n`, a, b-a, a, b-a+int64(r.IntN(6)))
 		t.fillDiff(p.lang, n-200)
 		w.b = append(w.b, "```"...)
-		w.strEnd()
-		w.kArr("lineRange")
-		w.eInt(a)
-		w.eInt(b)
+		w.stringEnd()
+		w.keyArray("lineRange")
+		w.elemInt(a)
+		w.elemInt(b)
 		w.endArr()
 		w.endObj()
 		track = true
 	case tCreate:
-		w.kStr("result", "Successfully created file "+p.abs(c.rel))
+		w.keyString("result", "Successfully created file "+p.abs(c.rel))
 		track = true
 	case tPatch:
-		w.kStr("result", "Done!\nM "+c.rel+"\n")
+		w.keyString("result", "Done!\nM "+c.rel+"\n")
 		track = true
 	case tWebPage:
-		w.kBegin("result")
+		w.keyStringStart("result")
 		t.fillMarkdown(n)
-		w.strEnd()
+		w.stringEnd()
 	case tWebSearch:
-		w.kArr("result")
+		w.keyArray("result")
 		for s := len(w.b); len(w.b)-s < n; {
-			w.eObj()
-			w.kStr("title", pick(r, titles))
-			w.kStr("url", pick(r, urls))
-			w.kBegin("content")
+			w.elemObject()
+			w.keyString("title", pick(r, titles))
+			w.keyString("url", pick(r, urls))
+			w.keyStringStart("content")
 			t.fillMarkdown(min(n-(len(w.b)-s), 300+r.IntN(3000)))
-			w.strEnd()
+			w.stringEnd()
 			w.endObj()
 		}
 		w.endArr()
 	case tMCP:
-		w.kArr("result")
+		w.keyArray("result")
 		for s := len(w.b); len(w.b)-s < n; {
-			w.eObj()
-			w.kStr("type", "text")
-			w.kBegin("text")
+			w.elemObject()
+			w.keyString("type", "text")
+			w.keyStringStart("text")
 			t.fill(poolJSONText, min(n-(len(w.b)-s), 200+r.IntN(4000)))
-			w.strEnd()
+			w.stringEnd()
 			w.endObj()
 		}
 		w.endArr()
@@ -650,13 +650,13 @@ func (t *tgen) result(c *call) {
 			return
 		}
 	}
-	w.kEmpty("progress", "{}")
+	w.keyEmpty("progress", "{}")
 	if track {
-		w.kArr("trackFiles")
-		w.eStr(p.fileURI(c.rel))
+		w.keyArray("trackFiles")
+		w.elemString(p.fileURI(c.rel))
 		w.endArr()
 	} else {
-		w.kEmpty("trackFiles", "[]")
+		w.keyEmpty("trackFiles", "[]")
 	}
 }
 
@@ -664,7 +664,7 @@ func (t *tgen) result(c *call) {
 // subagent's answer, then (for larger runs) its conversation. done is
 // whether the run's object is complete (a finder's short answer is not:
 // its progress and trackFiles follow, as for other tools).
-func (t *tgen) subagentResult(c *call, n int) (done bool) {
+func (t *threadBuilder) subagentResult(c *call, n int) (done bool) {
 	w, r, p := t.w, t.r, t.proj
 	switch c.kind {
 	case tFinder:
@@ -675,17 +675,17 @@ func (t *tgen) subagentResult(c *call, n int) (done bool) {
 		if n > 8000 {
 			m = n / 4
 		}
-		w.kBegin("result")
+		w.keyStringStart("result")
 		for s := len(w.b); len(w.b)-s < m; {
 			w.b = appendEscaped(w.b, p.abs(p.files[r.IntN(len(p.files))]))
 			w.b = append(w.b, "\\n```\\n"...)
 			t.fillCode(p.lang, 200+r.IntN(1500))
 			w.b = append(w.b, "```\\n\\n"...)
 		}
-		w.strEnd()
+		w.stringEnd()
 		if n > 8000 {
-			w.kEmpty("progress", "[]")
-			w.kObj("~debug")
+			w.keyEmpty("progress", "[]")
+			w.keyObject("~debug")
 			t.subagent(max(2000, n-(len(w.b)-s)))
 			w.endObj()
 			return true
@@ -693,14 +693,14 @@ func (t *tgen) subagentResult(c *call, n int) (done bool) {
 		return false
 	case tOracle, tTask:
 		s := len(w.b)
-		w.kBegin("result")
+		w.keyStringStart("result")
 		t.fillMarkdown(min(n/6+200, 20_000))
-		w.strEnd()
-		w.kEmpty("progress", "[]")
+		w.stringEnd()
+		w.keyEmpty("progress", "[]")
 		if n < 8000 {
 			return true
 		}
-		w.kObj("~debug")
+		w.keyObject("~debug")
 		t.subagent(max(2000, n-(len(w.b)-s)))
 		w.endObj()
 		return true
@@ -710,24 +710,24 @@ func (t *tgen) subagentResult(c *call, n int) (done bool) {
 
 // subagent writes the conversation and inferences of a subagent run into
 // the open ~debug object, about size bytes.
-func (t *tgen) subagent(size int) {
+func (t *threadBuilder) subagent(size int) {
 	w := t.w
-	child := &tgen{
+	child := &threadBuilder{
 		r: t.r, w: w, nested: true,
 		id: t.id, created: t.created, target: size,
 		mode: t.mode, model: t.model, tools: subagentTools,
 		share: t.share, meanTool: max(600, t.meanTool*0.8), proj: t.proj,
 		now: t.now, sysTokens: 6000 + int64(t.r.IntN(4000)),
 	}
-	w.kArr("conversation")
+	w.keyArray("conversation")
 	child.base = len(w.b)
 	child.conversation()
 	w.endArr()
-	w.kArr("inferences")
+	w.keyArray("inferences")
 	for _, u := range child.inferLog {
-		w.eObj()
-		w.kStr("id", "inf_"+randAlnum(t.r, 20))
-		w.kStr("model", u.model)
+		w.elemObject()
+		w.keyString("id", "inf_"+randAlnum(t.r, 20))
+		w.keyString("model", u.model)
 		w.key("usage")
 		child.writeUsage(u)
 		w.endObj()

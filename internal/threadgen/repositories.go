@@ -82,7 +82,7 @@ func repoParts(j int) (host, path string) {
 // writeRepository writes the first tree's repository: the project's
 // GitHub remote by default; with Options.Repositories, the thread's
 // remote in its form, or nothing for a thread without one.
-func (t *tgen) writeRepository(w *jw) {
+func (t *threadBuilder) writeRepository(w *jsonWriter) {
 	p := t.proj
 	url := "https://github.com/" + p.org + "/" + p.name
 	if t.remote.set {
@@ -91,11 +91,11 @@ func (t *tgen) writeRepository(w *jw) {
 		}
 		url = t.remote.url
 	}
-	w.kObj("repository")
-	w.kStr("type", "git")
-	w.kStr("url", url)
-	w.kStr("ref", "refs/heads/"+p.branch)
-	w.kStr("sha", p.sha)
+	w.keyObject("repository")
+	w.keyString("type", "git")
+	w.keyString("url", url)
+	w.keyString("ref", "refs/heads/"+p.branch)
+	w.keyString("sha", p.sha)
 	w.endObj()
 }
 
@@ -156,7 +156,7 @@ func (g *Generator) Spend() map[string]*RepositorySpend {
 }
 
 // generate generates thread i's body, for what it spent.
-func (g *Generator) generate(i int) *tgen {
+func (g *Generator) generate(i int) *threadBuilder {
 	target := int(g.TargetSize(i))
 	t := newThread(g, i, target, make([]byte, reserve, target+target/16+reserve+64<<10))
 	t.body()
@@ -166,7 +166,7 @@ func (g *Generator) generate(i int) *tgen {
 // tally records an assistant message's usage as spent: all of it in a
 // thread without a ledger, only its cache tokens in one with a ledger
 // (whose events bill input and output: spentTokens).
-func (t *tgen) tally(u usage) {
+func (t *threadBuilder) tally(u usage) {
 	if t.nested {
 		return
 	}
@@ -184,7 +184,7 @@ func (t *tgen) tally(u usage) {
 }
 
 // spentTokens is what the thread spent, by model.
-func (t *tgen) spentTokens() map[string]Tokens {
+func (t *threadBuilder) spentTokens() map[string]Tokens {
 	out := maps.Clone(t.spent)
 	if out == nil {
 		out = map[string]Tokens{}

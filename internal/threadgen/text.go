@@ -8,7 +8,7 @@ import (
 
 // fill appends about n bytes of escaped lines from p: runs of consecutive
 // lines starting at random places, so the text reads like real output.
-func (t *tgen) fill(p *pool, n int) {
+func (t *threadBuilder) fill(p *pool, n int) {
 	w, r := t.w, t.r
 	end := len(w.b) + n
 	lines := p.lines
@@ -26,7 +26,7 @@ func (t *tgen) fill(p *pool, n int) {
 }
 
 // fillProse appends about n bytes of prose without a trailing newline.
-func (t *tgen) fillProse(p *pool, n int) {
+func (t *threadBuilder) fillProse(p *pool, n int) {
 	w, r := t.w, t.r
 	end := len(w.b) + n
 	for len(w.b) < end {
@@ -40,11 +40,11 @@ func (t *tgen) fillProse(p *pool, n int) {
 	}
 }
 
-func (t *tgen) fillMarkdown(n int) { t.fill(poolMarkdown, n) }
+func (t *threadBuilder) fillMarkdown(n int) { t.fill(poolMarkdown, n) }
 
-func (t *tgen) fillCode(lang, n int) { t.fill(codePools[lang], n) }
+func (t *threadBuilder) fillCode(lang, n int) { t.fill(codePools[lang], n) }
 
-func (t *tgen) fillNumberedCode(lang, n int) {
+func (t *threadBuilder) fillNumberedCode(lang, n int) {
 	w, r := t.w, t.r
 	lines := codePools[lang].lines
 	end := len(w.b) + n
@@ -60,7 +60,7 @@ func (t *tgen) fillNumberedCode(lang, n int) {
 	}
 }
 
-func (t *tgen) fillDiff(lang, n int) {
+func (t *threadBuilder) fillDiff(lang, n int) {
 	w, r := t.w, t.r
 	lines := codePools[lang].lines
 	end := len(w.b) + n
@@ -83,7 +83,7 @@ func (t *tgen) fillDiff(lang, n int) {
 }
 
 // base64Raw appends n bytes of base64 text.
-func (t *tgen) base64Raw(n int) {
+func (t *threadBuilder) base64Raw(n int) {
 	w, r := t.w, t.r
 	for n > 0 {
 		off := r.IntN(len(b64Pool)/4) * 4
@@ -95,7 +95,7 @@ func (t *tgen) base64Raw(n int) {
 
 // base64Image appends about n bytes of base64 that starts like an image of
 // type mt and is valid base64 (a multiple of four characters).
-func (t *tgen) base64Image(n int, mt string) {
+func (t *threadBuilder) base64Image(n int, mt string) {
 	prefix := "iVBORw0KGgoAAAANSUhEUgAA"
 	switch mt {
 	case "image/jpeg":

@@ -147,9 +147,12 @@ type project struct {
 	windows                bool
 }
 
-type tgen struct {
+// threadBuilder is one thread being generated: its random stream, the
+// writer its JSON goes to, what it is about, and the running state that
+// steers it to its target size.
+type threadBuilder struct {
 	r      *rand.Rand
-	w      *jw
+	w      *jsonWriter
 	nested bool
 
 	id       string
@@ -183,11 +186,11 @@ type tgen struct {
 	spent     map[string]Tokens // by model, from tally
 }
 
-func newThread(g *Generator, i, target int, buf []byte) *tgen {
+func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 	r := g.rng(i, 0)
-	t := &tgen{
+	t := &threadBuilder{
 		r:       r,
-		w:       &jw{b: buf},
+		w:       &jsonWriter{b: buf},
 		id:      g.threadID(i),
 		created: g.createdMs(i),
 		target:  target,
@@ -279,7 +282,7 @@ func (p *project) fileURI(rel string) string {
 }
 
 // est is the estimated size of the finished (sub)thread.
-func (t *tgen) est() int {
+func (t *threadBuilder) est() int {
 	n := len(t.w.b) - t.base
 	if t.nested {
 		return n + 260*t.nAssist + 64
@@ -291,13 +294,13 @@ func (t *tgen) est() int {
 	return n
 }
 
-func (t *tgen) remaining() int { return t.target - t.est() }
+func (t *threadBuilder) remaining() int { return t.target - t.est() }
 
 // steer pulls the thread towards its planned tool-result share: when tool
 // results are behind, the next ones are larger (phi) and the other content
 // smaller (psi), and the other way round. lim keeps the other content of
 // one message from overrunning the thread's size.
-func (t *tgen) steer() {
+func (t *threadBuilder) steer() {
 	prior := 4 * t.meanTool
 	now := (float64(t.toolBytes) + t.share*prior) / (float64(t.est()) + prior)
 	d := t.share - now
@@ -308,7 +311,7 @@ func (t *tgen) steer() {
 
 // other draws the size of a piece of content that is not a tool result,
 // and takes it from lim.
-func (t *tgen) other(median, s, limit float64) int {
+func (t *threadBuilder) other(median, s, limit float64) int {
 	n := min(int(lognorm(t.r, median*t.psi, s)), int(limit*t.psi), max(40, t.lim))
 	t.lim -= n
 	return n
@@ -316,18 +319,18 @@ func (t *tgen) other(median, s, limit float64) int {
 
 // body writes the messages and the trailer, leaving the writer at depth 0.
 // The header is written separately, by header.
-func (t *tgen) body() {
+func (t *threadBuilder) body() {
 	w := t.w
 	w.depth = 1
 	w.cnt[1] = 7 // the header's members come before
 	t.base = len(w.b)
-	w.kArr("messages")
+	w.keyArray("messages")
 	t.conversation()
 	w.endArr()
 	if t.ledger {
 		t.writeLedger()
 	}
-	w.kObj("~debug")
+	w.keyObject("~debug")
 	w.key("lastInferenceUsage")
 	t.writeUsage(t.last)
 	w.endObj()
@@ -336,7 +339,7 @@ func (t *tgen) body() {
 
 // conversation writes exchanges (prompt, tool cycles, answer) into the open
 // messages array until the (sub)thread reaches its target size.
-func (t *tgen) conversation() {
+func (t *threadBuilder) conversation() {
 	r := t.r
 	cycleMin := int(t.meanTool) + 2500
 	exchangeMin := cycleMin + 3500
@@ -366,38 +369,38 @@ func (t *tgen) conversation() {
 	}
 }
 
-func (t *tgen) header(b []byte) []byte {
-	w := &jw{b: b}
+func (t *threadBuilder) header(b []byte) []byte {
+	w := &jsonWriter{b: b}
 	w.obj()
 	nMsg := t.msgID
-	w.kInt("v", nMsg*3+int64(t.nTool)*2+int64(t.r.IntN(40))+5)
-	w.kStr("id", t.id)
-	w.kInt("created", t.created)
-	w.kStr("title", t.title())
-	w.kStr("agentMode", t.mode)
-	w.kInt("nextMessageId", nMsg)
-	w.kObj("env")
-	w.kObj("initial")
-	w.kArr("trees")
-	w.eObj()
+	w.keyInt("v", nMsg*3+int64(t.nTool)*2+int64(t.r.IntN(40))+5)
+	w.keyString("id", t.id)
+	w.keyInt("created", t.created)
+	w.keyString("title", t.title())
+	w.keyString("agentMode", t.mode)
+	w.keyInt("nextMessageId", nMsg)
+	w.keyObject("env")
+	w.keyObject("initial")
+	w.keyArray("trees")
+	w.elemObject()
 	p := t.proj
-	w.kStr("displayName", p.name)
-	w.kStr("uri", p.uri)
+	w.keyString("displayName", p.name)
+	w.keyString("uri", p.uri)
 	t.writeRepository(w)
 	w.endObj()
 	w.endArr()
-	w.kObj("platform")
-	w.kStr("os", p.os)
-	w.kStr("osVersion", p.osVersion)
-	w.kStr("cpuArchitecture", p.arch)
-	w.kBool("webBrowser", false)
-	w.kStr("client", "CLI")
-	w.kStr("clientVersion", t.clientVersion())
-	w.kStr("clientType", "cli")
+	w.keyObject("platform")
+	w.keyString("os", p.os)
+	w.keyString("osVersion", p.osVersion)
+	w.keyString("cpuArchitecture", p.arch)
+	w.keyBool("webBrowser", false)
+	w.keyString("client", "CLI")
+	w.keyString("clientVersion", t.clientVersion())
+	w.keyString("clientType", "cli")
 	w.endObj()
-	w.kArr("tags")
+	w.keyArray("tags")
 	for _, m := range t.models {
-		w.eStr("model:" + m)
+		w.elemString("model:" + m)
 	}
 	w.endArr()
 	w.endObj()
@@ -405,7 +408,7 @@ func (t *tgen) header(b []byte) []byte {
 	return w.b
 }
 
-func (t *tgen) title() string {
+func (t *threadBuilder) title() string {
 	r := t.r
 	s := pick(r, titles)
 	if r.IntN(4) == 0 {
@@ -414,7 +417,7 @@ func (t *tgen) title() string {
 	return s
 }
 
-func (t *tgen) clientVersion() string {
+func (t *threadBuilder) clientVersion() string {
 	sec := t.created / 1000
 	best := 0
 	for i, v := range clientVersions {
@@ -431,7 +434,7 @@ func (t *tgen) clientVersion() string {
 	return clientVersions[best]
 }
 
-func (t *tgen) useModel(m string) {
+func (t *threadBuilder) useModel(m string) {
 	for _, x := range t.models {
 		if x == m {
 			return

@@ -19,7 +19,7 @@ import (
 const MaxModelsPerFile = 1024
 
 // FoldedModel stands for the model names past the per-file budget. It is
-// the collector's "other".
+// the store's label cap's "other".
 const FoldedModel = "other"
 
 // valueBudget holds the distinct names of one label of the file being parsed.
@@ -42,7 +42,7 @@ func (b *valueBudget) reset() {
 func (p *Parser) model(v []byte) string { return p.budgeted(&p.models, v, nil) }
 
 // tool is model for tool names; a folded one is counted under its
-// normalized name, as the collector sees tool names.
+// normalized name, as the store counts tool names.
 func (p *Parser) tool(v []byte) string { return p.budgeted(&p.tools, v, toolname.Normalize) }
 
 func (p *Parser) budgeted(b *valueBudget, v []byte, normalize func(string) string) string {
@@ -61,7 +61,7 @@ func (p *Parser) budgeted(b *valueBudget, v []byte, normalize func(string) strin
 	return s
 }
 
-// foldedHash hashes a folded name as the collector hashes a value it folds
+// foldedHash hashes a folded name as the store's label cap hashes a value it folds
 // itself: its label value, sanitized by the same function.
 func foldedHash(v []byte) uint64 {
 	h := fnv.New64a()

@@ -70,7 +70,7 @@ func (it *Item) IsLedger() bool {
 // Item is one counted thing of a thread: its identity, the labels it carries
 // in this snapshot (raw, before the label cap), and its values. Summarize
 // lists every item of the thread, the ones a fork copied from its parent
-// too (Copied), so that the collector can remember them as the parent's
+// too (Copied), so that the store can remember them as the parent's
 // even when a later rewrite loses the fork point.
 type Item struct {
 	// Key identifies the item within its thread, across rewrites and

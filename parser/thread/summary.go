@@ -79,7 +79,7 @@ type Summary struct {
 	ContextUtil         []Ratio                   `json:"context_utilization"`
 	ExchangeSeconds     []float64                 `json:"exchange_seconds"`
 	// FoldedModels are the hashes of the distinct model names the parser
-	// folded into FoldedModel (the per-file budget), for the collector's
+	// folded into FoldedModel (the per-file budget), for
 	// amp_exporter_label_values_folded_total.
 	FoldedModels []uint64 `json:"-"`
 	FoldedTools  []uint64 `json:"-"`

@@ -3,72 +3,72 @@ package ampserver
 import (
 	"context"
 	"errors"
-	"fmt"
+	"math"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// BillStore is a Store that keeps the bills of threads another source
-// counts (a *store.ThreadStore). A thread that is also a local file is
-// counted from the file, once, but what Amp bills for it only the server
-// knows: its bill is read like a counted thread's, when its listing
-// changes, and counted in amp_billed_cost_usd_total.
-type BillStore interface {
-	BilledAt(id string) (store.FileVersion, bool)
-	ApplyOthersBill(id string, usd map[string]float64, at store.FileVersion) bool
+// rebill reads the bills of unchanged threads again (SyncConfig.BillRecheck).
+// A bill that cannot be read now is read at the next full listing; only a
+// refused key stops the rest.
+func (s *Syncer) rebill(ctx context.Context, ids []string, st *Stats) {
+	for _, id := range ids {
+		ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
+		switch {
+		case err == nil:
+			s.billed(id, ci)
+			st.Rebilled++
+		case errors.Is(err, ErrAuth) || ctx.Err() != nil:
+			return
+		default:
+			s.noteBug(err)
+			s.log.Debug("cannot read a thread's bill again", "err", err)
+		}
+	}
 }
 
-// othersBillDue reports whether the bill of a listed thread another
-// source counts is to be read: it never was, or the listing moved since
-// (its `v`, message count or last interaction, as changed tells for a
-// thread the server counts).
-func (s *Syncer) othersBillDue(t Summary, full bool) bool {
-	bs, ok := s.store.(BillStore)
-	if !s.cfg.Billed || !ok {
-		return false
+// billSplit is a thread's bill as one amount split by kind: the breakdown's
+// kinds, and under "total" what totalCostUSD has beyond them (all of it
+// when there is no breakdown).
+func billSplit(ci CostInfo) map[string]float64 {
+	usd := map[string]float64{}
+	var split float64
+	if b := ci.CostBreakdown; b != nil {
+		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
+			if v != nil && *v > 0 && !math.IsInf(*v, 0) {
+				usd[kind] = *v
+				split += *v
+			}
+		}
 	}
-	at, ok := bs.BilledAt(t.ID)
-	if !ok || full && t.V == 0 {
-		return true
+	if t := ci.TotalCostUSD; t != nil && *t-split > 1e-9 && !math.IsInf(*t, 0) {
+		usd["total"] = *t - split
 	}
-	return t.V != 0 && at.ServerV != int64(t.V) || at.ServerCount != int64(t.MessageCount) || at.ServerLast != t.LastActivity()
+	return usd
 }
 
-// othersBill reads and keeps the bill of a thread another source counts.
-// A bill the server cannot give (a bad answer) is kept as read at this
-// listing, like a counted thread's; any other failure is retried at the
-// next sync.
-func (s *Syncer) othersBill(ctx context.Context, t Summary) (outcome, error) {
-	bs, ok := s.store.(BillStore)
-	if !s.cfg.Billed || !ok {
-		return outcomeSkipped, nil
+// billed records what Amp bills for the thread and the user's entitlement.
+func (s *Syncer) billed(id string, ci CostInfo) {
+	s.store.ApplyBilled(id, billSplit(ci))
+	if ci.Entitlement != nil {
+		s.entMu.Lock()
+		s.entAsked = s.clock.Now()
+		s.entResets = time.Time{}
+		if r := ci.Entitlement.WindowResetsInSeconds; r != nil && *r >= 0 && *r < 1e9 {
+			s.entResets = s.entAsked.Add(time.Duration(*r * float64(time.Second)))
+		}
+		s.entMu.Unlock()
 	}
-	at := store.FileVersion{ServerV: int64(t.V), ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
-	ci, err := s.client.ThreadDisplayCostInfo(ctx, t.ID)
-	switch {
-	case err == nil:
-		bs.ApplyOthersBill(t.ID, billSplit(ci), at)
-		s.billed(t.ID, ci) // the entitlement it carries
-	case errors.Is(err, ErrThreadNotFound):
-		// Gone from the server: the source that counts it says so.
-	case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInvalidArgument):
-		s.noteBug(err)
-		s.log.Debug("no billed cost for a thread", "err", err)
-		bs.ApplyOthersBill(t.ID, nil, at)
-	default:
-		return outcomeFailed, fmt.Errorf("billed cost: %w", err)
+	if e := ci.Entitlement; e != nil && s.source != nil {
+		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
+		if e.PercentUsed != nil {
+			r := *e.PercentUsed / 100
+			ent.UsedRatio = &r
+		}
+		if e.WindowResetsInSeconds != nil && *e.WindowResetsInSeconds >= 0 && *e.WindowResetsInSeconds < 1e9 {
+			ent.ResetsAt = s.clock.Now().Add(time.Duration(*e.WindowResetsInSeconds * float64(time.Second)))
+		}
+		s.source.SetEntitlement(ent)
 	}
-	return outcomeSkipped, nil
-}
-
-// billKept reports whether the bill of a thread another source counts is
-// kept (it is then read again at a full listing as a counted thread's is,
-// SyncConfig.BillRecheck).
-func (s *Syncer) billKept(id string) bool {
-	bs, ok := s.store.(BillStore)
-	if !ok {
-		return false
-	}
-	_, ok = bs.BilledAt(id)
-	return ok
 }

@@ -135,7 +135,7 @@ func TestBillOfALocalThreadCounted(t *testing.T) {
 	if err := restored.Import(&st); err != nil {
 		t.Fatal(err)
 	}
-	h.owners.Seed(store.SourceServer, restored.ThreadKeys())
+	h.owners.Seed(store.SourceAmpServer, restored.ThreadKeys())
 	if h.owners.Owner(local) != store.SourceThreads {
 		t.Fatalf("after the restart the local thread's owner is %q", h.owners.Owner(local))
 	}

@@ -293,7 +293,7 @@ func TestSyncSkipsOtherUsersThreads(t *testing.T) {
 	h.clk.Advance(time.Minute)
 	h.srv.Touch(ids[2], t0.Add(2*time.Hour).UnixMilli())
 	h.syncOK()
-	if _, ok := h.store.File(store.ServerPath(ids[2])); ok || m.skip[SkipOtherUser] != 2 {
+	if _, ok := h.store.File(store.AmpServerPath(ids[2])); ok || m.skip[SkipOtherUser] != 2 {
 		t.Fatalf("a thread that turned out to be another user's is still present (skipped %v)", m.skip)
 	}
 }

@@ -14,44 +14,51 @@ type reply struct {
 	resultErr bool
 }
 
-// classify says what an answer is: nil for a result to use, else the
-// sentinel the call fails with, and why when neither the code nor the
-// envelope's message says it (the caller words an ErrBadDocument from the
-// decoder's error). The envelope's code decides, on any status (2xx
-// included); the status only where there is no code the exporter knows.
-func classify(r reply) (kind error, why string) {
+// verdict is what an answer is: kind is nil for a result to use, else the
+// sentinel the call fails with; why says why when neither the code nor
+// the envelope's message does (the caller words an ErrBadDocument from the
+// decoder's error).
+type verdict struct {
+	kind error
+	why  string
+}
+
+// classify says what an answer is. The envelope's code decides, on any
+// status (2xx included); the status only where there is no code the
+// exporter knows.
+func classify(r reply) verdict {
 	switch r.code {
 	case "auth-required", "permission-denied":
-		return ErrAuth, ""
+		return verdict{ErrAuth, ""}
 	case "thread-not-found":
-		return ErrThreadNotFound, ""
+		return verdict{ErrThreadNotFound, ""}
 	case "rate-limit-exceeded":
-		return ErrRateLimited, ""
+		return verdict{ErrRateLimited, ""}
 	case "internal-error":
-		return ErrTransient, ""
+		return verdict{ErrTransient, ""}
 	case "invalid-argument":
-		return ErrInvalidArgument, ""
+		return verdict{ErrInvalidArgument, ""}
 	}
 	switch {
 	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
-		return ErrAuth, ""
+		return verdict{ErrAuth, ""}
 	case r.status == http.StatusTooManyRequests:
-		return ErrRateLimited, ""
+		return verdict{ErrRateLimited, ""}
 	case r.status >= 300 && r.status <= 399:
 		// A redirect is not followed (it would carry the key).
-		return ErrBadResponse, ""
+		return verdict{ErrBadResponse, ""}
 	case r.status < 200 || r.status > 299:
 		// No usable code: back off and try again.
-		return ErrTransient, ""
+		return verdict{ErrTransient, ""}
 	case !r.envelope:
-		return ErrBadResponse, "not an {ok, result} envelope"
+		return verdict{ErrBadResponse, "not an {ok, result} envelope"}
 	case !r.ok:
 		if r.code == "" {
-			return ErrBadResponse, "ok is false without an error"
+			return verdict{ErrBadResponse, "ok is false without an error"}
 		}
-		return ErrBadResponse, ""
+		return verdict{ErrBadResponse, ""}
 	case r.resultErr:
-		return ErrBadDocument, ""
+		return verdict{ErrBadDocument, ""}
 	}
-	return nil, ""
+	return verdict{nil, ""}
 }

@@ -35,9 +35,9 @@ func TestClassify(t *testing.T) {
 		{"204, a result", with(ok, func(r *reply) { r.status = 204 }), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kind, why := classify(tc.r)
-			if kind != tc.kind || why != tc.why {
-				t.Fatalf("classify(%+v) = %v, %q; want %v, %q", tc.r, kind, why, tc.kind, tc.why)
+			v := classify(tc.r)
+			if v.kind != tc.kind || v.why != tc.why {
+				t.Fatalf("classify(%+v) = %v, %q; want %v, %q", tc.r, v.kind, v.why, tc.kind, tc.why)
 			}
 		})
 	}

@@ -304,14 +304,14 @@ func (c *Client) request(ctx context.Context, method string, body []byte, out an
 	if envErr == nil && retryAfterBody == nil {
 		retryAfterBody = env.RetryAfterSeconds
 	}
-	var why string
-	e.kind, why = classify(reply{
+	v := classify(reply{
 		status:    resp.StatusCode,
 		code:      e.Code,
 		envelope:  envErr == nil && env.OK != nil,
 		ok:        envErr == nil && env.OK != nil && *env.OK,
 		resultErr: resultErr,
 	})
+	e.kind = v.kind
 	if e.kind == nil {
 		if kept {
 			keeper.keepBody(buf)
@@ -321,8 +321,8 @@ func (c *Client) request(ctx context.Context, method string, body []byte, out an
 	switch {
 	case e.kind == ErrBadDocument:
 		e.detail = "result: " + scrub(resultDetail, key)
-	case why != "":
-		e.detail = why
+	case v.why != "":
+		e.detail = v.why
 	}
 	if e.kind == ErrAuth {
 		// A login replaced since this key was read (amp login elsewhere, a

@@ -179,7 +179,7 @@ func TestGrowthUnderSameVersionRead(t *testing.T) {
 	if got := outputTokens(w.store, missedID); got != 5061 {
 		t.Fatalf("first sync: %d output tokens, want 5061", got)
 	}
-	rec, _ := w.store.File(store.ServerPath(missedID))
+	rec, _ := w.store.File(store.AmpServerPath(missedID))
 	clk.Advance(time.Minute)
 	th.exchange(142)
 	th.put(t, srv)
@@ -190,9 +190,9 @@ func TestGrowthUnderSameVersionRead(t *testing.T) {
 	if st.Fetched != 1 {
 		t.Fatalf("routine sync %+v: the thread grew (messageCount and last interaction moved), want it read", st)
 	}
-	now, _ := w.store.File(store.ServerPath(missedID))
-	if now.Version.ServerV != rec.Version.ServerV {
-		t.Fatalf("the stand-in bumped v (%d, was %d): not the case tested", now.Version.ServerV, rec.Version.ServerV)
+	now, _ := w.store.File(store.AmpServerPath(missedID))
+	if now.Version.AmpServerV != rec.Version.AmpServerV {
+		t.Fatalf("the stand-in bumped v (%d, was %d): not the case tested", now.Version.AmpServerV, rec.Version.AmpServerV)
 	}
 	clk.Advance(time.Minute)
 	if st := syncOnce(t, w, "idle sync"); st.Fetched != 0 {

@@ -253,7 +253,7 @@ func TestRunFollowsANewLoginAtTheInterval(t *testing.T) {
 	}
 	owners := store.NewOwners()
 	st := store.NewThreadStore(store.StoreOptions{Now: e.clk.Now})
-	st.SetClaim(owners, store.SourceServer)
+	st.SetClaim(owners, store.SourceAmpServer)
 	waits := timerClock{Fake: e.clk, waits: make(chan time.Duration, 4)}
 	syncer := NewSyncer(c, SyncConfig{Interval: time.Minute, AuthRetry: 5 * time.Minute, FullInterval: time.Hour, IncludeArchived: true,
 		MaxConcurrency: 2, MaxThreadBytes: 64 << 20}, st, SyncOptions{Owners: owners, Logger: e.logger(), Clock: waits})

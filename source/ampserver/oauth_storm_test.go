@@ -34,7 +34,7 @@ func (e *oauthEnv) exporter(pause time.Duration) *raceExporter {
 	}
 	owners := store.NewOwners()
 	st := store.NewThreadStore(store.StoreOptions{Now: e.clk.Now})
-	st.SetClaim(owners, store.SourceServer)
+	st.SetClaim(owners, store.SourceAmpServer)
 	syncer := NewSyncer(c, SyncConfig{Interval: time.Minute, FullInterval: time.Hour, IncludeArchived: true,
 		MaxConcurrency: 2, MaxThreadBytes: 64 << 20}, st, SyncOptions{Owners: owners, Logger: e.logger(), Clock: e.clk})
 	return &raceExporter{key: k, client: c, syncer: syncer}

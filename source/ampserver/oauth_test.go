@@ -664,7 +664,7 @@ func TestOAuthRaceWithTheCLI(t *testing.T) {
 	}
 	owners := store.NewOwners()
 	st := store.NewThreadStore(store.StoreOptions{Now: e.clk.Now})
-	st.SetClaim(owners, store.SourceServer)
+	st.SetClaim(owners, store.SourceAmpServer)
 	syncer := NewSyncer(c, SyncConfig{Interval: time.Minute, FullInterval: time.Hour, IncludeArchived: true,
 		MaxConcurrency: 2, MaxThreadBytes: 64 << 20}, st, SyncOptions{Owners: owners, Logger: e.logger(), Clock: e.clk})
 	rng := rand.New(rand.NewPCG(17, 4))

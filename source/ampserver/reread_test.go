@@ -58,8 +58,8 @@ func TestRoutineSyncOneListing(t *testing.T) {
 	}
 	// Changed without a new message count or interaction: not seen until
 	// the full listing.
-	rec, _ := h.store.File(store.ServerPath(vless))
-	h.editLast(vless, rec.Version.ServerLast)
+	rec, _ := h.store.File(store.AmpServerPath(vless))
+	h.editLast(vless, rec.Version.AmpServerLast)
 	h.clk.Advance(time.Minute)
 	if st := h.syncOK(); st.Fetched != 0 {
 		t.Fatalf("a thread without v read though its listing did not move: %+v", st)

@@ -110,7 +110,7 @@ synced:
 	if !strings.Contains(log, "sync with the Amp server incomplete") {
 		t.Fatalf("no line about the failed sync:\n%s", log)
 	}
-	if len(h.store.ServerPaths()) != 3 {
+	if len(h.store.AmpServerPaths()) != 3 {
 		t.Fatal("nothing counted after the key was accepted")
 	}
 }

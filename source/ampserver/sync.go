@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -21,7 +20,7 @@ type Store interface {
 	Apply(path string, v store.FileVersion, sum *thread.Summary) bool
 	Remove(path string)
 	ApplyBilled(key string, usd map[string]float64) bool
-	ServerPaths() []string
+	AmpServerPaths() []string
 }
 
 // WindowStore is a Store that counts threads read as windows (a
@@ -59,7 +58,7 @@ const SkipOtherUser = "other_user"
 // Syncing tells the stream-json store how the server's syncs go, so a
 // run the server does not list is counted from its stream.
 type Syncing interface {
-	ServerSynced()
+	AmpServerSynced()
 }
 
 // SyncConfig configures a Syncer.
@@ -388,36 +387,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		s.entitlement(ctx, newest, start)
 	}
 	if st.Full && listErr == nil {
-		// A full listing shows every thread there is: what it does not
-		// list was deleted (or archived, without include_archived). Its
-		// counts stay; it only leaves amp_threads.
-		var missing []string
-		for _, p := range s.store.ServerPaths() {
-			if id := p[len(store.ServerPathPrefix):]; !listed[id] {
-				missing = append(missing, id)
-			}
-		}
-		gone, err := s.confirmGone(ctx, missing)
-		if err != nil {
-			// Those not confirmed stay present until the next full listing.
-			s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
-		}
-		for _, id := range gone {
-			s.store.Remove(store.ServerPath(id))
-			st.Gone++
-		}
-		for id := range s.unreadable {
-			if !listed[id] {
-				delete(s.unreadable, id)
-			}
-		}
-		// Likewise the threads skipped as another user's: remembered while
-		// they are listed, so their number is bounded by one listing's.
-		for id := range s.otherUser {
-			if !listed[id] {
-				delete(s.otherUser, id)
-			}
-		}
+		s.forgetUnlisted(ctx, listed, &st)
 	}
 	if listErr == nil && st.Failed == 0 {
 		st.Complete = true
@@ -426,41 +396,57 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			s.lastFull = start
 		}
 		if s.streams != nil {
-			s.streams.ServerSynced()
+			s.streams.AmpServerSynced()
 		}
 	}
 	return st, errors.Join(listErr, fetchErr)
+}
+
+// forgetUnlisted acts on a full listing, which shows every thread there
+// is: what it does not list was deleted (or archived, without
+// include_archived), once the server confirms it. Its counts stay; it only
+// leaves amp_threads. The unreadable and other users' threads it does not
+// list are forgotten, so their number is bounded by one listing's.
+func (s *Syncer) forgetUnlisted(ctx context.Context, listed map[string]bool, st *Stats) {
+	var missing []string
+	for _, p := range s.store.AmpServerPaths() {
+		if id := p[len(store.AmpServerPathPrefix):]; !listed[id] {
+			missing = append(missing, id)
+		}
+	}
+	gone, err := s.confirmGone(ctx, missing)
+	if err != nil {
+		// Those not confirmed stay present until the next full listing.
+		s.log.Debug("cannot confirm threads missing from the full listing", "threads", len(missing), "err", err)
+	}
+	for _, id := range gone {
+		s.store.Remove(store.AmpServerPath(id))
+		st.Gone++
+	}
+	for id := range s.unreadable {
+		if !listed[id] {
+			delete(s.unreadable, id)
+		}
+	}
+	// Likewise the threads skipped as another user's: remembered while
+	// they are listed, so their number is bounded by one listing's.
+	for id := range s.otherUser {
+		if !listed[id] {
+			delete(s.otherUser, id)
+		}
+	}
 }
 
 // counted reports whether the server source counts the thread, or keeps
 // its bill (bills.go).
 func (s *Syncer) counted(id string) bool {
 	if s.owners != nil {
-		if o := s.owners.Owner(id); o != "" && o != store.SourceServer {
+		if o := s.owners.Owner(id); o != "" && o != store.SourceAmpServer {
 			return s.billKept(id)
 		}
 	}
-	_, ok := s.store.File(store.ServerPath(id))
+	_, ok := s.store.File(store.AmpServerPath(id))
 	return ok
-}
-
-// rebill reads the bills of unchanged threads again (SyncConfig.BillRecheck).
-// A bill that cannot be read now is read at the next full listing; only a
-// refused key stops the rest.
-func (s *Syncer) rebill(ctx context.Context, ids []string, st *Stats) {
-	for _, id := range ids {
-		ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
-		switch {
-		case err == nil:
-			s.billed(id, ci)
-			st.Rebilled++
-		case errors.Is(err, ErrAuth) || ctx.Err() != nil:
-			return
-		default:
-			s.noteBug(err)
-			s.log.Debug("cannot read a thread's bill again", "err", err)
-		}
-	}
 }
 
 // otherUsers reports whether creator is another user than the account (a
@@ -477,8 +463,8 @@ func (s *Syncer) skipOther(id string) {
 		return
 	}
 	s.otherUser[id] = true
-	if _, ok := s.store.File(store.ServerPath(id)); ok {
-		s.store.Remove(store.ServerPath(id))
+	if _, ok := s.store.File(store.AmpServerPath(id)); ok {
+		s.store.Remove(store.AmpServerPath(id))
 	}
 	if s.source != nil {
 		s.source.ThreadSkipped(SkipOtherUser)
@@ -524,7 +510,7 @@ func newer(a, b Summary) bool {
 // window (window.go): what lies before its window was not read since.
 func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
-		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
+		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceAmpServer {
 			return s.othersBillDue(t, full) // its bill only (bills.go)
 		}
 	}
@@ -532,15 +518,15 @@ func (s *Syncer) changed(t Summary, full bool) bool {
 	if was, ok := s.unreadable[t.ID]; ok {
 		return t.V == 0 && full || was != now
 	}
-	rec, ok := s.store.File(store.ServerPath(t.ID))
+	rec, ok := s.store.File(store.AmpServerPath(t.ID))
 	if !ok {
 		return true
 	}
-	if full && (t.V == 0 || rec.Version.ServerWindow) {
+	if full && (t.V == 0 || rec.Version.AmpServerWindow) {
 		return true
 	}
-	return t.V != 0 && rec.Version.ServerV != int64(t.V) || rec.Version.ServerCount != int64(t.MessageCount) ||
-		rec.Version.ServerLast != t.LastActivity()
+	return t.V != 0 && rec.Version.AmpServerV != int64(t.V) || rec.Version.AmpServerCount != int64(t.MessageCount) ||
+		rec.Version.AmpServerLast != t.LastActivity()
 }
 
 // readWhole reports whether a changed thread is read whole, not by its
@@ -553,8 +539,8 @@ func (s *Syncer) readWhole(t Summary, st *Stats) bool {
 	if !st.Full {
 		return false
 	}
-	rec, ok := s.store.File(store.ServerPath(t.ID))
-	return ok && rec.Version.ServerWindow
+	rec, ok := s.store.File(store.AmpServerPath(t.ID))
+	return ok && rec.Version.AmpServerWindow
 }
 
 // listing is how a listing shows a thread, to tell a change.
@@ -565,370 +551,4 @@ type listing struct {
 
 func listedAs(t Summary) listing {
 	return listing{v: int64(t.V), last: t.LastActivity(), count: t.MessageCount}
-}
-
-func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) error {
-	if len(threads) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan Summary)
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for range min(s.cfg.MaxConcurrency, len(threads)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := &parsers{whole: thread.NewParser(), part: thread.NewParser()}
-			for t := range jobs {
-				outcome, err := s.fetchOne(ctx, p, t, s.readWhole(t, st))
-				mu.Lock()
-				if outcome != outcomeUnreadable {
-					delete(s.unreadable, t.ID)
-				}
-				switch {
-				case outcome == outcomeCounted:
-					st.Fetched++
-				case outcome == outcomeGone:
-					st.Gone++
-				case outcome == outcomeSkipped:
-					st.Skipped++
-				case outcome == outcomeOtherUser:
-					st.Skipped++
-					s.skipOther(t.ID)
-				case outcome == outcomeUnreadable:
-					st.Unreadable++
-					s.unreadable[t.ID] = listedAs(t)
-				default:
-					st.Failed++
-					if firstErr == nil {
-						firstErr = err
-					}
-					if errors.Is(err, ErrAuth) || errors.Is(err, ErrRateLimited) {
-						// The rest waits for the next sync.
-						cancel()
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, t := range threads {
-		select {
-		case jobs <- t:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	return firstErr
-}
-
-type outcome int
-
-const (
-	outcomeFailed outcome = iota
-	outcomeCounted
-	outcomeGone
-	outcomeSkipped
-	outcomeUnreadable
-	outcomeOtherUser
-)
-
-// fetchOne reads a changed thread and counts it: its window when it has
-// one (window.go), else, with whole, or when the window cannot be
-// counted, the whole thread.
-func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool) (outcome, error) {
-	if s.owners != nil {
-		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
-			return s.othersBill(ctx, t)
-		}
-	}
-	path := store.ServerPath(t.ID)
-	if w, ok := s.window(path); ok && !whole {
-		if t.MessageCount != 0 && t.MessageCount < w.Count {
-			// Fewer messages than counted: truncated.
-			s.windowed(true, true)
-		} else if out, err, done := s.fetchWindow(ctx, p, t, w); done {
-			return out, err
-		}
-	}
-	ex, err := s.client.exportThread(ctx, t.ID, s.cfg.MaxThreadBytes, false)
-	if out, err, done := s.exportFailed(path, t, err); done {
-		return out, err
-	}
-	// Nothing counted keeps a byte of the messages: their buffers are
-	// reused once the thread is counted.
-	defer ex.Release()
-	if s.otherUsers(ex.CreatorUserID) {
-		return outcomeOtherUser, nil
-	}
-	began := s.clock.Now()
-	parsed, err := ex.Parse(p.whole)
-	if err != nil {
-		s.parseFailed(thread.Reason(err), t.ID, err)
-		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
-	}
-	sum := thread.Summarize(parsed)
-	next := s.next(p, parsed, sum, ex, 1)
-	return s.count(ctx, t, ex, sum, store.Window{}, next, began)
-}
-
-// exportFailed sorts out a failed read of a thread; done is false when
-// there was no failure.
-func (s *Syncer) exportFailed(path string, t Summary, err error) (outcome, error, bool) {
-	switch {
-	case err == nil:
-		return 0, nil, false
-	case errors.Is(err, ErrThreadNotFound):
-		s.store.Remove(path)
-		return outcomeGone, nil, true
-	case errors.Is(err, ErrTooLarge):
-		s.parseFailed(thread.ReasonTooLarge, t.ID, err)
-		return outcomeUnreadable, err, true
-	case errors.Is(err, ErrBadDocument):
-		// The document is there and cannot be read: a parse error, read
-		// again when its `v` changes.
-		s.parseFailed("bad_response", t.ID, err)
-		return outcomeUnreadable, err, true
-	default:
-		// Refused, rate limited, invalid, transient: nothing is known of
-		// the document; it is fetched again at the next sync.
-		s.noteBug(err)
-		return outcomeFailed, err, true
-	}
-}
-
-// count counts a thread read whole (w is zero) or as its window, with its
-// bill, and keeps next as its next window.
-func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Summary, w store.Window, next *store.NextWindow, began time.Time) (outcome, error) {
-	path := store.ServerPath(t.ID)
-	if sum.ID != "" && sum.ID != t.ID {
-		// The store counts a thread under its document's id; one that
-		// names another thread than the one listed and claimed would be
-		// counted under an id nobody claimed (a local thread's, say).
-		err := &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "the document names another thread"}
-		s.parseFailed("bad_response", t.ID, err)
-		return outcomeUnreadable, err
-	}
-	if sum.ID == "" {
-		sum.ID = t.ID
-	}
-	// Claimed only once it can be counted: a thread the server lists but
-	// the exporter cannot read stays with whichever source can.
-	if s.owners != nil && !s.owners.Claim(t.ID, store.SourceServer) {
-		return s.othersBill(ctx, t)
-	}
-	v := ex.V
-	if v == 0 {
-		v = int64(t.V)
-	}
-	if sum.AgentMode == "" {
-		sum.AgentMode = t.AgentMode
-	}
-	// The bill is read before the thread is recorded at this version: a
-	// thread recorded as current is not fetched again, so a bill that
-	// failed after it would be lost until the thread changes.
-	took := s.clock.Now().Sub(began) // the bill's round trip is not parsing
-	var ci *CostInfo
-	if s.cfg.Billed {
-		c, err := s.client.ThreadDisplayCostInfo(ctx, t.ID)
-		switch {
-		case err == nil:
-			ci = &c
-		case errors.Is(err, ErrThreadNotFound):
-			s.store.Remove(path)
-			return outcomeGone, nil
-		case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInvalidArgument):
-			// Not worth a retry: the thread is counted without its bill.
-			s.noteBug(err)
-			s.log.Debug("no billed cost for a thread", "err", err)
-		default:
-			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
-		}
-	}
-	fv := store.FileVersion{Size: ex.Size, ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity(),
-		ServerWindow: w.Start > 0}
-	if ws, ok := s.store.(WindowStore); ok {
-		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
-			return outcomeFailed, err
-		}
-	} else {
-		s.store.Apply(path, fv, sum)
-	}
-	if s.metrics != nil {
-		s.metrics.Parsed(store.SourceServer, took)
-	}
-	if ci != nil {
-		s.billed(t.ID, *ci)
-	}
-	return outcomeCounted, nil
-}
-
-func (s *Syncer) parseFailed(reason, id string, err error) {
-	if s.metrics != nil {
-		s.metrics.ParseFailed(store.SourceServer, reason)
-	}
-	s.log.Warn("cannot read a thread from the Amp server; its last good counts are kept", "reason", reason, "err", err)
-	_ = id // thread ids are not logged at warn level
-}
-
-// billSplit is a thread's bill as one amount split by kind: the breakdown's
-// kinds, and under "total" what totalCostUSD has beyond them (all of it
-// when there is no breakdown).
-func billSplit(ci CostInfo) map[string]float64 {
-	usd := map[string]float64{}
-	var split float64
-	if b := ci.CostBreakdown; b != nil {
-		for kind, v := range map[string]*float64{"free": b.FreeUSD, "paid": b.PaidUSD, "subscription": b.SubscriptionUSD} {
-			if v != nil && *v > 0 && !math.IsInf(*v, 0) {
-				usd[kind] = *v
-				split += *v
-			}
-		}
-	}
-	if t := ci.TotalCostUSD; t != nil && *t-split > 1e-9 && !math.IsInf(*t, 0) {
-		usd["total"] = *t - split
-	}
-	return usd
-}
-
-// entitlementDue reports whether the entitlement window should be asked
-// for on its own: it comes with the bill of a changed thread, and an idle
-// account has none (after a restart, or when the window resets).
-func (s *Syncer) entitlementDue(now time.Time) bool {
-	if !s.cfg.Billed || s.source == nil {
-		return false
-	}
-	s.entMu.Lock()
-	defer s.entMu.Unlock()
-	return s.entAsked.IsZero() || now.Sub(s.entAsked) >= s.cfg.FullInterval ||
-		(!s.entResets.IsZero() && !now.Before(s.entResets) && s.entAsked.Before(s.entResets))
-}
-
-// entitlement asks for the bill of the account's newest thread for the
-// entitlement window it carries. The bill is applied as any other (a bill
-// read again counts nothing more); a failure waits for the next sync that
-// is due.
-func (s *Syncer) entitlement(ctx context.Context, id string, now time.Time) {
-	s.entMu.Lock()
-	s.entAsked = now
-	s.entMu.Unlock()
-	ci, err := s.client.ThreadDisplayCostInfo(ctx, id)
-	if err != nil {
-		s.noteBug(err)
-		s.log.Debug("cannot read the entitlement window", "err", err)
-		return
-	}
-	s.billed(id, ci)
-}
-
-// billed records what Amp bills for the thread and the user's entitlement.
-func (s *Syncer) billed(id string, ci CostInfo) {
-	s.store.ApplyBilled(id, billSplit(ci))
-	if ci.Entitlement != nil {
-		s.entMu.Lock()
-		s.entAsked = s.clock.Now()
-		s.entResets = time.Time{}
-		if r := ci.Entitlement.WindowResetsInSeconds; r != nil && *r >= 0 && *r < 1e9 {
-			s.entResets = s.entAsked.Add(time.Duration(*r * float64(time.Second)))
-		}
-		s.entMu.Unlock()
-	}
-	if e := ci.Entitlement; e != nil && s.source != nil {
-		ent := store.Entitlement{Window: e.WindowPeriod, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD}
-		if e.PercentUsed != nil {
-			r := *e.PercentUsed / 100
-			ent.UsedRatio = &r
-		}
-		if e.WindowResetsInSeconds != nil && *e.WindowResetsInSeconds >= 0 && *e.WindowResetsInSeconds < 1e9 {
-			ent.ResetsAt = s.clock.Now().Add(time.Duration(*e.WindowResetsInSeconds * float64(time.Second)))
-		}
-		s.source.SetEntitlement(ent)
-	}
-}
-
-// Run syncs every Interval until ctx ends. The first sync waits for start
-// (closed when the local thread directories were first scanned, so a
-// thread present as a local file is claimed by the file).
-func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
-	if start != nil {
-		select {
-		case <-start:
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	refused := false // the key was refused, and that was logged
-	tooLong := false // a listing too long was logged
-	for {
-		wait := s.cfg.Interval
-		st, err := s.Sync(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if st.Passed && s.onPass != nil {
-			s.onPass()
-		}
-		if refused && !errors.Is(err, ErrAuth) {
-			refused = false
-			s.log.Info("the Amp server accepts the API key again")
-		}
-		switch {
-		case errors.Is(err, ErrAuth):
-			wait = max(s.cfg.AuthRetry, s.cfg.Interval)
-			if errors.Is(err, ErrLoginGone) {
-				// Nothing is sent for a login that is gone: each try
-				// reads secrets.json only, and a login another process
-				// stored (or `amp login`) is followed at the next sync.
-				wait = s.cfg.Interval
-			}
-			level := slog.LevelError // one line, not one per retry
-			if refused {
-				level = slog.LevelDebug
-			}
-			refused = true
-			s.log.Log(ctx, level, "the Amp server refused the API key; retrying slowly (log in again, or set amp_server.enabled: false to stop)",
-				"err", err, "retry_in", wait)
-			s.up(false)
-		case errors.Is(err, ErrListingTooLong):
-			level := slog.LevelError // once, not once per sync
-			if tooLong {
-				level = slog.LevelDebug
-			}
-			tooLong = true
-			s.log.Log(ctx, level, "the Amp server's thread listing does not end; each sync stops at its bound (what was listed is counted)",
-				"err", err, "fetched", st.Fetched)
-			s.up(false)
-		case err != nil:
-			s.log.Warn("sync with the Amp server incomplete; what was fetched is counted, the rest is retried",
-				"err", err, "fetched", st.Fetched, "failed", st.Failed)
-			s.up(false)
-		default:
-			tooLong = false
-			s.up(true)
-			if s.source != nil {
-				s.source.Synced(s.clock.Now())
-			}
-			s.log.Debug("synced with the Amp server", "full", st.Full, "pages", st.Pages, "listed", st.Listed,
-				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped, "unreadable", st.Unreadable)
-		}
-		t := s.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C():
-		}
-	}
-}
-
-func (s *Syncer) up(ok bool) {
-	if s.source != nil {
-		s.source.Up(ok)
-	}
 }

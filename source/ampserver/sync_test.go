@@ -58,7 +58,7 @@ func newHarness(t *testing.T, n int, cfg SyncConfig) *harness {
 
 func newServerStore(o *store.Owners, clk clock.Clock) *store.ThreadStore {
 	s := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
-	s.SetClaim(o, store.SourceServer)
+	s.SetClaim(o, store.SourceAmpServer)
 	return s
 }
 
@@ -91,7 +91,7 @@ func (h *harness) want(ids []string) map[string]store.ThreadState {
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		local.Apply(store.ServerPath(id), store.FileVersion{}, thread.Summarize(th))
+		local.Apply(store.AmpServerPath(id), store.FileVersion{}, thread.Summarize(th))
 	}
 	return local.Export().Threads
 }
@@ -183,7 +183,7 @@ func TestSyncRestartWithStateFetchesNothing(t *testing.T) {
 	if err := restored.Import(&st); err != nil {
 		t.Fatal(err)
 	}
-	h.owners.Seed(store.SourceServer, restored.ThreadKeys())
+	h.owners.Seed(store.SourceAmpServer, restored.ThreadKeys())
 	h.sync = h.newSyncer(restored)
 	h.srv.Reset()
 	stats := h.syncOK()
@@ -216,7 +216,7 @@ func TestSyncDeletedAndArchived(t *testing.T) {
 	if !st.Full || st.Gone != 2 {
 		t.Fatalf("full sync %+v", st)
 	}
-	if got := len(h.store.ServerPaths()); got != 4 {
+	if got := len(h.store.AmpServerPaths()); got != 4 {
 		t.Fatalf("%d present, want 4", got)
 	}
 	after := h.store.Snapshot()
@@ -349,7 +349,7 @@ func (m *parseMetrics) ParseFailed(source, reason string) {
 	if m.failed == nil {
 		m.failed = map[string]int{}
 	}
-	if source == store.SourceServer {
+	if source == store.SourceAmpServer {
 		m.failed[reason]++
 	}
 }
@@ -416,7 +416,7 @@ func TestLocalFileAndServerCountOnce(t *testing.T) {
 // rule on, sharing the harness's owners.
 func (h *harness) followStreams() *store.StreamStore {
 	streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
-	streams.EnableServerDedupe(h.owners)
+	streams.EnableAmpServerDedupe(h.owners)
 	h.sync.streams = streams
 	return streams
 }
@@ -563,7 +563,7 @@ func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
 func oneBill(t *testing.T, usd float64) *store.ThreadStore {
 	t.Helper()
 	s := store.NewThreadStore(store.StoreOptions{})
-	s.Apply(store.ServerPath("T-x"), store.FileVersion{}, threadtest.Summary(threadtest.Thread{ID: "T-x"}))
+	s.Apply(store.AmpServerPath("T-x"), store.FileVersion{}, threadtest.Summary(threadtest.Thread{ID: "T-x"}))
 	if !s.ApplyBilled("T-x", map[string]float64{"total": usd}) {
 		t.Fatal("bill not applied")
 	}
@@ -727,7 +727,7 @@ func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
 		if held {
 			// Held for the server, then restored with the source off.
 			on := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
-			on.EnableServerDedupe(store.NewOwners())
+			on.EnableAmpServerDedupe(store.NewOwners())
 			on.Apply(streamRun(listed))
 			off := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
 			if err := off.Import(on.Export()); err != nil {
@@ -741,7 +741,7 @@ func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
 		}
 		// The source is turned on: the stores are restored, owners seeded.
 		streams := store.NewStreamStore(store.NewLabelCap(100, nil), nil)
-		streams.EnableServerDedupe(h.owners)
+		streams.EnableAmpServerDedupe(h.owners)
 		if err := streams.Import(st); err != nil {
 			t.Fatal(err)
 		}

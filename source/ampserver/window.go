@@ -15,7 +15,7 @@ import (
 // nothing counted before the window is in it again) and counts it with what
 // lay before it; a window it cannot vouch for is refused and the thread is
 // read whole. A full sync reads changed threads whole, and every thread
-// last counted from a window (store.FileVersion.ServerWindow): what lies
+// last counted from a window (store.FileVersion.AmpServerWindow): what lies
 // before a window is not read with it.
 
 // parsers are a fetch worker's parsers: one for the document counted, one
@@ -36,7 +36,7 @@ func (s *Syncer) window(path string) (store.Window, bool) {
 // thread must be read whole instead: the window did not start where the
 // store's did, or the store refused it.
 func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store.Window) (out outcome, err error, done bool) {
-	path := store.ServerPath(t.ID)
+	path := store.AmpServerPath(t.ID)
 	ex, err := s.client.ExportFrom(ctx, t.ID, w.Start, s.cfg.MaxThreadBytes)
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err, true

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/sse"
 )
 
@@ -80,7 +80,7 @@ func BenchmarkParseAndDecode(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	events, deltas := 0, 0
-	dec := amyparser.NewDecoder()
+	dec := amyturn.NewDecoder()
 	for b.Loop() {
 		p := sse.NewParser(bytes.NewReader(data), sse.Options{})
 		for {
@@ -95,7 +95,7 @@ func BenchmarkParseAndDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if rec.Name == amyparser.EventSynthesisDelta {
+			if rec.Name == amyturn.EventSynthesisDelta {
 				deltas++
 			}
 			events++

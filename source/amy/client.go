@@ -1,6 +1,6 @@
 // Package amy follows Amy turn event streams (Server-Sent Events) and taps
 // the ones clients read through a reverse proxy, handing every event to the
-// collector, which counts each once per turn.
+// Amy store, which counts each once per turn.
 package amy
 
 import (
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/sse"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -219,7 +219,7 @@ func (c *Client) follow(ctx context.Context, up Upstream, turn, auth string) {
 			expire()
 		}
 	}()
-	dec := amyparser.NewDecoder()
+	dec := amyturn.NewDecoder()
 	lastID := "" // for ids that are not numbers; numeric ones come from the store
 	attempt := 0
 	reportedAuth := false
@@ -319,7 +319,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) {
 // connect makes one connection and reads events until the turn ends or the
 // stream breaks. It returns the last event id seen and the server's retry
 // field, if any.
-func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume string, dec *amyparser.Decoder) (outcome, string, time.Duration) {
+func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume string, dec *amyturn.Decoder) (outcome, string, time.Duration) {
 	if auth == "" {
 		key, err := up.key()
 		if err != nil {
@@ -405,7 +405,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 				return outcome{reason: store.ReconnectError, err: redact(err)}, seen, retry
 			}
 		}
-		if ev.ID != "" && len(ev.ID) <= amyparser.MaxIDBytes {
+		if ev.ID != "" && len(ev.ID) <= amyturn.MaxIDBytes {
 			seen = ev.ID
 		}
 		if ev.Oversized {
@@ -422,7 +422,7 @@ func (c *Client) connect(ctx context.Context, up Upstream, turn, auth, resume st
 			continue
 		}
 		c.store.Observe(up.Name, turn, ev.ID, rec, c.clock.Now())
-		if rec.Name == amyparser.EventTurnCompleted || rec.Name == amyparser.EventTurnFailed {
+		if rec.Name == amyturn.EventTurnCompleted || rec.Name == amyturn.EventTurnFailed {
 			return outcome{terminal: true}, seen, 0
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/sse"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -177,7 +177,7 @@ func turnID(body []byte) string {
 func tapStream(body io.ReadCloser, enc, upstream, turn string, store *store.AmyStore, log *slog.Logger, clk clock.Clock) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
-		dec := amyparser.NewDecoder()
+		dec := amyturn.NewDecoder()
 		var src io.Reader = pr
 		if isGzip(enc) {
 			zr, err := gzip.NewReader(pr)

@@ -16,7 +16,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/testutil"
-	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
+	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -204,7 +204,7 @@ func TestSourceAppliesTheTurnTimeoutToTheStore(t *testing.T) {
 	if err := src.Apply(amyConfig(short, long)); err != nil {
 		t.Fatal(err)
 	}
-	st.Observe("a", "T-1", "1", amyparser.Record{Name: amyparser.EventPhase}, now) // not finished
+	st.Observe("a", "T-1", "1", amyturn.Record{Name: amyturn.EventPhase}, now) // not finished
 	now = now.Add(3 * time.Hour)
 	st.Prune()
 	if r := st.ResumeID("a", "T-1"); r != "1" {

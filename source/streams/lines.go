@@ -1,5 +1,5 @@
-// Package streams brings Amp --stream-json lines to the collector: it tails
-// directories of captures and serves the ingest endpoint.
+// Package streams brings Amp --stream-json lines to the stream store: it
+// tails directories of captures and serves the ingest endpoint.
 package streams
 
 import (

@@ -1,5 +1,6 @@
-// Package threads watches directories of Amp thread files and hands every
-// new version of a thread to the collector.
+// Package threads watches directories of Amp thread files and applies every
+// new version of a thread to the thread store (the collector renders the
+// store; nothing here talks to it).
 //
 // A thread file is a document the Amp CLI rewrites whole (write to
 // .amptmp, rename over) about every 100 ms while the agent streams. The

@@ -14,19 +14,19 @@ import (
 // Billed cost kinds, the values of amp_billed_cost_usd_total's kind label.
 var BilledKinds = []string{"free", "paid", "subscription", "total"}
 
-// ServerPathPrefix prefixes the "path" of a server thread in a store.
-const ServerPathPrefix = "amp-server:"
+// AmpServerPathPrefix prefixes the "path" of a server thread in a store.
+const AmpServerPathPrefix = "amp-server:"
 
-// ServerPath is the store path of server thread id.
-func ServerPath(id string) string { return ServerPathPrefix + id }
+// AmpServerPath is the store path of server thread id.
+func AmpServerPath(id string) string { return AmpServerPathPrefix + id }
 
-// ServerPaths lists the present server threads of the store.
-func (s *ThreadStore) ServerPaths() []string {
+// AmpServerPaths lists the present server threads of the store.
+func (s *ThreadStore) AmpServerPaths() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
 	for p := range s.files {
-		if strings.HasPrefix(p, ServerPathPrefix) {
+		if strings.HasPrefix(p, AmpServerPathPrefix) {
 			out = append(out, p)
 		}
 	}

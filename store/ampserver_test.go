@@ -51,24 +51,24 @@ func TestStreamRunAndServerCountOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			owners := NewOwners()
 			s := NewStreamStore(NewLabelCap(100, nil), nil)
-			s.EnableServerDedupe(owners)
+			s.EnableAmpServerDedupe(owners)
 			if tc.serverFirst {
-				owners.Claim("T-1", SourceServer)
+				owners.Claim("T-1", SourceAmpServer)
 			}
 			s.Apply(run("T-1"))
 			if _, _, ex := streamTotals(s); ex != 1 {
 				t.Fatalf("executions %d, want 1 at once", ex)
 			}
 			// One sync without the run: still held.
-			s.ServerSynced()
+			s.AmpServerSynced()
 			if m, _, _ := streamTotals(s); m != 0 {
 				t.Fatalf("messages %d counted before the server had its two syncs", m)
 			}
 			if tc.serverLists && !tc.serverFirst {
-				owners.Claim("T-1", SourceServer)
+				owners.Claim("T-1", SourceAmpServer)
 			}
-			s.ServerSynced()
-			s.ServerSynced()
+			s.AmpServerSynced()
+			s.AmpServerSynced()
 			m, tok, ex := streamTotals(s)
 			if m != tc.wantMessages || ex != 1 {
 				t.Fatalf("messages %d executions %d, want %d and 1", m, ex, tc.wantMessages)
@@ -81,8 +81,8 @@ func TestStreamRunAndServerCountOnce(t *testing.T) {
 			}
 			// Never flips: the server listing the run later changes
 			// nothing, and the owner stays.
-			want := map[bool]string{true: SourceServer, false: SourceStream}[tc.serverLists]
-			if owners.Claim("T-1", SourceServer) != tc.serverLists || owners.Owner("T-1") != want {
+			want := map[bool]string{true: SourceAmpServer, false: SourceStream}[tc.serverLists]
+			if owners.Claim("T-1", SourceAmpServer) != tc.serverLists || owners.Owner("T-1") != want {
 				t.Fatalf("owner %q", owners.Owner("T-1"))
 			}
 		})
@@ -92,17 +92,17 @@ func TestStreamRunAndServerCountOnce(t *testing.T) {
 func TestStreamHeldRunsSurviveRestart(t *testing.T) {
 	owners := NewOwners()
 	s := NewStreamStore(NewLabelCap(100, nil), nil)
-	s.EnableServerDedupe(owners)
+	s.EnableAmpServerDedupe(owners)
 	s.Apply(run("T-1"))
 	s.Apply(run("T-2"))
-	s.ServerSynced()
-	s.ServerSynced() // T-1 and T-2 are the stream's now
+	s.AmpServerSynced()
+	s.AmpServerSynced() // T-1 and T-2 are the stream's now
 	s.Apply(run("T-3"))
 	st := s.Export()
 
 	r := NewStreamStore(NewLabelCap(100, nil), nil)
 	o2 := NewOwners()
-	r.EnableServerDedupe(o2)
+	r.EnableAmpServerDedupe(o2)
 	if err := r.Import(st); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,8 @@ func TestStreamHeldRunsSurviveRestart(t *testing.T) {
 	if r.HeldRuns() != 1 || o2.Owner("T-1") != SourceStream {
 		t.Fatalf("held %d owner %q", r.HeldRuns(), o2.Owner("T-1"))
 	}
-	r.ServerSynced()
-	r.ServerSynced()
+	r.AmpServerSynced()
+	r.AmpServerSynced()
 	if m, _, ex := streamTotals(r); m != 9 || ex != 3 {
 		t.Fatalf("messages %d executions %d", m, ex)
 	}
@@ -154,7 +154,7 @@ func TestBilledIsOneAmountSplitByKind(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewThreadStore(StoreOptions{})
-			s.Apply(ServerPath("T-b"), FileVersion{ServerV: 1}, &thread.Summary{ID: "T-b", UserMessages: 1})
+			s.Apply(AmpServerPath("T-b"), FileVersion{AmpServerV: 1}, &thread.Summary{ID: "T-b", UserMessages: 1})
 			for _, b := range tc.bills {
 				s.ApplyBilled("T-b", b)
 			}

@@ -53,17 +53,17 @@ func TestServerEditBetweenSyncsCountsTheNewAnswer(t *testing.T) {
 	for _, form := range []string{"", "-string-ids"} {
 		t.Run("form"+form, func(t *testing.T) {
 			s := newTestStore(0)
-			path := ServerPath("T-019a7c21-5e0f-7d3a-b1c4-2f9e8d7c6b5a")
-			s.Apply(path, FileVersion{ServerV: 23}, serverDoc(t, "edit-before"+form+".json"))
+			path := AmpServerPath("T-019a7c21-5e0f-7d3a-b1c4-2f9e8d7c6b5a")
+			s.Apply(path, FileVersion{AmpServerV: 23}, serverDoc(t, "edit-before"+form+".json"))
 			if got := countsOf(s); got != before {
 				t.Fatalf("before the edit: %+v, want %+v", got, before)
 			}
-			s.Apply(path, FileVersion{ServerV: 31}, serverDoc(t, "edit-after"+form+".json"))
+			s.Apply(path, FileVersion{AmpServerV: 31}, serverDoc(t, "edit-after"+form+".json"))
 			if got := countsOf(s); got != after {
 				t.Fatalf("after the edit: %+v, want %+v", got, after)
 			}
 			// Read again (the next full sync): nothing moves.
-			s.Apply(path, FileVersion{ServerV: 31}, serverDoc(t, "edit-after"+form+".json"))
+			s.Apply(path, FileVersion{AmpServerV: 31}, serverDoc(t, "edit-after"+form+".json"))
 			if got := countsOf(s); got != after {
 				t.Fatalf("read again: %+v, want %+v", got, after)
 			}
@@ -76,22 +76,22 @@ func TestServerEditBetweenSyncsCountsTheNewAnswer(t *testing.T) {
 // their places. The thread counts once, and what the user adds after the
 // import counts.
 func TestServerImportedThreadDoesNotCountAgain(t *testing.T) {
-	path := ServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
+	path := AmpServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
 	before := counts{user: 3, assistant: 4, prompts: 2, output: 1350, input: 65, tools: 1, exchanges: 2}
 	grown := counts{user: 4, assistant: 5, prompts: 3, output: 1440, input: 71, tools: 1, exchanges: 3}
 
 	s := newTestStore(0)
-	s.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before.json"))
+	s.Apply(path, FileVersion{AmpServerV: 17}, serverDoc(t, "import-before.json"))
 	if got := countsOf(s); got != before {
 		t.Fatalf("before the import: %+v, want %+v", got, before)
 	}
-	if s.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-same.json")) {
+	if s.Apply(path, FileVersion{AmpServerV: 17}, serverDoc(t, "import-same.json")) {
 		t.Error("the import alone moved a counter")
 	}
 	if got := countsOf(s); got != before {
 		t.Fatalf("after the import: %+v, want %+v", got, before)
 	}
-	s.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after.json"))
+	s.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after.json"))
 	if got := countsOf(s); got != grown {
 		t.Fatalf("after the import and one more exchange: %+v, want %+v", got, grown)
 	}
@@ -101,14 +101,14 @@ func TestServerImportedThreadDoesNotCountAgain(t *testing.T) {
 	// before the import, "M-" messageIds after it (no numeric id left to
 	// match): the thread still counts once.
 	s3 := newTestStore(0)
-	s3.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before-string-ids.json"))
-	s3.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after-string-ids.json"))
+	s3.Apply(path, FileVersion{AmpServerV: 17}, serverDoc(t, "import-before-string-ids.json"))
+	s3.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after-string-ids.json"))
 	assertSameTotals(t, "string ids", want, s3.Snapshot().Totals())
 
 	// Imported and continued between two syncs: the same totals.
 	s2 := newTestStore(0)
-	s2.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before.json"))
-	s2.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after.json"))
+	s2.Apply(path, FileVersion{AmpServerV: 17}, serverDoc(t, "import-before.json"))
+	s2.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after.json"))
 	assertSameTotals(t, "imported and continued in one step", want, s2.Snapshot().Totals())
 }
 
@@ -116,14 +116,14 @@ func TestServerImportedThreadDoesNotCountAgain(t *testing.T) {
 // messageId (it did not read protocolMessageID) are taken over after a
 // restore: the thread's next version does not count its messages again.
 func TestServerPinsRestoredFromNumericKeys(t *testing.T) {
-	path := ServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
+	path := AmpServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
 	s := newTestStore(0)
-	s.Apply(path, FileVersion{ServerV: 17}, serverDoc(t, "import-before.json"))
+	s.Apply(path, FileVersion{AmpServerV: 17}, serverDoc(t, "import-before.json"))
 	restored := newTestStore(0)
 	if err := restored.Import(roundTrip(t, s.Export())); err != nil {
 		t.Fatal(err)
 	}
-	restored.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after.json"))
+	restored.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after.json"))
 	want := counts{user: 4, assistant: 5, prompts: 3, output: 1440, input: 71, tools: 1, exchanges: 3}
 	if got := countsOf(restored); got != want {
 		t.Fatalf("after a restore: %+v, want %+v", got, want)
@@ -133,7 +133,7 @@ func TestServerPinsRestoredFromNumericKeys(t *testing.T) {
 	if err := again.Import(roundTrip(t, restored.Export())); err != nil {
 		t.Fatal(err)
 	}
-	again.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after.json"))
+	again.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after.json"))
 	assertSameTotals(t, "restored twice", restored.Snapshot().Totals(), again.Snapshot().Totals())
 }
 
@@ -163,11 +163,11 @@ func TestServerStateWrittenBeforeProtocolIDs(t *testing.T) {
 	if err := s.Import(&st); err != nil {
 		t.Fatal(err)
 	}
-	path := ServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
-	if s.Apply(path, FileVersion{ServerV: 18}, serverDoc(t, "import-same.json")) {
+	path := AmpServerPath("T-0199c3d4-8a7b-7e6f-9d0c-1b2a3f4e5d6c")
+	if s.Apply(path, FileVersion{AmpServerV: 18}, serverDoc(t, "import-same.json")) {
 		t.Error("the thread it counted, read again, moved a counter")
 	}
-	s.Apply(path, FileVersion{ServerV: 19}, serverDoc(t, "import-after.json"))
+	s.Apply(path, FileVersion{AmpServerV: 19}, serverDoc(t, "import-after.json"))
 	want := counts{user: 4, assistant: 5, prompts: 3, output: 1440, input: 71, tools: 1, exchanges: 3}
 	if got := countsOf(s); got != want {
 		t.Fatalf("after the restore: %+v, want %+v", got, want)
@@ -179,8 +179,8 @@ func TestServerStateWrittenBeforeProtocolIDs(t *testing.T) {
 // and not taken for a fork of it.
 func TestServerChildThreadIsAThreadOfItsOwn(t *testing.T) {
 	s := newTestStore(0)
-	s.Apply(ServerPath("T-019a7c21-5e0f-7d3a-b1c4-2f9e8d7c6b5a"), FileVersion{ServerV: 23}, serverDoc(t, "edit-before.json"))
-	s.Apply(ServerPath("T-019a7c30-0b1c-7d2e-8f3a-4b5c6d7e8f90"), FileVersion{ServerV: 4}, serverDoc(t, "child-thread.json"))
+	s.Apply(AmpServerPath("T-019a7c21-5e0f-7d3a-b1c4-2f9e8d7c6b5a"), FileVersion{AmpServerV: 23}, serverDoc(t, "edit-before.json"))
+	s.Apply(AmpServerPath("T-019a7c30-0b1c-7d2e-8f3a-4b5c6d7e8f90"), FileVersion{AmpServerV: 4}, serverDoc(t, "child-thread.json"))
 	want := counts{user: 4, assistant: 5, prompts: 3, output: 1390, input: 72, tools: 1, exchanges: 3}
 	if got := countsOf(s); got != want {
 		t.Fatalf("parent and child: %+v, want %+v", got, want)
@@ -203,9 +203,9 @@ func TestServerFirstPromptEditedIsNotAnImport(t *testing.T) {
 			v, prompt, answer, out)
 	}
 	s := newTestStore(0)
-	path := ServerPath("T-019a7c40-aaaa-7bbb-8ccc-dddddddddddd")
-	s.Apply(path, FileVersion{ServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
-	s.Apply(path, FileVersion{ServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", 500)))
+	path := AmpServerPath("T-019a7c40-aaaa-7bbb-8ccc-dddddddddddd")
+	s.Apply(path, FileVersion{AmpServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
+	s.Apply(path, FileVersion{AmpServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", 500)))
 	want := counts{user: 2, assistant: 2, prompts: 2, output: 1200, input: 10, exchanges: 2}
 	if got := countsOf(s); got != want {
 		t.Fatalf("%+v, want %+v", got, want)
@@ -218,8 +218,8 @@ func TestServerFirstPromptEditedIsNotAnImport(t *testing.T) {
 	// none), whatever the new answer costs.
 	for _, out := range []int{700, 900} {
 		s := newTestStore(0)
-		s.Apply(path, FileVersion{ServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
-		s.Apply(path, FileVersion{ServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", out)))
+		s.Apply(path, FileVersion{AmpServerV: 3}, summaryOf(t, doc(3, "M-aaaaaaaaaaaaaaaaaaaaa1", "M-aaaaaaaaaaaaaaaaaaaaa2", 700)))
+		s.Apply(path, FileVersion{AmpServerV: 7}, summaryOf(t, doc(7, "M-bbbbbbbbbbbbbbbbbbbbb1", "M-bbbbbbbbbbbbbbbbbbbbb2", out)))
 		want := counts{user: 2, assistant: 2, prompts: 2, output: int64(700 + out), input: 10, exchanges: 2}
 		if got := countsOf(s); got != want {
 			t.Errorf("answered with %d output tokens: %+v, want %+v", out, got, want)

@@ -1,4 +1,4 @@
-package amy
+package amyturn
 
 import (
 	"bytes"

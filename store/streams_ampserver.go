@@ -23,36 +23,36 @@ type heldRun struct {
 	syncs  int  // complete server syncs since the result line
 }
 
-type streamServer struct {
+type streamAmpServer struct {
 	owners *Owners // nil while the server source is off
 	held   map[string]*heldRun
 	owned  map[string]bool // runs counted from the stream
 }
 
-// serverSyncsToWait is how many complete syncs after a run's result line
+// ampServerSyncsToWait is how many complete syncs after a run's result line
 // the server has to list the run before the stream counts it.
-const serverSyncsToWait = 2
+const ampServerSyncsToWait = 2
 
-// EnableServerDedupe turns the rule on; call it before Import and before
+// EnableAmpServerDedupe turns the rule on; call it before Import and before
 // the store is used.
-func (s *StreamStore) EnableServerDedupe(o *Owners) {
+func (s *StreamStore) EnableAmpServerDedupe(o *Owners) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.server = &streamServer{owners: o, held: map[string]*heldRun{}, owned: map[string]bool{}}
+	s.ampServer = &streamAmpServer{owners: o, held: map[string]*heldRun{}, owned: map[string]bool{}}
 }
 
 // dedupeOn reports whether the server source is on (the rule applies).
-func (s *StreamStore) dedupeOn() bool { return s.server != nil && s.server.owners != nil }
+func (s *StreamStore) dedupeOn() bool { return s.ampServer != nil && s.ampServer.owners != nil }
 
 // ownedOff records, while the server source is off, that run id is
 // counted from its stream: the choice is persisted, so that turning the
 // source on does not count the run again from the server.
 func (s *StreamStore) ownedOff(id string) {
-	if s.server == nil {
-		s.server = &streamServer{held: map[string]*heldRun{}, owned: map[string]bool{}}
+	if s.ampServer == nil {
+		s.ampServer = &streamAmpServer{held: map[string]*heldRun{}, owned: map[string]bool{}}
 	}
-	if !s.server.owned[id] {
-		s.server.owned[id] = true
+	if !s.ampServer.owned[id] {
+		s.ampServer.owned[id] = true
 		s.generation++
 	}
 }
@@ -68,7 +68,7 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, 
 		s.ownedOff(inc.SessionID)
 		return total
 	}
-	srv := s.server
+	srv := s.ampServer
 	id := inc.SessionID
 	switch srv.owners.Owner(id) {
 	case SourceStream:
@@ -96,16 +96,16 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, 
 	}
 }
 
-// ServerSynced is called after every complete sync of the server source:
+// AmpServerSynced is called after every complete sync of the server source:
 // held runs the server now counts are dropped; runs it did not list within
-// serverSyncsToWait syncs after their result are counted from the stream.
-func (s *StreamStore) ServerSynced() {
+// ampServerSyncsToWait syncs after their result are counted from the stream.
+func (s *StreamStore) AmpServerSynced() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.dedupeOn() {
 		return
 	}
-	srv := s.server
+	srv := s.ampServer
 	changed := false
 	for id, h := range srv.held {
 		switch srv.owners.Owner(id) {
@@ -124,7 +124,7 @@ func (s *StreamStore) ServerSynced() {
 		}
 		h.syncs++
 		changed = true
-		if h.syncs >= serverSyncsToWait && srv.owners.Claim(id, SourceStream) {
+		if h.syncs >= ampServerSyncsToWait && srv.owners.Claim(id, SourceStream) {
 			s.flushHeld(id, h)
 		}
 	}
@@ -137,8 +137,8 @@ func (s *StreamStore) flushHeld(id string, h *heldRun) {
 	for k, v := range h.c {
 		s.totals[k] = satAdd(s.totals[k], v)
 	}
-	delete(s.server.held, id)
-	s.server.owned[id] = true
+	delete(s.ampServer.held, id)
+	s.ampServer.owned[id] = true
 	s.lastChange = s.now()
 }
 
@@ -146,11 +146,11 @@ func (s *StreamStore) flushHeld(id string, h *heldRun) {
 func (s *StreamStore) StreamOwned() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.server == nil {
+	if s.ampServer == nil {
 		return nil
 	}
-	out := make([]string, 0, len(s.server.owned))
-	for id := range s.server.owned {
+	out := make([]string, 0, len(s.ampServer.owned))
+	for id := range s.ampServer.owned {
 		out = append(out, id)
 	}
 	sort.Strings(out)
@@ -161,14 +161,14 @@ func (s *StreamStore) StreamOwned() []string {
 func (s *StreamStore) HeldRuns() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.server == nil {
+	if s.ampServer == nil {
 		return 0
 	}
-	return len(s.server.held)
+	return len(s.ampServer.held)
 }
 
-// StreamServerState is the persisted form of the rule's state.
-type StreamServerState struct {
+// StreamAmpServerState is the persisted form of the rule's state.
+type StreamAmpServerState struct {
 	Held  map[string]HeldRunState `json:"held,omitempty"`
 	Owned []string                `json:"owned,omitempty"`
 }
@@ -180,22 +180,22 @@ type HeldRunState struct {
 	Series []SeriesValue `json:"series"`
 }
 
-func (s *StreamStore) exportServer() *StreamServerState {
-	if s.server == nil || (len(s.server.held) == 0 && len(s.server.owned) == 0) {
+func (s *StreamStore) exportAmpServer() *StreamAmpServerState {
+	if s.ampServer == nil || (len(s.ampServer.held) == 0 && len(s.ampServer.owned) == 0) {
 		return nil
 	}
-	st := &StreamServerState{Held: map[string]HeldRunState{}}
-	for id, h := range s.server.held {
+	st := &StreamAmpServerState{Held: map[string]HeldRunState{}}
+	for id, h := range s.ampServer.held {
 		st.Held[id] = HeldRunState{Result: h.result, Syncs: h.syncs, Series: h.c.series()}
 	}
-	for id := range s.server.owned {
+	for id := range s.ampServer.owned {
 		st.Owned = append(st.Owned, id)
 	}
 	sort.Strings(st.Owned)
 	return st
 }
 
-func checkServerState(st *StreamServerState) error {
+func checkAmpServerState(st *StreamAmpServerState) error {
 	if st == nil {
 		return nil
 	}
@@ -207,10 +207,10 @@ func checkServerState(st *StreamServerState) error {
 	return nil
 }
 
-// importServer restores the rule's state; with the server source off,
+// importAmpServer restores the rule's state; with the server source off,
 // runs still held are counted from the stream at once, and are the
 // stream's from then on.
-func (s *StreamStore) importServer(st *StreamServerState) {
+func (s *StreamStore) importAmpServer(st *StreamAmpServerState) {
 	if st == nil {
 		return
 	}
@@ -223,11 +223,11 @@ func (s *StreamStore) importServer(st *StreamServerState) {
 			s.ownedOff(id)
 			continue
 		}
-		s.server.held[id] = h
+		s.ampServer.held[id] = h
 	}
 	for _, id := range st.Owned {
 		if s.dedupeOn() {
-			s.server.owned[id] = true
+			s.ampServer.owned[id] = true
 		} else {
 			s.ownedOff(id)
 		}

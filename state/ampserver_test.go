@@ -23,7 +23,7 @@ import (
 func newServerTestState(dir string, server bool, logs *bytes.Buffer) *testState {
 	s := newTestState(dir)
 	if server {
-		s.stores.Server = store.NewThreadStore(store.StoreOptions{Labels: s.stores.Labels})
+		s.stores.AmpServer = store.NewThreadStore(store.StoreOptions{Labels: s.stores.Labels})
 	}
 	log := slog.New(slog.DiscardHandler)
 	if logs != nil {
@@ -68,7 +68,7 @@ func applyDoc(t *testing.T, s *store.ThreadStore, path string, v int64, doc stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Apply(path, store.FileVersion{Size: int64(len(doc)), ServerV: v}, thread.Summarize(th))
+	s.Apply(path, store.FileVersion{Size: int64(len(doc)), AmpServerV: v}, thread.Summarize(th))
 }
 
 func TestServerSpaceSurvivesRestarts(t *testing.T) {
@@ -77,7 +77,7 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 3 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.Server, store.ServerPath(id), int64(i+1),
+		applyDoc(t, a.stores.AmpServer, store.AmpServerPath(id), int64(i+1),
 			stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100*(i+1))))
 	}
 	applyDoc(t, a.stores.Threads, "/threads/T-local.json", 0, stateDoc("T-local", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 7)))
@@ -85,25 +85,25 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What Amp bills arrives after the thread was counted (and saved).
-	if !a.stores.Server.ApplyBilled("T-srv-1", map[string]float64{"total": 0.25}) {
+	if !a.stores.AmpServer.ApplyBilled("T-srv-1", map[string]float64{"total": 0.25}) {
 		t.Fatal("billed cost not applied")
 	}
-	a.stores.Server.Remove(store.ServerPath("T-srv-2")) // gone from the server
+	a.stores.AmpServer.Remove(store.AmpServerPath("T-srv-2")) // gone from the server
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{keyServerThreadPrefix + "T-srv-0", keyServerFilePrefix + store.ServerPath("T-srv-0"), keyServerThreadPrefix + "T-srv-2"} {
+	for _, key := range []string{keyAmpServerThreadPrefix + "T-srv-0", keyAmpServerFilePrefix + store.AmpServerPath("T-srv-0"), keyAmpServerThreadPrefix + "T-srv-2"} {
 		if !a.keeper.db.Has(key) {
 			t.Errorf("no record %q in the log", key)
 		}
 	}
-	if a.keeper.db.Has(keyServerFilePrefix + store.ServerPath("T-srv-2")) {
+	if a.keeper.db.Has(keyAmpServerFilePrefix + store.AmpServerPath("T-srv-2")) {
 		t.Error("the record of a thread gone from the server is still live")
 	}
-	if a.keeper.db.Has(keyThreadPrefix+"T-srv-0") || a.keeper.db.Has(keyServerThreadPrefix+"T-local") {
+	if a.keeper.db.Has(keyThreadPrefix+"T-srv-0") || a.keeper.db.Has(keyAmpServerThreadPrefix+"T-local") {
 		t.Error("a thread is in the other space's records")
 	}
-	want, wantLocal := serverFingerprint(t, a.stores.Server), serverFingerprint(t, a.stores.Threads)
+	want, wantLocal := serverFingerprint(t, a.stores.AmpServer), serverFingerprint(t, a.stores.Threads)
 	if !strings.Contains(want, `"billed_usd"`) {
 		t.Fatalf("no billed cost in the server store: %s", want)
 	}
@@ -111,16 +111,16 @@ func TestServerSpaceSurvivesRestarts(t *testing.T) {
 
 	b := newServerTestState(dir, true, nil)
 	mustRestore(t, b)
-	if got := serverFingerprint(t, b.stores.Server); got != want {
+	if got := serverFingerprint(t, b.stores.AmpServer); got != want {
 		t.Errorf("server store after a restart:\n%s\nwant\n%s", got, want)
 	}
 	if got := serverFingerprint(t, b.stores.Threads); got != wantLocal {
 		t.Errorf("local store after a restart:\n%s\nwant\n%s", got, wantLocal)
 	}
-	if f, ok := b.stores.Server.File(store.ServerPath("T-srv-1")); !ok || f.Version.ServerV != 2 {
+	if f, ok := b.stores.AmpServer.File(store.AmpServerPath("T-srv-1")); !ok || f.Version.AmpServerV != 2 {
 		t.Errorf("server thread version not restored: %+v %v", f, ok)
 	}
-	for _, st := range []*store.ThreadStore{b.stores.Threads, b.stores.Server} {
+	for _, st := range []*store.ThreadStore{b.stores.Threads, b.stores.AmpServer} {
 		if d := st.ExportDelta(); !d.Empty() {
 			t.Errorf("a restore left %d threads and %d files to save again", d.ThreadCount(), len(d.Files))
 		}
@@ -133,12 +133,12 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	mustRestore(t, a)
 	for i := range 20 {
 		id := fmt.Sprintf("T-srv-%d", i)
-		applyDoc(t, a.stores.Server, store.ServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
+		applyDoc(t, a.stores.AmpServer, store.AmpServerPath(id), 1, stateDoc(id, stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100)))
 	}
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
-	want := serverFingerprint(t, a.stores.Server)
+	want := serverFingerprint(t, a.stores.AmpServer)
 	a.keeper.close()
 
 	// The source off: its records are neither damaged nor a newer
@@ -162,7 +162,7 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	if _, err := b.keeper.db.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	if !b.keeper.db.Has(keyServerThreadPrefix+"T-srv-7") || !b.keeper.db.Has(keyServerFilePrefix+store.ServerPath("T-srv-7")) {
+	if !b.keeper.db.Has(keyAmpServerThreadPrefix+"T-srv-7") || !b.keeper.db.Has(keyAmpServerFilePrefix+store.AmpServerPath("T-srv-7")) {
 		t.Fatal("the server's records were dropped while the source was off")
 	}
 	b.keeper.close()
@@ -170,7 +170,7 @@ func TestServerRecordsWaitWhileTheSourceIsOff(t *testing.T) {
 	// On again: restored as they were.
 	c := newServerTestState(dir, true, nil)
 	mustRestore(t, c)
-	if got := serverFingerprint(t, c.stores.Server); got != want {
+	if got := serverFingerprint(t, c.stores.AmpServer); got != want {
 		t.Errorf("server store after a restart with the source off and on again:\n%s\nwant\n%s", got, want)
 	}
 	if _, ok := c.stores.Threads.File("/threads/T-local.json"); !ok {
@@ -188,13 +188,13 @@ func TestPinsRoundTripThroughTheLog(t *testing.T) {
 			dir := t.TempDir()
 			space := func(s *testState) *store.ThreadStore {
 				if server {
-					return s.stores.Server
+					return s.stores.AmpServer
 				}
 				return s.stores.Threads
 			}
 			path, prefix := "/threads/T-1.json", keyThreadPrefix
 			if server {
-				path, prefix = store.ServerPath("T-1"), keyServerThreadPrefix
+				path, prefix = store.AmpServerPath("T-1"), keyAmpServerThreadPrefix
 			}
 			// Three exchanges, then the thread truncated to one (an edited
 			// prompt): the two lost count on, in the retired part.
@@ -265,7 +265,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	doc := stateDoc("T-x", stateUser(0, "go"), stateAssistant(1, stateEndTurn, "m1", 100))
 	a := newServerTestState(dir, true, nil)
 	mustRestore(t, a)
-	applyDoc(t, a.stores.Server, store.ServerPath("T-x"), 1, doc)
+	applyDoc(t, a.stores.AmpServer, store.AmpServerPath("T-x"), 1, doc)
 	if err := a.keeper.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestServerThreadFoundLocallyWhileTheSourceIsOffCountsOnce(t *testing.T) {
 	c := newServerTestState(dir, true, nil)
 	mustRestore(t, c)
 	var out int64
-	for _, st := range []*store.ThreadStore{c.stores.Threads, c.stores.Server} {
+	for _, st := range []*store.ThreadStore{c.stores.Threads, c.stores.AmpServer} {
 		for key, ts := range st.Export().Threads {
 			for _, sv := range ts.Series {
 				if sv.Family == "tokens" && sv.L2 == "output" {

@@ -10,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// SetServerStore makes the collector expose the Amp server source's store
+// SetAmpServerStore makes the collector expose the Amp server source's store
 // with source="server". Call it before registering the collector.
-func (c *AmpCollector) SetServerStore(s *store.ThreadStore) { c.server = s }
+func (c *AmpCollector) SetAmpServerStore(s *store.ThreadStore) { c.ampServer = s }
 
-// ServerMetrics are the Amp server source's own metrics.
-type ServerMetrics struct {
+// AmpServerMetrics are the Amp server source's own metrics.
+type AmpServerMetrics struct {
 	up        prometheus.Gauge
 	lastSync  prometheus.Gauge
 	requests  *prometheus.CounterVec
@@ -31,10 +31,10 @@ type ServerMetrics struct {
 	synced    atomic.Bool
 }
 
-// NewServerMetrics creates and registers the server source's metrics;
+// NewAmpServerMetrics creates and registers the server source's metrics;
 // methods are the API methods whose request counters start at zero.
-func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetrics {
-	m := &ServerMetrics{
+func NewAmpServerMetrics(reg prometheus.Registerer, methods []string) *AmpServerMetrics {
+	m := &AmpServerMetrics{
 		up:        newGauge(NameServerUp),
 		lastSync:  newGauge(NameServerLastSync),
 		requests:  NewCounterVec(NameServerRequests),
@@ -58,11 +58,13 @@ func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetric
 }
 
 // Request counts one request.
-func (m *ServerMetrics) Request(method, code string) { m.requests.WithLabelValues(method, code).Inc() }
+func (m *AmpServerMetrics) Request(method, code string) {
+	m.requests.WithLabelValues(method, code).Inc()
+}
 
 // Bytes counts response bytes by encoding: "gzip", "zstd" or "identity" on the
 // wire, "decoded" once decompressed; anything else is "other".
-func (m *ServerMetrics) Bytes(encoding string, n int64) {
+func (m *AmpServerMetrics) Bytes(encoding string, n int64) {
 	switch encoding {
 	case "gzip", "zstd", "identity", "decoded":
 	default:
@@ -75,20 +77,20 @@ func (m *ServerMetrics) Bytes(encoding string, n int64) {
 
 // LoginRefreshes makes the login refresh counters of these outcomes start
 // at zero (an OAuth login: the others are never refreshed).
-func (m *ServerMetrics) LoginRefreshes(outcomes []string) {
+func (m *AmpServerMetrics) LoginRefreshes(outcomes []string) {
 	for _, o := range outcomes {
 		m.refreshes.WithLabelValues(o)
 	}
 }
 
 // LoginRefreshed counts one refresh of the CLI's login by its outcome.
-func (m *ServerMetrics) LoginRefreshed(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
+func (m *AmpServerMetrics) LoginRefreshed(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
 
 // ThreadSkipped counts a listed thread that is not counted.
-func (m *ServerMetrics) ThreadSkipped(reason string) { m.skipped.WithLabelValues(reason).Inc() }
+func (m *AmpServerMetrics) ThreadSkipped(reason string) { m.skipped.WithLabelValues(reason).Inc() }
 
 // Up sets amp_server_up.
-func (m *ServerMetrics) Up(ok bool) {
+func (m *AmpServerMetrics) Up(ok bool) {
 	if ok {
 		m.up.Set(1)
 	} else {
@@ -97,13 +99,13 @@ func (m *ServerMetrics) Up(ok bool) {
 }
 
 // Synced records the end of a complete sync.
-func (m *ServerMetrics) Synced(at time.Time) {
+func (m *AmpServerMetrics) Synced(at time.Time) {
 	m.lastSync.Set(float64(at.UnixMilli()) / 1000)
 	m.synced.Store(true)
 }
 
 // SyncedOnce reports whether a sync has ever completed.
-func (m *ServerMetrics) SyncedOnce() bool { return m.synced.Load() }
+func (m *AmpServerMetrics) SyncedOnce() bool { return m.synced.Load() }
 
 // Entitlement is the user's current entitlement window (store.Entitlement).
 type Entitlement = store.Entitlement
@@ -113,7 +115,7 @@ const maxWindowLabel = 32
 
 // SetEntitlement shows the current window; the series of a previous window
 // are dropped so only the current one is shown.
-func (m *ServerMetrics) SetEntitlement(e Entitlement) {
+func (m *AmpServerMetrics) SetEntitlement(e Entitlement) {
 	w := sanitizeWindow(e.Window)
 	m.mu.Lock()
 	defer m.mu.Unlock()

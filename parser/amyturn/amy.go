@@ -1,11 +1,11 @@
-// Package amy decodes the events of an Amy turn stream (the `event:` name
+// Package amyturn decodes the events of an Amy turn stream (the `event:` name
 // and JSON `data:` of each Server-Sent Event) into typed records, and
 // follows a turn's state so that each event counts once. It is pure: the
 // caller passes the time an event was received.
 //
 // The catalogue and payloads are in docs/formats/amy-turn-events.md §3;
 // fields marked assumed there are read when present and never required.
-package amy
+package amyturn
 
 import (
 	"errors"

@@ -17,14 +17,14 @@ func TestServerStoreExposition(t *testing.T) {
 	server := store.NewThreadStore(store.StoreOptions{})
 	owners := store.NewOwners()
 	local.SetClaim(owners, store.SourceThreads)
-	server.SetClaim(owners, store.SourceServer)
+	server.SetClaim(owners, store.SourceAmpServer)
 	sum := func(id string) *thread.Summary {
 		return threadtest.Summary(threadtest.Thread{ID: id, AgentMode: "smart", Users: 1, Prompts: 1,
 			Tokens: map[string]thread.Tokens{"claude-sonnet-4-5": {Input: 10, Output: 5}}})
 	}
 	local.Apply("/d/T-a.json", store.FileVersion{Size: 1}, sum("T-a"))
-	server.Apply(store.ServerPath("T-a"), store.FileVersion{ServerV: 3}, sum("T-a")) // a local file owns it
-	server.Apply(store.ServerPath("T-b"), store.FileVersion{ServerV: 3}, sum("T-b"))
+	server.Apply(store.AmpServerPath("T-a"), store.FileVersion{AmpServerV: 3}, sum("T-a")) // a local file owns it
+	server.Apply(store.AmpServerPath("T-b"), store.FileVersion{AmpServerV: 3}, sum("T-b"))
 	server.ApplyBilled("T-b", map[string]float64{"paid": 0.5, "free": 0.25})
 	// Billed 1.15 now: paid never goes down, free takes the growth.
 	server.ApplyBilled("T-b", map[string]float64{"paid": 0.4, "free": 0.75})
@@ -32,7 +32,7 @@ func TestServerStoreExposition(t *testing.T) {
 		t.Fatal("billed a thread the server does not count")
 	}
 	c := NewAmpCollector(local, nil)
-	c.SetServerStore(server)
+	c.SetAmpServerStore(server)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	want := `
@@ -70,7 +70,7 @@ amp_messages_total{role="user",source="threads"} 1
 
 func TestServerMetricsEntitlement(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m := NewServerMetrics(reg, []string{"listThreads"})
+	m := NewAmpServerMetrics(reg, []string{"listThreads"})
 	limit, used := 10.0, 0.85
 	m.SetEntitlement(Entitlement{Window: "daily", LimitUSD: &limit, UsedRatio: &used})
 	m.SetEntitlement(Entitlement{Window: "weekly window!", LimitUSD: &limit})
@@ -88,7 +88,7 @@ amp_entitlement_limit_usd{window="other"} 10
 // encoding the exporter does not know is "other".
 func TestServerMetricsBytesAndSkipped(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m := NewServerMetrics(reg, []string{"listThreads"})
+	m := NewAmpServerMetrics(reg, []string{"listThreads"})
 	m.Bytes("gzip", 100)
 	m.Bytes("decoded", 700)
 	m.Bytes("br", 5)
