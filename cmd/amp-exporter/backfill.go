@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -253,39 +254,80 @@ func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, log
 // renamed over it) or stdout. A path that is not a regular file (/dev/null,
 // a named pipe a loader reads) is written in place: renaming over it would
 // replace the device or pipe with a file.
+//
+// The temporary file gets a fresh random name in the target's directory and
+// is created exclusively (os.CreateTemp: O_CREATE|O_EXCL), so a link planted
+// at a predictable name (FILE.tmp) cannot redirect the write to another file:
+// a backfill run as root would truncate the link's target. An --output that
+// is itself a symlink is written through: the temporary file goes beside its
+// target and is renamed over the target, so the link stays a link.
 func writeOutput(path string, stdout io.Writer, series []backfill.Series, target []backfill.Label) (int64, error) {
 	if path == "-" {
 		return backfill.WriteOpenMetrics(stdout, series, target)
 	}
 	var f *os.File
 	var err error
-	tmp := ""
+	dest := path // what the temporary file is renamed to
 	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return 0, fmt.Errorf("--output %s: a directory", path)
 		}
 		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+		dest = ""
 	} else {
-		tmp = path + ".tmp"
-		f, err = os.Create(tmp)
+		if dest, err = filepath.EvalSymlinks(path); errors.Is(err, os.ErrNotExist) {
+			dest, err = linkTarget(path)
+		}
+		if err == nil {
+			f, err = os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("--output: %w", err)
 	}
 	n, err := backfill.WriteOpenMetrics(f, series, target)
+	if err == nil && dest != "" {
+		// CreateTemp makes the file 0600; the history is no secret of the
+		// user's, and promtool or Prometheus may run as another user.
+		err = f.Chmod(0o644)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && tmp != "" {
-		err = os.Rename(tmp, path)
+	if err == nil && dest != "" {
+		err = os.Rename(f.Name(), dest)
 	}
 	if err != nil {
-		if tmp != "" {
-			os.Remove(tmp)
+		if dest != "" {
+			os.Remove(f.Name())
 		}
 		return 0, fmt.Errorf("--output: %w", err)
 	}
 	return n, nil
+}
+
+// linkTarget is where a path that does not exist yet will be written: the
+// path itself, or, when it is a symlink whose target does not exist (a
+// dangling link), that target (followed through further links).
+func linkTarget(path string) (string, error) {
+	for range 40 { // as the kernel's limit on links in a path
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && fi.Mode()&os.ModeSymlink == 0) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%s: too many links", path)
 }
 
 // pushBackfill sends the series to a remote-write receiver, with the
