@@ -123,6 +123,7 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		Step:   b.step,
 		Prices: pricer,
 		Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
+		Now:    time.Now(),
 	})
 	if err != nil {
 		return fmt.Errorf("--step: %w", err)
@@ -153,8 +154,20 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		return err
 	}
 
+	st := bf.Stats()
+	if n := st.Bounded[backfill.BoundBeforeCreated] + st.Bounded[backfill.BoundBeforeAmp] + st.Bounded[backfill.BoundFuture]; n > 0 {
+		logger.Warn("items with times their thread cannot hold were counted at a bounded time", "items", n,
+			backfill.BoundBeforeCreated, st.Bounded[backfill.BoundBeforeCreated],
+			backfill.BoundBeforeAmp, st.Bounded[backfill.BoundBeforeAmp],
+			backfill.BoundFuture, st.Bounded[backfill.BoundFuture])
+	}
 	times := bf.Range(from)
 	series := bf.Series(times)
+	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
+	// Said before the writing starts: a range far longer than expected
+	// shows here, not after gigabytes.
+	fmt.Fprintf(stderr, "history: %s to %s (%s), %d series, %d samples\n", first.Format(time.RFC3339), last.Format(time.RFC3339),
+		days(last.Sub(first)), len(series), backfill.Samples(series))
 	var samples int64
 	if b.output != "" {
 		samples, err = writeOutput(b.output, stdout, series, target)
@@ -170,8 +183,6 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		}
 		samples = max(samples, n)
 	}
-	st := bf.Stats()
-	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
 	fmt.Fprintf(stderr, "backfilled %d series, %d samples, %s to %s (until: %s) from %d thread files and %d server threads (%d items; %d later items left to the live counters) in %s\n",
 		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
 		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
@@ -180,6 +191,11 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 			b.output, int(time.Since(first).Hours()/24)+1)
 	}
 	return nil
+}
+
+// days says a duration in days.
+func days(d time.Duration) string {
+	return fmt.Sprintf("%.1f days", d.Hours()/24)
 }
 
 func hasLabel(ls []backfill.Label, name string) bool {
