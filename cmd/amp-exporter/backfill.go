@@ -187,10 +187,34 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
 		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
 	if b.output != "" && b.output != "-" {
-		fmt.Fprintf(stderr, "next: promtool tsdb create-blocks-from openmetrics %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
-			b.output, int(time.Since(first).Hours()/24)+1)
+		fmt.Fprintf(stderr, "next: %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
+			promtoolCommand(b.output), int(time.Since(first).Hours()/24)+1)
 	}
 	return nil
+}
+
+// promtoolBlockDuration is the --max-block-duration the printed promtool
+// command asks for: more than promtool's largest block (39,366 h, 2 h x
+// 3^9, about 4.5 years), so the whole history is one block (the blocks are
+// aligned to multiples of it since 1970: 2023-11-22 to 2028-05-19 is one).
+// promtool reads the whole file once per block: with its default 2-hour
+// blocks a year of history is 4,380 passes over the file, hours of work.
+const promtoolBlockDuration = "43800h"
+
+// promtoolCommand is the command that turns the file into blocks.
+func promtoolCommand(file string) string {
+	return "promtool tsdb create-blocks-from openmetrics --max-block-duration=" + promtoolBlockDuration + " " + shellQuote(file)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so that the
+// printed command can be pasted as it is.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // days says a duration in days.
