@@ -90,7 +90,7 @@ fuzz:
 	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
 	# Each input is a file opened twice: bound the minimization of a new
 	# input, which otherwise takes the whole run.
-	$(GO) test ./internal/statelog -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
+	$(GO) test ./state/statelog -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x
 
 # Cross-platform: build and vet (unit and e2e code) for every platform
 # users run (issue 14).

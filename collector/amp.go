@@ -60,7 +60,7 @@ func (c *AmpCollector) isReady(source string) bool {
 func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 	for i := range Metrics {
 		m := &Metrics[i]
-		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Name != NameBilledCost || c.server != nil) {
+		if m.Family != "" && !store.AmyFamily(m.Family) && (m.Family != store.FamBilled || c.server != nil) {
 			ch <- descs[m.Name]
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
@@ -33,23 +34,8 @@ func fixtureStore(t *testing.T, opts store.StoreOptions) *store.ThreadStore {
 	}
 	s := store.NewThreadStore(opts)
 	s.SetPrices(embeddedPrices(t))
-	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
-	p := thread.NewParser()
-	n := 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		th, err := p.ParseBytes(data)
-		if err != nil {
-			continue // broken fixtures are the parser's business
-		}
-		s.Apply("/threads/"+filepath.Base(f), store.FileVersion{Size: int64(len(data))}, thread.Summarize(th))
-		n++
-	}
-	if n < 5 {
-		t.Fatalf("only %d fixtures parsed", n)
+	for _, f := range sharedtest.ThreadFixtures(t) {
+		s.Apply("/threads/"+f.Name, store.FileVersion{Size: int64(len(f.Data))}, f.Summary)
 	}
 	return s
 }

@@ -40,68 +40,21 @@ type ExporterMetrics struct {
 // NewExporterMetrics creates and registers the exporter's own metrics.
 func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	m := &ExporterMetrics{
-		parseErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameParseErrors,
-			Help: helpOf(NameParseErrors),
-		}, []string{"source", "reason"}),
-		filesParsed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: NameFilesParsed,
-			Help: helpOf(NameFilesParsed),
-		}),
-		parseDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    NameParseDuration,
-			Help:    helpOf(NameParseDuration),
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"source"}),
-		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameReloadSuccessful,
-			Help: helpOf(NameReloadSuccessful),
-		}),
-		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameReloadSuccessTime,
-			Help: helpOf(NameReloadSuccessTime),
-		}),
-		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameLabelValuesFolded,
-			Help: helpOf(NameLabelValuesFolded),
-		}, []string{"label"}),
-		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameWatcherFallbacks,
-			Help: helpOf(NameWatcherFallbacks),
-		}, []string{"reason"}),
-		polling: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameWatcherPolling,
-			Help: helpOf(NameWatcherPolling),
-		}, []string{"source"}),
-		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameStateErrors,
-			Help: helpOf(NameStateErrors),
-		}, []string{"operation"}),
-		stateDamage: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameStateLoadErrors,
-			Help: helpOf(NameStateLoadErrors),
-		}, []string{"kind"}),
-		stateWritten: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: NameStateBytesWritten,
-			Help: helpOf(NameStateBytesWritten),
-		}),
-		stateCompacts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: NameStateCompactions,
-			Help: helpOf(NameStateCompactions),
-		}),
-		stateSaveTime: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    NameStateSaveDuration,
-			Help:    helpOf(NameStateSaveDuration),
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}),
-		pricingInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NamePricingInfo,
-			Help: helpOf(NamePricingInfo),
-		}, []string{"source", "version"}),
-		dirsMissing: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameThreadDirsMissing,
-			Help: helpOf(NameThreadDirsMissing),
-		}),
+		parseErrors:   NewCounterVec(NameParseErrors),
+		filesParsed:   newCounter(NameFilesParsed),
+		parseDuration: newHistogramVec(NameParseDuration),
+		reloadOK:      newGauge(NameReloadSuccessful),
+		reloadTime:    newGauge(NameReloadSuccessTime),
+		folded:        NewCounterVec(NameLabelValuesFolded),
+		fallbacks:     NewCounterVec(NameWatcherFallbacks),
+		polling:       NewGaugeVec(NameWatcherPolling),
+		stateErrors:   NewCounterVec(NameStateErrors),
+		stateDamage:   NewCounterVec(NameStateLoadErrors),
+		stateWritten:  newCounter(NameStateBytesWritten),
+		stateCompacts: newCounter(NameStateCompactions),
+		stateSaveTime: newHistogram(NameStateSaveDuration),
+		pricingInfo:   NewGaugeVec(NamePricingInfo),
+		dirsMissing:   newGauge(NameThreadDirsMissing),
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
 		m.parseErrors.WithLabelValues(store.SourceThreads, r)

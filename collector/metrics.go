@@ -8,29 +8,14 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Metric names. Dashboards, alert rules and users' queries depend on them:
-// never rename one. The landing page and the dashboard generator use these
-// constants rather than copies of the strings.
+// The names of the metrics set by code. Dashboards, alert rules and
+// users' queries depend on them: never rename one. The store families'
+// metrics are named in the store's table (store/families.go); code finds
+// those names with NameOf.
 const (
 	// Amp: thread files, the Amp server and stream-json.
-	NameThreads           = "amp_threads"
-	NameMessages          = "amp_messages_total"
-	NamePrompts           = "amp_prompts_total"
-	NameTokens            = "amp_tokens_total"
-	NameCredits           = "amp_credits_total"
-	NameCost              = "amp_cost_usd_total"
-	NameUnpriced          = "amp_unpriced_tokens_total"
-	NameAssistantMessages = "amp_assistant_messages_total"
-	NameToolCalls         = "amp_tool_calls_total"
-	NameContextUtil       = "amp_context_window_utilization_ratio"
-	NameExchangeDuration  = "amp_exchange_duration_seconds"
-	NameLastActivity      = "amp_thread_last_activity_timestamp_seconds"
-	NameExecutions        = "amp_executions_total"
-	NameExecutionDuration = "amp_execution_duration_seconds"
-	NameExecutionTurns    = "amp_execution_turns"
-	NamePermissionDenials = "amp_permission_denials_total"
-	NameBilledCost        = "amp_billed_cost_usd_total"
-	NameWithoutUsage      = "amp_messages_without_usage_total"
+	NameThreads      = "amp_threads"
+	NameLastActivity = "amp_thread_last_activity_timestamp_seconds"
 
 	// The Amp server source.
 	NameServerUp              = "amp_server_up"
@@ -44,29 +29,8 @@ const (
 	NameEntitlementWindowEnds = "amp_entitlement_window_reset_timestamp_seconds"
 
 	// Amy turn streams.
-	NameAmyTurnsStarted     = "amy_turns_started_total"
-	NameAmyTurnsFinished    = "amy_turns_finished_total"
-	NameAmyTurnsInFlight    = "amy_turns_in_flight"
-	NameAmyTurnDuration     = "amy_turn_duration_seconds"
-	NameAmyTimeToFirstToken = "amy_time_to_first_token_seconds"
-	NameAmyCost             = "amy_cost_usd_total"
-	NameAmyTurnCost         = "amy_turn_cost_usd"
-	NameAmyAgentRuns        = "amy_agent_runs_total"
-	NameAmyAgentDuration    = "amy_agent_duration_seconds"
-	NameAmyAgentCost        = "amy_agent_cost_usd_total"
-	NameAmyValidations      = "amy_validations_total"
-	NameAmyValidationGates  = "amy_validation_gates_total"
-	NameAmyRouting          = "amy_routing_decisions_total"
-	NameAmyFactCheckIssues  = "amy_fact_check_issues_total"
-	NameAmyMemoryEntries    = "amy_memory_entries_total"
-	NameAmyCostWarnings     = "amy_cost_warnings_total"
-	NameAmyEvents           = "amy_events_total"
-	NameAmyStreamUp         = "amy_stream_up"
-	NameAmyReconnects       = "amy_stream_reconnects_total"
-	NameAmyDuplicates       = "amy_stream_duplicate_events_total"
-	NameAmyTurnsGivenUp     = "amy_turns_given_up_total"
-	NameAmyBadEvents        = "amy_stream_bad_events_total"
-	NameAmyRefusedEvents    = "amy_stream_refused_events_total"
+	NameAmyTurnsInFlight = "amy_turns_in_flight"
+	NameAmyStreamUp      = "amy_stream_up"
 
 	// The exporter itself.
 	NameBuildInfo          = "amp_exporter_build_info"
@@ -135,54 +99,41 @@ func (m *Metric) AllLabels() []string {
 
 // The sources the documentation names.
 const (
-	fromThreads = "thread files, the Amp server"
-	fromAmp     = "thread files, the Amp server, stream-json"
-	fromStream  = "stream-json"
-	fromServer  = "the Amp server"
-	fromAmy     = "Amy turn streams"
+	fromThreads = store.FromThreads
+	fromServer  = store.FromServer
+	fromAmy     = store.FromAmy
 	fromSelf    = "the exporter"
 )
 
-// Metrics is the table. Adding a counter to a source: a store family, one
-// row here, the golden file (go test ./collector -update) and the generated
-// docs/metrics.md (the same flag).
-var Metrics = []Metric{
+// Metrics is the table: every metric the exporter exposes, one row per
+// family. The store families' rows come from the store's table
+// (store.Exposed), where each family is declared once with its metric;
+// the rows of codeRows are the metrics set by code (gauges of a snapshot,
+// the exporter's own instruments, built from their rows: instruments.go).
+// Adding a counter to a source: CONTRIBUTING.md, "Adding a metric".
+var Metrics = append(familyRows(), codeRows...)
+
+// familyRows are the rows of the store families.
+func familyRows() []Metric {
+	var out []Metric
+	for _, e := range store.Exposed() {
+		m := e.Metric
+		t := Counter
+		if m.Sum != "" {
+			t = Histogram
+		}
+		out = append(out, Metric{Name: m.Name, Type: t, Scope: m.Scope, Labels: m.Labels, Help: m.Help,
+			Family: e.Family, Sum: m.Sum, Buckets: m.Buckets, Source: m.From})
+	}
+	return out
+}
+
+// codeRows are the rows of the metrics set by code.
+var codeRows = []Metric{
 	{Name: NameThreads, Type: Gauge, Labels: []string{"agent_mode"}, Source: fromThreads,
 		Help: "Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode."},
-	{Name: NameMessages, Type: Counter, Scope: "source", Labels: []string{"role"}, Family: store.FamMessages, Source: fromAmp,
-		Help: "Amp messages seen, by role (user, assistant)."},
-	{Name: NamePrompts, Type: Counter, Scope: "source", Family: store.FamPrompts, Source: fromAmp,
-		Help: "Amp user messages that are prompts (not tool-result carriers)."},
-	{Name: NameTokens, Type: Counter, Scope: "source", Labels: []string{"model", "token_type"}, Family: store.FamTokens, Source: fromAmp,
-		Help: "Amp tokens by model and type, as the files report them (for non-Anthropic providers cache_creation holds the uncached prompt)."},
-	{Name: NameCredits, Type: Counter, Scope: "source", Labels: []string{"model"}, Family: store.FamCredits, Source: fromThreads,
-		Help: "Amp credits charged, where the files carry them."},
-	{Name: NameCost, Type: Counter, Scope: "source", Labels: []string{"model"}, Family: store.FamCost, Source: fromAmp,
-		Help: "Estimated spend in US dollars: tokens times list prices (amp_exporter_pricing_info says which table), counted at the prices in effect when the tokens were seen. An estimate, not a bill."},
-	{Name: NameUnpriced, Type: Counter, Scope: "source", Labels: []string{"model"}, Family: store.FamUnpriced, Source: fromAmp,
-		Help: "Tokens of models the price table does not know; they are missing from amp_cost_usd_total."},
-	{Name: NameAssistantMessages, Type: Counter, Scope: "source", Labels: []string{"model", "stop_reason"}, Family: store.FamFinished, Source: fromAmp,
-		Help: "Finished Amp model turns by stop reason; cancelled and error turns under those names."},
-	{Name: NameWithoutUsage, Type: Counter, Scope: "source", Family: store.FamNoUsage, Source: fromThreads,
-		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."},
-	{Name: NameToolCalls, Type: Counter, Scope: "source", Labels: []string{"tool", "status"}, Family: store.FamToolCalls, Source: fromAmp,
-		Help: "Amp tool results that reached a terminal status, by normalized tool name."},
-	{Name: NameContextUtil, Type: Histogram, Labels: []string{"model"}, Family: store.FamContextBucket, Sum: store.FamContextSum, Buckets: store.ContextBuckets, Source: fromThreads,
-		Help: "Share of the context window used by each finished assistant message (totalInputTokens / maxInputTokens)."},
-	{Name: NameExchangeDuration, Type: Histogram, Scope: "source", Family: store.FamExchangeBucket, Sum: store.FamExchangeSum, Buckets: store.ExchangeBuckets, Source: fromThreads,
-		Help: "Time from a prompt being sent to the last assistant message of its exchange."},
 	{Name: NameLastActivity, Type: Gauge, Source: fromThreads,
 		Help: "Newest activity seen in any Amp thread (prompt sent, inference finished, thread created)."},
-	{Name: NameBilledCost, Type: Counter, Scope: "source", Labels: []string{"kind"}, Family: store.FamBilled, Source: fromServer,
-		Help: "What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate."},
-	{Name: NameExecutions, Type: Counter, Labels: []string{"outcome"}, Family: store.FamExecutions, Source: fromStream,
-		Help: "Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line)."},
-	{Name: NameExecutionDuration, Type: Histogram, Labels: []string{"outcome"}, Family: store.FamExecDurationBucket, Sum: store.FamExecDurationSum, Buckets: store.ExecutionDurationBuckets, Source: fromStream,
-		Help: "duration_ms of stream-json result lines."},
-	{Name: NameExecutionTurns, Type: Histogram, Family: store.FamExecTurnsBucket, Sum: store.FamExecTurnsSum, Buckets: store.ExecutionTurnsBuckets, Source: fromStream,
-		Help: "num_turns of stream-json result lines."},
-	{Name: NamePermissionDenials, Type: Counter, Labels: []string{"tool"}, Family: store.FamPermissionDenials, Source: fromStream,
-		Help: "Tools denied permission in stream-json runs, by normalized tool name."},
 
 	{Name: NameServerUp, Type: Gauge, Source: fromServer,
 		Help: "1 when the last sync with the Amp server succeeded."},
@@ -203,52 +154,10 @@ var Metrics = []Metric{
 	{Name: NameEntitlementWindowEnds, Type: Gauge, Labels: []string{"window"}, Source: fromServer,
 		Help: "When the Amp user's current entitlement window resets."},
 
-	{Name: NameAmyTurnsStarted, Type: Counter, Scope: "upstream", Family: store.FamAmyStarted, Source: fromAmy,
-		Help: "Amy turns started (turn.started)."},
-	{Name: NameAmyTurnsFinished, Type: Counter, Scope: "upstream", Labels: []string{"outcome"}, Family: store.FamAmyFinished, Source: fromAmy,
-		Help: "Amy turns finished, by outcome (turn.completed, turn.failed)."},
 	{Name: NameAmyTurnsInFlight, Type: Gauge, Scope: "upstream", Source: fromAmy,
 		Help: "Amy turns started and not yet finished or given up."},
-	{Name: NameAmyTurnDuration, Type: Histogram, Scope: "upstream", Labels: []string{"outcome"}, Family: store.FamAmyTurnDurBucket, Sum: store.FamAmyTurnDurSum, Buckets: store.AmyTurnDurationBuckets, Source: fromAmy,
-		Help: "Amy turn duration, turn.started to turn.completed/failed (the turn's own timestamps when both carry one, else the exporter's clock)."},
-	{Name: NameAmyTimeToFirstToken, Type: Histogram, Scope: "upstream", Family: store.FamAmyTTFTBucket, Sum: store.FamAmyTTFTSum, Buckets: store.AmyTTFTBuckets, Source: fromAmy,
-		Help: "Amy turn.started to the first synthesis_delta, on the exporter's clock."},
-	{Name: NameAmyCost, Type: Counter, Scope: "upstream", Family: store.FamAmyCost, Source: fromAmy,
-		Help: "Amy spend in US dollars from turn.completed result.cost_usd (as the API reports it)."},
-	{Name: NameAmyTurnCost, Type: Histogram, Scope: "upstream", Family: store.FamAmyTurnCostBucket, Sum: store.FamAmyTurnCostSum, Buckets: store.AmyTurnCostBuckets, Source: fromAmy,
-		Help: "Amy cost per completed turn in US dollars."},
-	{Name: NameAmyAgentRuns, Type: Counter, Scope: "upstream", Labels: []string{"agent"}, Family: store.FamAmyAgentRuns, Source: fromAmy,
-		Help: "Amy agent runs (agent_end), by agent."},
-	{Name: NameAmyAgentDuration, Type: Histogram, Scope: "upstream", Labels: []string{"agent"}, Family: store.FamAmyAgentDurBucket, Sum: store.FamAmyAgentDurSum, Buckets: store.AmyAgentDurationBuckets, Source: fromAmy,
-		Help: "Amy agent run durations (agent_end duration_ms)."},
-	{Name: NameAmyAgentCost, Type: Counter, Scope: "upstream", Labels: []string{"agent"}, Family: store.FamAmyAgentCost, Source: fromAmy,
-		Help: "Amy agent spend in US dollars (agent_end cost_usd)."},
-	{Name: NameAmyValidations, Type: Counter, Scope: "upstream", Labels: []string{"verdict"}, Family: store.FamAmyValidations, Source: fromAmy,
-		Help: "Amy validator verdicts (validation_end)."},
-	{Name: NameAmyValidationGates, Type: Counter, Scope: "upstream", Labels: []string{"result"}, Family: store.FamAmyGates, Source: fromAmy,
-		Help: "Amy validation gates passed and failed (gates_passed, gates_total - gates_passed)."},
-	{Name: NameAmyRouting, Type: Counter, Scope: "upstream", Labels: []string{"main_agent"}, Family: store.FamAmyRouting, Source: fromAmy,
-		Help: "Amy routing decisions by main agent."},
-	{Name: NameAmyFactCheckIssues, Type: Counter, Scope: "upstream", Family: store.FamAmyFactIssues, Source: fromAmy,
-		Help: "Issues reported by Amy fact checks."},
-	{Name: NameAmyMemoryEntries, Type: Counter, Scope: "upstream", Family: store.FamAmyMemory, Source: fromAmy,
-		Help: "Entries Amy remembered (memory events)."},
-	{Name: NameAmyCostWarnings, Type: Counter, Scope: "upstream", Family: store.FamAmyCostWarnings, Source: fromAmy,
-		Help: "Amy cost_warning events."},
-	{Name: NameAmyEvents, Type: Counter, Scope: "upstream", Labels: []string{"event"}, Family: store.FamAmyEvents, Source: fromAmy,
-		Help: "Amy events by name; names outside the catalogue as unknown."},
 	{Name: NameAmyStreamUp, Type: Gauge, Scope: "upstream", Source: fromAmy,
 		Help: "1 while the upstream's streams are connected or idle without error."},
-	{Name: NameAmyReconnects, Type: Counter, Scope: "upstream", Labels: []string{"reason"}, Family: store.FamAmyReconnects, Source: fromAmy,
-		Help: "Amy stream reconnections, by reason."},
-	{Name: NameAmyDuplicates, Type: Counter, Scope: "upstream", Family: store.FamAmyDuplicates, Source: fromAmy,
-		Help: "Replayed Amy events dropped because their id was already counted."},
-	{Name: NameAmyTurnsGivenUp, Type: Counter, Scope: "upstream", Labels: []string{"reason"}, Family: store.FamAmyGivenUp, Source: fromAmy,
-		Help: "Amy turns no longer followed before they ended: timeout (turn_timeout) or not_found (HTTP 404, past the replay window)."},
-	{Name: NameAmyBadEvents, Type: Counter, Scope: "upstream", Family: store.FamAmyBadEvents, Source: fromAmy,
-		Help: "Amy events whose data was not a JSON object (counted and skipped)."},
-	{Name: NameAmyRefusedEvents, Type: Counter, Scope: "upstream", Labels: []string{"reason"}, Family: store.FamAmyRefused, Source: fromAmy,
-		Help: "Amy events neither counted nor stored because they exceed a bound: event_id_too_long, turn_id_too_long, event_too_large, turn_budget (ids one turn may remember), state_budget (the byte budget of all turns)."},
 
 	{Name: NameBuildInfo, Type: Gauge, Labels: []string{"version", "revision", "branch", "goversion", "goos", "goarch", "tags"}, Source: fromSelf,
 		Help: "A metric with a constant '1' value labeled by version, revision, branch, goversion from which amp_exporter was built, and the goos and goarch for the build."},
@@ -257,7 +166,8 @@ var Metrics = []Metric{
 	{Name: NameFilesParsed, Type: Counter, Source: fromSelf,
 		Help: "Thread files parsed successfully (unchanged files are not re-read)."},
 	{Name: NameParseDuration, Type: Histogram, Labels: []string{"source"}, Source: fromSelf,
-		Help: "Time to read and parse one input."},
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		Help:    "Time to read and parse one input."},
 	{Name: NameReloadSuccessful, Type: Gauge, Source: fromSelf,
 		Help: "Whether the last configuration load succeeded (1) or kept the previous configuration (0)."},
 	{Name: NameReloadSuccessTime, Type: Gauge, Source: fromSelf,
@@ -279,7 +189,8 @@ var Metrics = []Metric{
 	{Name: NameStateCompactions, Type: Counter, Source: fromSelf,
 		Help: "Rewrites of the state log without its superseded records."},
 	{Name: NameStateSaveDuration, Type: Histogram, Source: fromSelf,
-		Help: "Time to save what changed to the state log, sync included."},
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		Help:    "Time to save what changed to the state log, sync included."},
 	{Name: NamePricingInfo, Type: Gauge, Labels: []string{"source", "version"}, Source: fromSelf,
 		Help: "The price table in use (source and version); 1 for the current one."},
 	{Name: NameSourceLastChange, Type: Gauge, Labels: []string{"source"}, Source: fromSelf,
@@ -288,6 +199,15 @@ var Metrics = []Metric{
 		Help: "Samples pushed to a remote-write receiver, by result: sent (accepted), failed (refused with a 4xx, not retried), dropped (still failing when the push interval ran out; the next push carries the current values)."},
 	{Name: NameRemoteWriteLastOK, Type: Gauge, Labels: []string{"url_hash"}, Source: fromSelf,
 		Help: "When a push to the remote-write receiver last succeeded."},
+}
+
+// NameOf is the name of the metric a store family is exposed as.
+func NameOf(f store.Family) string {
+	m := byFamily[f]
+	if m == nil {
+		panic(fmt.Sprintf("collector: store family %s is not exposed", f))
+	}
+	return m.Name
 }
 
 // Derived from Metrics at initialization, never written after.
@@ -315,14 +235,4 @@ func init() {
 		}
 		descs[m.Name] = prometheus.NewDesc(m.Name, m.Help, m.AllLabels(), nil)
 	}
-}
-
-// helpOf is the table's HELP of a metric, for the instruments registered
-// by code (ExporterMetrics, ServerMetrics).
-func helpOf(name string) string {
-	m := byName[name]
-	if m == nil {
-		panic("collector: no row for metric " + name)
-	}
-	return m.Help
 }

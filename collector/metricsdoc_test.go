@@ -41,11 +41,11 @@ package main
 const (
 `)
 	for _, m := range Metrics {
-		fmt.Fprintf(&b, "\t%s = %q\n", constName[m.Name], m.Name)
+		fmt.Fprintf(&b, "\t%s = %q\n", dashboardConst(&m), m.Name)
 	}
 	b.WriteString(")\n\n// metricTypes is each metric's type.\nvar metricTypes = map[string]string{\n")
 	for _, m := range Metrics {
-		fmt.Fprintf(&b, "\t%s: %q,\n", constName[m.Name], m.Type)
+		fmt.Fprintf(&b, "\t%s: %q,\n", dashboardConst(&m), m.Type)
 	}
 	b.WriteString("}\n")
 	out, err := format.Source(b.Bytes())
@@ -55,8 +55,28 @@ const (
 	return out
 }
 
-// constName maps each metric name to the name of its constant in
-// metrics.go.
+// dashboardConst is the name of a metric's constant for the dashboard
+// generator: the constant of metrics.go for a metric set by code, and for a
+// store family's the metric's name without amp_, _total and its unit, in
+// camel case (amp_cost_usd_total: NameCost), so that a new family needs no
+// constant of its own.
+func dashboardConst(m *Metric) string {
+	if m.Family == "" {
+		return constName[m.Name]
+	}
+	n := strings.TrimSuffix(strings.TrimPrefix(m.Name, "amp_"), "_total")
+	for _, unit := range []string{"_seconds", "_usd", "_ratio"} {
+		n = strings.TrimSuffix(n, unit)
+	}
+	out := "Name"
+	for _, w := range strings.Split(n, "_") {
+		out += strings.ToUpper(w[:1]) + w[1:]
+	}
+	return out
+}
+
+// constName maps each metric name set by code to the name of its constant
+// in metrics.go.
 var constName = func() map[string]string {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "metrics.go", nil, 0)
@@ -138,12 +158,12 @@ metrics (` + "`amp_exporter_*`, `amp_server_up`" + `, …) are there from the st
 except a source's ` + "`amp_exporter_source_last_change_timestamp_seconds`" + `.
 
 Adding a counter to a source that exists: the parser's item carries the new
-value, the store declares a family (` + "`store/families.go`" + `) and counts it
-item by item, the family gets one row in ` + "`collector/metrics.go`" + `, and
+value, the store declares the family with the metric it is exposed as (one
+row of ` + "`store/families.go`" + `) and counts it item by item, and
 ` + "`go test ./collector -update`" + ` rewrites the golden output
 (` + "`collector/testdata/output.prom`" + `), this page and the dashboard generator's
-names. A family registered or kept by a store without a row fails
-` + "`TestMetricsDoc`" + `.
+names (` + "`CONTRIBUTING.md`" + `, "Adding a metric"). A metric registered without
+a row fails ` + "`TestMetricsDoc`" + `.
 
 `)
 	for _, sec := range docSections {
@@ -274,14 +294,20 @@ func TestMetricsDoc(t *testing.T) {
 	// counting.
 	for _, f := range store.Families() {
 		if byFamily[f] == nil && !unexposed[f] {
-			t.Errorf("store family %s has no row in the table (collector/metrics.go)", f)
+			t.Errorf("store family %s has no metric in its row (store/families.go)", f)
 		}
 	}
 
+	consts := map[string]string{}
 	for _, m := range Metrics {
-		if constName[m.Name] == "" {
+		c := dashboardConst(&m)
+		if c == "" || c == "Name" {
 			t.Errorf("%s has no Name constant in metrics.go", m.Name)
 		}
+		if other, ok := consts[c]; ok {
+			t.Errorf("%s and %s have the same constant %s", other, m.Name, c)
+		}
+		consts[c] = m.Name
 	}
 	names := renderDashboardNames()
 	if *update {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
@@ -86,29 +87,14 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	limit, remaining, used := 20.0, 12.5, 0.375
 	sm.SetEntitlement(store.Entitlement{Window: "daily", LimitUSD: &limit, RemainingUSD: &remaining, UsedRatio: &used, ResetsAt: fixedNow.Add(6 * time.Hour)})
 
-	remotewrite.NewMetrics(reg)
+	remotewrite.NewMetrics(reg, NewCounterVec(NameRemoteWriteSamples), NewGaugeVec(NameRemoteWriteLastOK))
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.
 func loadThreadFixtures(t *testing.T, s *store.ThreadStore) {
 	t.Helper()
-	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
-	p := thread.NewParser()
-	n := 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		th, err := p.ParseBytes(data)
-		if err != nil {
-			continue // broken fixtures are the parser's business
-		}
-		s.Apply("/threads/"+filepath.Base(f), store.FileVersion{Size: int64(len(data))}, thread.Summarize(th))
-		n++
-	}
-	if n < 5 {
-		t.Fatalf("only %d fixtures parsed", n)
+	for _, f := range sharedtest.ThreadFixtures(t) {
+		s.Apply("/threads/"+f.Name, store.FileVersion{Size: int64(len(f.Data))}, f.Summary)
 	}
 }
 

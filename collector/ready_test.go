@@ -56,9 +56,9 @@ func TestSourceFamiliesWaitForFirstPass(t *testing.T) {
 	c.SetReady(store.SourceStream, streamReady.Load)
 
 	// Series of no source, present only once every thread store is.
-	shared := []string{NameThreads, NameLastActivity, NameContextUtil}
+	shared := []string{NameThreads, NameLastActivity, NameOf(store.FamContextBucket)}
 	// Series of the stream store without a source label.
-	streamOnly := []string{NameExecutions, NameExecutionDuration, NameExecutionTurns}
+	streamOnly := []string{NameOf(store.FamExecutions), NameOf(store.FamExecDurationBucket), NameOf(store.FamExecTurnsBucket)}
 	for _, n := range append(append([]string{}, shared...), streamOnly...) {
 		if !hasFamily(want, n) {
 			t.Fatalf("the fixtures expose no %s: the test would prove nothing", n)
@@ -101,7 +101,7 @@ func TestSourceFamiliesWaitForFirstPass(t *testing.T) {
 			for _, n := range shared {
 				// amp_threads and the last activity are gauges of what
 				// the shown stores hold; the histogram adds the stores up.
-				wantShown := s.files && s.server || (n != NameContextUtil && (s.files || s.server))
+				wantShown := s.files && s.server || (n != NameOf(store.FamContextBucket) && (s.files || s.server))
 				if hasFamily(got, n) != wantShown {
 					t.Errorf("%s shown: %v, want %v", n, hasFamily(got, n), wantShown)
 				}

@@ -34,42 +34,15 @@ type ServerMetrics struct {
 // methods are the API methods whose request counters start at zero.
 func NewServerMetrics(reg prometheus.Registerer, methods []string) *ServerMetrics {
 	m := &ServerMetrics{
-		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameServerUp,
-			Help: helpOf(NameServerUp),
-		}),
-		lastSync: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: NameServerLastSync,
-			Help: helpOf(NameServerLastSync),
-		}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameServerRequests,
-			Help: helpOf(NameServerRequests),
-		}, []string{"method", "code"}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameServerResponseBytes,
-			Help: helpOf(NameServerResponseBytes),
-		}, []string{"encoding"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameServerThreadsSkipped,
-			Help: helpOf(NameServerThreadsSkipped),
-		}, []string{"reason"}),
-		entLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameEntitlementLimit,
-			Help: helpOf(NameEntitlementLimit),
-		}, []string{"window"}),
-		entRemain: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameEntitlementRemaining,
-			Help: helpOf(NameEntitlementRemaining),
-		}, []string{"window"}),
-		entUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameEntitlementUsed,
-			Help: helpOf(NameEntitlementUsed),
-		}, []string{"window"}),
-		entReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameEntitlementWindowEnds,
-			Help: helpOf(NameEntitlementWindowEnds),
-		}, []string{"window"}),
+		up:        newGauge(NameServerUp),
+		lastSync:  newGauge(NameServerLastSync),
+		requests:  NewCounterVec(NameServerRequests),
+		bytes:     NewCounterVec(NameServerResponseBytes),
+		skipped:   NewCounterVec(NameServerThreadsSkipped),
+		entLimit:  NewGaugeVec(NameEntitlementLimit),
+		entRemain: NewGaugeVec(NameEntitlementRemaining),
+		entUsed:   NewGaugeVec(NameEntitlementUsed),
+		entReset:  NewGaugeVec(NameEntitlementWindowEnds),
 	}
 	reg.MustRegister(m.up, m.lastSync, m.requests, m.bytes, m.skipped, m.entLimit, m.entRemain, m.entUsed, m.entReset)
 	for _, method := range methods {

@@ -19,7 +19,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 )
 
 // usageDay is what the corpus spends on one UTC day.
@@ -33,7 +33,7 @@ type usageDay struct {
 // on the stand-in, about half each, some crossing midnight, some answers
 // without a timestamp of their own (they take their prompt's). It returns
 // the usage per day, computed while generating.
-func backfillCorpus(t *testing.T, dir string, srv *ampstandin.Server, now time.Time) []usageDay {
+func backfillCorpus(t *testing.T, dir string, srv *ampservertest.Server, now time.Time) []usageDay {
 	t.Helper()
 	const days = 21
 	rng := rand.New(rand.NewPCG(21, 2026))
@@ -197,7 +197,7 @@ func checkNoResets(t *testing.T, p *prometheus, now time.Time) {
 func TestBackfill(t *testing.T) {
 	requireTool(t, "promtool")
 	requireTool(t, "prometheus")
-	srv := ampstandin.New(standinKey, "dev@example.com")
+	srv := ampservertest.New(standinKey, "dev@example.com")
 	defer srv.Close()
 	threadsDir := t.TempDir()
 	days := backfillCorpus(t, threadsDir, srv, time.Now())
@@ -423,7 +423,7 @@ scrape_configs:
 // backfill stops with one error naming the setting.
 func TestBackfillRemoteWrite(t *testing.T) {
 	requireTool(t, "prometheus")
-	srv := ampstandin.New(standinKey, "dev@example.com")
+	srv := ampservertest.New(standinKey, "dev@example.com")
 	defer srv.Close()
 	threadsDir := t.TempDir()
 	days := backfillCorpus(t, threadsDir, srv, time.Now())

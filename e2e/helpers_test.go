@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 )
 
 // fixtures are the thread-parser fixtures the e2e tests copy into a thread
@@ -120,36 +120,18 @@ func requireTool(t *testing.T, name string) string {
 	return p
 }
 
-// syncBuffer collects a process's output; safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a started child process with its output.
 type process struct {
 	name   string
 	cmd    *exec.Cmd
-	output *syncBuffer // stdout and stderr
+	output *testutil.SyncBuffer // stdout and stderr
 	done   chan struct{}
 	err    error // Wait's result, once done is closed
 }
 
 func startProcess(t *testing.T, name string, env []string, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, output: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, output: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout = p.output

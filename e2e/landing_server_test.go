@@ -13,7 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -22,7 +22,7 @@ import (
 // server's row counts the 30 threads, the thread-files row none, and the
 // missing default directory is "no local history", not a problem.
 func TestLandingPageWithOnlyServerThreads(t *testing.T) {
-	srv := ampstandin.New(standinKey, "dev@example.com")
+	srv := ampservertest.New(standinKey, "dev@example.com")
 	defer srv.Close()
 	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 1_000_000, Seed: 11})
 	if err := srv.PutGenerated(g, 0, 30); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -25,13 +25,13 @@ import (
 // threshold from the start), stores the new tokens keeping the other
 // entries and mode 0600, counts the threads, and logs no token.
 func TestAmpServerOAuthLogin(t *testing.T) {
-	back := ampstandin.New(standinKey, "dev@example.com")
+	back := ampservertest.New(standinKey, "dev@example.com")
 	defer back.Close()
 	g := threadgen.New(threadgen.Options{Threads: 5, TotalBytes: 200_000, Seed: 9})
 	if err := back.PutGenerated(g, 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	o := ampstandin.NewOAuth(back, standinKey, time.Now, 150*time.Second)
+	o := ampservertest.NewOAuth(back, standinKey, time.Now, 150*time.Second)
 	defer o.Close()
 	access, refresh := o.Login()
 

@@ -17,7 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -210,7 +210,7 @@ func TestRemoteWriteCatchesUpAfterReceiverOutage(t *testing.T) {
 // token_type, read from its documents with the thread parser as files would
 // be: the account's usage, computed without any exporter. Zero sums are
 // left out.
-func accountTokens(t *testing.T, srv *ampstandin.Server) map[string]float64 {
+func accountTokens(t *testing.T, srv *ampservertest.Server) map[string]float64 {
 	t.Helper()
 	p := thread.NewParser()
 	out := map[string]float64{}

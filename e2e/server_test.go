@@ -13,7 +13,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -22,7 +22,7 @@ const standinKey = "sgamp_user_e2e_5f1d2c9a7b3e4f60"
 
 // serverExpect sums what the stand-in's threads hold, read as files would
 // be.
-func serverExpect(t *testing.T, srv *ampstandin.Server) (messages, output float64) {
+func serverExpect(t *testing.T, srv *ampservertest.Server) (messages, output float64) {
 	t.Helper()
 	p := thread.NewParser()
 	for _, id := range srv.IDs() {
@@ -42,7 +42,7 @@ func serverExpect(t *testing.T, srv *ampstandin.Server) (messages, output float6
 // serverCounts is what the account's threads on the stand-in hold, read
 // as files would be: tokens per model and type ("model/type"), prompts and
 // tool calls. skip lists threads not counted (another user's).
-func serverCounts(t *testing.T, srv *ampstandin.Server, skip map[string]bool) (tokens map[string]float64, prompts, tools float64) {
+func serverCounts(t *testing.T, srv *ampservertest.Server, skip map[string]bool) (tokens map[string]float64, prompts, tools float64) {
 	t.Helper()
 	tokens = map[string]float64{}
 	p := thread.NewParser()
@@ -78,7 +78,7 @@ func serverCounts(t *testing.T, srv *ampstandin.Server, skip map[string]bool) (t
 // --storage.path fetches nothing. A real Prometheus reads the result. The
 // key appears nowhere: not in logs, /config or the state files.
 func TestAmpServerSource(t *testing.T) {
-	srv := ampstandin.New(standinKey, "dev@example.com")
+	srv := ampservertest.New(standinKey, "dev@example.com")
 	defer srv.Close()
 	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 3_000_000, Seed: 5})
 	if err := srv.PutGenerated(g, 0, 30); err != nil {
@@ -230,7 +230,7 @@ func TestAmpServerSource(t *testing.T) {
 
 // serverExpectWithout is serverExpect without one thread (another
 // user's).
-func serverExpectWithout(t *testing.T, srv *ampstandin.Server, skip string) (messages, output float64) {
+func serverExpectWithout(t *testing.T, srv *ampservertest.Server, skip string) (messages, output float64) {
 	t.Helper()
 	allM, allO := serverExpect(t, srv)
 	p := thread.NewParser()
@@ -257,9 +257,9 @@ func mustRead(t *testing.T, path string) []byte {
 
 // newAmpServerStandIn serves a few generated threads, one of them billed
 // with an entitlement window, for tests that need the server source busy.
-func newAmpServerStandIn(t *testing.T) *ampstandin.Server {
+func newAmpServerStandIn(t *testing.T) *ampservertest.Server {
 	t.Helper()
-	srv := ampstandin.New(standinKey, "dev@example.com")
+	srv := ampservertest.New(standinKey, "dev@example.com")
 	t.Cleanup(srv.Close)
 	if err := srv.PutGenerated(threadgen.New(threadgen.Options{Threads: 5, TotalBytes: 200_000, Seed: 9}), 0, 5); err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func newAmpServerStandIn(t *testing.T) *ampstandin.Server {
 
 // bumpAmpServer changes the newest thread (a new message, a higher bill),
 // as using Amp does.
-func bumpAmpServer(srv *ampstandin.Server, i int) {
+func bumpAmpServer(srv *ampservertest.Server, i int) {
 	id := srv.IDs()[0]
 	var doc struct {
 		Messages []json.RawMessage `json:"messages"`

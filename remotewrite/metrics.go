@@ -25,18 +25,12 @@ const (
 	ResultDropped = "dropped" // given up: still failing when the interval ran out, or at shutdown
 )
 
-// NewMetrics registers the sender's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		samples: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "amp_exporter_remote_write_samples_total",
-			Help: "Samples pushed to a remote-write receiver, by result: sent (accepted), failed (refused with a 4xx, not retried), dropped (still failing when the push interval ran out; the next push carries the current values).",
-		}, []string{"url_hash", "result"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "amp_exporter_remote_write_last_success_timestamp_seconds",
-			Help: "When a push to the remote-write receiver last succeeded.",
-		}, []string{"url_hash"}),
-	}
+// NewMetrics registers the sender's metrics on reg: samples by url_hash
+// and result, and the last success by url_hash. The caller builds them (the
+// application from their rows of the collector's table, which holds their
+// names and HELP).
+func NewMetrics(reg prometheus.Registerer, samples *prometheus.CounterVec, lastSuccess *prometheus.GaugeVec) *Metrics {
+	m := &Metrics{samples: samples, lastSuccess: lastSuccess}
 	reg.MustRegister(m.samples, m.lastSuccess)
 	return m
 }

@@ -1,7 +1,6 @@
 package remotewrite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -19,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
 )
 
 // receiver is an httptest remote-write receiver whose answers a test
@@ -82,37 +82,22 @@ type fixture struct {
 	metrics *Metrics
 	clk     *clock.Fake
 	sender  *Sender
-	logs    *syncBuffer
+	logs    *sharedtest.SyncBuffer
 	tokens  prometheus.Counter
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var start = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 
 func newFixture(t *testing.T, url string, mod func(*Options)) *fixture {
 	t.Helper()
-	f := &fixture{reg: prometheus.NewRegistry(), clk: clock.NewFake(start), logs: &syncBuffer{}}
+	f := &fixture{reg: prometheus.NewRegistry(), clk: clock.NewFake(start), logs: &sharedtest.SyncBuffer{}}
 	f.tokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "amp_tokens_total", Help: "h"})
 	f.reg.MustRegister(f.tokens)
 	// The sender's metrics live in their own registry here so that the
 	// pushed set is fixed: one series.
-	f.metrics = NewMetrics(prometheus.NewRegistry())
+	f.metrics = NewMetrics(prometheus.NewRegistry(),
+		prometheus.NewCounterVec(prometheus.CounterOpts{Name: "samples_total", Help: "h"}, []string{"url_hash", "result"}),
+		prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "last_success", Help: "h"}, []string{"url_hash"}))
 	o := Options{
 		URL: url, Interval: 30 * time.Second, Timeout: 10 * time.Second,
 		ExternalLabels: map[string]string{"user": "alice", "host": "laptop-7"},

@@ -3,12 +3,10 @@ package state
 import (
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/statefile"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -92,27 +90,7 @@ func BenchmarkStateSave(b *testing.B) {
 		b.ReportMetric(float64(s.keeper.db.Size())/1e6, "MB-on-disk")
 		b.ReportMetric(heapMB(), "MB-heap")
 	})
-	b.Run("json-snapshot/threads="+strconv.Itoa(n), func(b *testing.B) {
-		s, path, sum := benchStore(b, n)
-		file := filepath.Join(b.TempDir(), "threads-state.json")
-		b.ReportAllocs()
-		b.ResetTimer()
-		var written int64
-		for i := range b.N {
-			grow(s, path, sum, i)
-			if err := statefile.Save(file, s.stores.Threads.Export()); err != nil {
-				b.Fatal(err)
-			}
-			st, err := os.Stat(file)
-			if err != nil {
-				b.Fatal(err)
-			}
-			written += st.Size()
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(written)/float64(b.N), "bytes/save")
-		b.ReportMetric(heapMB(), "MB-heap")
-	})
+
 }
 
 // BenchmarkStateRestore compares reading the state back at start-up.
@@ -125,10 +103,6 @@ func BenchmarkStateRestore(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.keeper.close()
-	file := filepath.Join(b.TempDir(), "threads-state.json")
-	if err := statefile.Save(file, s.stores.Threads.Export()); err != nil {
-		b.Fatal(err)
-	}
 	b.Run("log/threads="+strconv.Itoa(n), func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
@@ -139,19 +113,7 @@ func BenchmarkStateRestore(b *testing.B) {
 			r.keeper.close()
 		}
 	})
-	b.Run("json-snapshot/threads="+strconv.Itoa(n), func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			r := newTestState(b.TempDir())
-			var st store.State
-			if _, err := statefile.Load(file, &st); err != nil {
-				b.Fatal(err)
-			}
-			if err := r.stores.Threads.Import(&st); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+
 }
 
 // BenchmarkExportDeltaAllChanged is the longest the thread store's lock is

@@ -1,9 +1,8 @@
 // Package state keeps the counting state of every source in one
-// append-only log under --storage.path (internal/statelog), so that a
+// append-only log under --storage.path (state/statelog), so that a
 // restart or a kill -9 neither loses nor double counts. It owns the log's
 // schema: the key spaces of its records, the order a save writes them in,
-// replay into the stores at start-up, and the migration of the JSON state
-// files of earlier versions.
+// and replay into the stores at start-up.
 //
 // A Keeper is opened (Open: the directory is locked and the state read
 // into the empty stores), saved (Save, or Flush for a caller that must
@@ -12,7 +11,6 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,14 +19,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/dirlock"
-	"github.com/amp-exporter/amp-exporter/internal/statefile"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
+	"github.com/amp-exporter/amp-exporter/state/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -50,12 +46,8 @@ const (
 	keyServerFilePrefix   = "sf:"
 )
 
-// legacyStateFiles are the three JSON files of earlier versions, migrated
-// into the log on first start.
-var legacyStateFiles = []string{"threads-state.json", "stream-state.json", "amy-state.json"}
-
 // stateMeta is the log's meta record, written last in the first commit: a
-// log without it is one whose first commit (a migration) did not finish.
+// log without it is one whose first commit did not finish.
 type stateMeta struct {
 	Version int `json:"version"`
 	// Began is when the log was started, epoch ms: when these counters
@@ -122,8 +114,6 @@ const (
 	DamageUndecodable = "undecodable"
 	// DamageNotALog: the file is not a state log at all.
 	DamageNotALog = "not_a_log"
-	// DamageLegacy: a state file of an earlier version that is damaged.
-	DamageLegacy = "legacy_file"
 )
 
 // Options configure a Keeper.
@@ -157,7 +147,6 @@ type Keeper struct {
 	last                 map[string][]byte
 	streamGen, amyGen    uint64
 	haveMeta             bool
-	migrated             []string // legacy files to rename once the first save is on disk
 	written, compactions int64
 	// damaged is set when the load lost records to damage: the file
 	// records are then not restored, so every file is read again (its
@@ -284,510 +273,6 @@ func (k *Keeper) restore() (err error) {
 		}
 	}()
 	return k.load()
-}
-
-// load reads the state log (or migrates the legacy files) into the stores.
-func (k *Keeper) load() error {
-	path := filepath.Join(k.dir, LogName)
-	db, rec, err := statelog.Open(path, k.now())
-	if err != nil {
-		if errors.Is(err, statelog.ErrNewer) {
-			return fmt.Errorf("%w: %w", ErrNewer, err)
-		}
-		return err
-	}
-	k.db = db
-	if rec.TempRemoved > 0 {
-		k.log.Info("removed temporary files of an interrupted state save", "count", rec.TempRemoved)
-	}
-	if rec.TornBytes > 0 {
-		k.metrics.StateLoadDamage(DamageTorn, 1)
-		k.log.Warn("the last state save was interrupted; it was cut off and its counts are read again from the files",
-			"path", path, "bytes", rec.TornBytes)
-	}
-	if rec.Damaged != nil {
-		k.metrics.StateFailed("load")
-		k.metrics.StateLoadDamage(DamageNotALog, 1)
-		k.log.Error("the state file is not a state log; it was set aside and counting starts fresh (counters will look reset to Prometheus)",
-			"path", path, "set_aside_as", rec.SetAside, "err", rec.Damaged)
-	}
-	if len(rec.Damage) > 0 {
-		// Damage before intact batches: never a torn write. What it hit is
-		// lost; everything else is kept, and every file is read again.
-		k.damaged = true
-		k.metrics.StateFailed("load")
-		k.metrics.StateLoadDamage(DamageBatch, len(rec.Damage))
-		k.metrics.StateLoadDamage(DamageRecord, rec.LostRecords())
-		offsets := make([]int64, 0, len(rec.Damage))
-		kept := 0
-		for _, d := range rec.Damage {
-			offsets = append(offsets, d.Offset)
-			kept += d.Kept
-		}
-		k.log.Error("saved state is damaged; a copy was set aside, the damaged records are left out and every file is read again",
-			"path", path, "set_aside_as", rec.SetAside, "offsets", offsets, "records_lost", rec.LostRecords(),
-			"records_kept_from_damaged_batches", kept, "err", rec.Err(path))
-	}
-	if rec.Upgraded > 0 {
-		k.log.Info("state log rewritten in the current format", "path", path, "from_format", rec.Upgraded, "to_format", statelog.FormatVersion)
-	}
-	for _, name := range legacyStateFiles {
-		if n, err := statefile.CleanTemp(filepath.Join(k.dir, name)); err != nil {
-			return err
-		} else if n > 0 {
-			k.log.Info("removed temporary files of an interrupted state save", "count", n, "file", name)
-		}
-	}
-	if !db.Has(keyMeta) && !k.damaged {
-		// A new log, or a migration cut short: start it over from the
-		// legacy files (if any). (A log that lost its meta record to
-		// damage keeps the rest: the next save writes meta again.)
-		if db.Len() > 0 {
-			k.db = nil
-			if err := db.Close(); err != nil {
-				return err
-			}
-			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("restart an unfinished state migration: %w", err)
-			}
-			if k.db, _, err = statelog.Open(path, k.now()); err != nil {
-				return err
-			}
-		}
-		if err := k.migrate(); err != nil {
-			return err
-		}
-		// The first save writes everything and the meta record last; fail
-		// early if the directory is not writable.
-		return k.save()
-	}
-	k.haveMeta = db.Has(keyMeta)
-	start := time.Now()
-	stats, err := k.replay()
-	if err != nil {
-		return err
-	}
-	if stats.bad > 0 {
-		k.metrics.StateFailed("load")
-		k.metrics.StateLoadDamage(DamageUndecodable, stats.bad)
-		k.log.Error("some saved state records are damaged and were left out; their threads are read again from their files",
-			"path", path, "records", stats.bad, "first_err", stats.firstErr)
-	}
-	if stats.unknown > 0 {
-		k.log.Warn("the saved state holds data of a newer amp-exporter that this version does not know; it is kept in the file but not counted here",
-			"path", path, "records", stats.unknown, "series", stats.droppedSeries)
-	}
-	k.streamGen, k.amyGen = k.stores.Streams.Generation(), k.stores.Amy.Generation()
-	k.log.Info("state restored", "path", path, "threads", stats.threads, "files", stats.files,
-		"bytes", db.Size(), "duration", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-type replayStats struct {
-	threads, files, bad, unknown, droppedSeries int
-	firstErr                                    error
-}
-
-// replay reads the log's live records into the stores.
-func (k *Keeper) replay() (replayStats, error) {
-	var st replayStats
-	var meta stateMeta
-	type file struct {
-		store *store.ThreadStore
-		path  string
-		rec   store.FileRecord
-	}
-	var files []file
-	// st is shared with the decoding workers: changed under mu (below).
-	var mu sync.Mutex
-	fail := func(key string, err error) {
-		st.bad++
-		if st.firstErr == nil {
-			st.firstErr = fmt.Errorf("record %q: %w", redactKey(key), err)
-		}
-	}
-	var newer error
-	// The threads the server source counted, while it is off.
-	var serverOwned []string
-	// Thread records, nearly all of the state, are decoded on every core.
-	type threadRec struct {
-		store  *store.ThreadStore
-		key, v string
-		raw    []byte
-	}
-	threads := make(chan threadRec, 256)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for r := range threads {
-				var ts store.ThreadState
-				err := json.Unmarshal(r.raw, &ts)
-				var dropped int
-				if err == nil {
-					dropped, err = r.store.ImportThread(r.v, ts)
-				}
-				mu.Lock()
-				if err != nil {
-					fail(r.key, err)
-				} else {
-					st.threads++
-					st.droppedSeries += dropped
-					if dropped > 0 {
-						st.unknown++
-					}
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	err := k.db.Each(func(key string, v []byte) error {
-		if sp, isThread, ok := spaceOf(key, k.stores); ok {
-			switch {
-			case sp.store == nil:
-				// The server source is off: its records wait in the log.
-				if isThread {
-					serverOwned = append(serverOwned, strings.TrimPrefix(key, sp.threadPrefix))
-				}
-			case isThread:
-				threads <- threadRec{sp.store, key, strings.TrimPrefix(key, sp.threadPrefix), bytes.Clone(v)}
-			default:
-				var f store.FileRecord
-				mu.Lock()
-				defer mu.Unlock()
-				if err := json.Unmarshal(v, &f); err != nil {
-					fail(key, err)
-					return nil
-				}
-				files = append(files, file{sp.store, strings.TrimPrefix(key, sp.filePrefix), f})
-			}
-			return nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case key == keyMeta:
-			if err := json.Unmarshal(v, &meta); err != nil {
-				return fmt.Errorf("state log meta record: %w", err)
-			}
-		case key == keyLabels:
-			var admitted map[string][]string
-			if err := json.Unmarshal(v, &admitted); err != nil {
-				fail(key, err)
-				return nil
-			}
-			k.stores.Labels.ImportAdmitted(admitted)
-			k.last[key] = bytes.Clone(v)
-		case key == keyStream:
-			var s store.StreamState
-			if err := json.Unmarshal(v, &s); err != nil {
-				fail(key, err)
-				return nil
-			}
-			if s.Version > store.StateVersion {
-				newer = fmt.Errorf("%w: stream state version %d, this version reads up to %d", ErrNewer, s.Version, store.StateVersion)
-				return nil
-			}
-			if n := s.KeepKnown(); n > 0 {
-				st.unknown++
-				st.droppedSeries += n
-			}
-			if err := k.stores.Streams.Import(&s); err != nil {
-				fail(key, err)
-				return nil
-			}
-			k.last[key] = bytes.Clone(v)
-		case key == keyAmy:
-			var a store.AmyState
-			if err := json.Unmarshal(v, &a); err != nil {
-				fail(key, err)
-				return nil
-			}
-			if a.Version > store.StateVersion {
-				newer = fmt.Errorf("%w: amy state version %d, this version reads up to %d", ErrNewer, a.Version, store.StateVersion)
-				return nil
-			}
-			if n := a.KeepKnown(); n > 0 {
-				st.unknown++
-				st.droppedSeries += n
-			}
-			if err := k.stores.Amy.Import(&a); err != nil {
-				fail(key, err)
-				return nil
-			}
-			k.last[key] = bytes.Clone(v)
-		default:
-			st.unknown++ // a newer version's record: left in the log
-		}
-		return nil
-	})
-	close(threads)
-	wg.Wait()
-	if err != nil {
-		return st, err
-	}
-	if meta.Version > store.StateVersion {
-		return st, fmt.Errorf("%w: state version %d, this version reads up to %d; upgrade amp-exporter, or move %s away to start counting afresh",
-			ErrNewer, meta.Version, store.StateVersion, k.dir)
-	}
-	if newer != nil {
-		return st, fmt.Errorf("%w; upgrade amp-exporter, or move %s away to start counting afresh", newer, k.dir)
-	}
-	if k.damaged || st.bad > 0 {
-		// A thread's record may be lost (or older than its file's): with
-		// no file records every file is read again, and the pins of the
-		// threads restored keep what was counted from counting twice.
-		files = nil
-	}
-	for _, f := range files {
-		if err := f.store.ImportFile(f.path, f.rec); err != nil {
-			fail(keyFilePrefix+f.path, err)
-			continue
-		}
-		st.files++
-	}
-	if len(serverOwned) > 0 {
-		// One thread, one count, and the choice never flips: a thread the
-		// server source counted is not counted from a local file while the
-		// source is off (both stores' counts would add up once it is on
-		// again). Local threads keep theirs, as when it is on.
-		owners := store.NewOwners()
-		owners.Seed(store.SourceThreads, k.stores.Threads.ThreadKeys())
-		owners.Seed(store.SourceServer, serverOwned)
-		k.stores.Threads.SetClaim(owners, store.SourceThreads)
-	}
-	return st, nil
-}
-
-// redactKey keeps paths and thread ids out of logs: only the record's kind.
-func redactKey(key string) string {
-	if i := strings.Index(key, ":"); i >= 0 {
-		return key[:i+1] + "…"
-	}
-	return key
-}
-
-// migrate loads the JSON state files of earlier versions into the stores;
-// the first save then writes all of it to the log.
-func (k *Keeper) migrate() error {
-	loads := []func(path string) (bool, error){
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Threads.Import) },
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Streams.Import) },
-		func(path string) (bool, error) { return loadLegacy(path, k.stores.Amy.Import) },
-	}
-	any := false
-	for i, name := range legacyStateFiles {
-		path := filepath.Join(k.dir, name)
-		found, err := loads[i](path)
-		switch {
-		case errors.Is(err, ErrNewer):
-			return err
-		case errors.Is(err, statefile.ErrDamaged):
-			k.metrics.StateFailed("load")
-			k.metrics.StateLoadDamage(DamageLegacy, 1)
-			aside, aerr := statefile.SetAside(path, k.now())
-			if aerr != nil {
-				return errors.Join(err, aerr)
-			}
-			k.log.Error("saved state is damaged; it was set aside and counting starts fresh (counters will look reset to Prometheus)",
-				"path", path, "set_aside_as", aside, "err", err)
-		case err != nil:
-			return err
-		case found:
-			any = true
-			k.migrated = append(k.migrated, path)
-		}
-	}
-	if any {
-		k.log.Info("migrating the state files of an earlier version into one state log", "files", len(k.migrated))
-	} else {
-		k.log.Info("no saved state yet, starting fresh", "path", filepath.Join(k.dir, LogName))
-	}
-	// Everything just imported is marked changed in the thread store; the
-	// stream and Amy records are written when their generation differs.
-	k.streamGen, k.amyGen = k.stores.Streams.Generation()+1, k.stores.Amy.Generation()+1
-	return nil
-}
-
-// versioned reads the version field of a legacy state file.
-type versioned struct {
-	Version int `json:"version"`
-}
-
-// loadLegacy decodes a legacy state file of type S and imports it. A file
-// of a newer version is refused (ErrNewer); one that does not decode
-// or import is damaged.
-func loadLegacy[S any](path string, importState func(*S) error) (bool, error) {
-	var v versioned
-	found, err := statefile.LoadKnown(path, &v)
-	if !found || err != nil {
-		return found, err
-	}
-	if v.Version > store.StateVersion {
-		return true, fmt.Errorf("%w: %s has version %d, this version reads up to %d; upgrade amp-exporter, or move it away to start counting afresh",
-			ErrNewer, path, v.Version, store.StateVersion)
-	}
-	var st S
-	if _, err := statefile.LoadKnown(path, &st); err != nil {
-		return true, err
-	}
-	if err := importState(&st); err != nil {
-		return true, errors.Join(statefile.ErrDamaged, err)
-	}
-	return true, nil
-}
-
-// save appends what changed since the last save, as one commit. The
-// records go in the order a crash in the middle of the commit must find
-// them: the admitted labels (exported after the thread delta, so they hold
-// every value it uses), then threads, then files (a file's version never
-// reaches the disk before what it added), then the stream and Amy records,
-// and the meta record last in the first commit (its presence says the
-// first commit is whole). Thread records are encoded one at a time as the
-// commit is written, so a save holds about one batch in memory.
-func (k *Keeper) save() error {
-	start := time.Now()
-	spaces := k.spaces()
-	deltas := make([]*store.ThreadDelta, len(spaces))
-	for i, sp := range spaces {
-		deltas[i] = sp.store.ExportDelta()
-	}
-	requeue := func() {
-		for i, sp := range spaces {
-			sp.store.Requeue(deltas[i])
-		}
-	}
-	labels, err := json.Marshal(k.stores.Labels.ExportAdmitted())
-	if err != nil {
-		requeue()
-		return fmt.Errorf("encode labels: %w", err)
-	}
-	type whole struct {
-		key string
-		v   []byte
-		gen uint64
-	}
-	var wholes []whole
-	if !bytes.Equal(labels, k.last[keyLabels]) {
-		wholes = append(wholes, whole{keyLabels, labels, 0})
-	}
-	var tail []whole
-	if g := k.stores.Streams.Generation(); g != k.streamGen {
-		b, err := json.Marshal(k.stores.Streams.Export())
-		if err != nil {
-			requeue()
-			return fmt.Errorf("encode stream state: %w", err)
-		}
-		tail = append(tail, whole{keyStream, b, g})
-	}
-	if g := k.stores.Amy.Generation(); g != k.amyGen {
-		b, err := json.Marshal(k.stores.Amy.Export())
-		if err != nil {
-			requeue()
-			return fmt.Errorf("encode Amy state: %w", err)
-		}
-		tail = append(tail, whole{keyAmy, b, g})
-	}
-	if !k.haveMeta {
-		b, _ := json.Marshal(stateMeta{Version: store.StateVersion, Began: k.now().UnixMilli()})
-		tail = append(tail, whole{keyMeta, b, 0})
-	}
-	empty := true
-	for _, d := range deltas {
-		empty = empty && d.Empty()
-	}
-	if empty && len(wholes) == 0 && len(tail) == 0 {
-		return nil
-	}
-	tx := k.db.Begin()
-	err = func() error {
-		for _, w := range wholes {
-			if err := tx.Put(w.key, w.v); err != nil {
-				return err
-			}
-		}
-		// Every space's threads before any space's files: a file's
-		// version never reaches the disk before what it added.
-		for i, sp := range spaces {
-			err := deltas[i].EachThread(func(key string, ts store.ThreadState) error {
-				b, err := json.Marshal(ts)
-				if err != nil {
-					return fmt.Errorf("encode thread state: %w", err)
-				}
-				return tx.Put(sp.threadPrefix+key, b)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		for i, sp := range spaces {
-			for _, p := range deltas[i].FilePaths() {
-				f := deltas[i].Files[p]
-				var b []byte // nil: the file is gone
-				if f != nil {
-					var err error
-					if b, err = json.Marshal(f); err != nil {
-						return fmt.Errorf("encode file state: %w", err)
-					}
-				}
-				if err := tx.Put(sp.filePrefix+p, b); err != nil {
-					return err
-				}
-			}
-		}
-		for _, w := range tail {
-			if err := tx.Put(w.key, w.v); err != nil {
-				return err
-			}
-		}
-		n, err := tx.Commit()
-		k.written += n
-		if err == nil {
-			k.metrics.StateSaved(n, time.Since(start))
-		}
-		return err
-	}()
-	if err != nil {
-		tx.Abort()
-		requeue()
-		k.metrics.StateFailed("save")
-		return err
-	}
-	for _, w := range append(wholes, tail...) {
-		switch w.key {
-		case keyStream:
-			k.streamGen = w.gen
-		case keyAmy:
-			k.amyGen = w.gen
-		case keyMeta:
-			k.haveMeta = true
-		}
-		k.last[w.key] = w.v
-	}
-	k.finishMigration()
-	if k.db.NeedsCompaction() {
-		n, err := k.db.Compact()
-		if err != nil {
-			k.metrics.StateFailed("save")
-			k.log.Error("cannot compact the state log; it keeps growing until this succeeds", "err", err)
-		} else {
-			k.written += n
-			k.compactions++
-			k.metrics.StateCompacted(n)
-		}
-	}
-	return nil
-}
-
-// finishMigration renames the legacy files once their content is in the
-// log, so an older version started by mistake does not resume from stale
-// totals (rename them back to go back to the version they came from).
-func (k *Keeper) finishMigration() {
-	for _, p := range k.migrated {
-		if err := os.Rename(p, p+".migrated"); err != nil {
-			k.log.Warn("cannot rename a migrated state file", "path", p, "err", err)
-		}
-	}
-	k.migrated = nil
 }
 
 // close closes the state log and gives the directory back. It may be

@@ -15,11 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/collector"
-	"github.com/amp-exporter/amp-exporter/internal/statefile"
-	"github.com/amp-exporter/amp-exporter/internal/statelog"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -135,59 +134,10 @@ func TestStateSurvivesRestartsIncrementally(t *testing.T) {
 	}
 }
 
-func writeLegacy(t *testing.T, dir string, s *testState) {
-	t.Helper()
-	for name, v := range map[string]any{
-		"threads-state.json": s.stores.Threads.Export(),
-		"stream-state.json":  s.stores.Streams.Export(),
-		"amy-state.json":     s.stores.Amy.Export(),
-	} {
-		if err := statefile.Save(filepath.Join(dir, name), v); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestLegacyStateFilesAreMigrated(t *testing.T) {
+// A first save cut short (the log has records but no meta record, which
+// the first commit writes last) is started over: its records are not used.
+func TestUnfinishedFirstSaveStartsOver(t *testing.T) {
 	dir := t.TempDir()
-	gen := threadgen.New(threadgen.Options{Threads: 20, TotalBytes: 20 * 20_000, Seed: 4})
-	old := newTestState(t.TempDir())
-	old.applyThreads(t, gen, 0, 20)
-	writeLegacy(t, dir, old)
-	// A crash of the old version mid-save left a temporary file.
-	if err := os.WriteFile(filepath.Join(dir, "threads-state.json.tmp-123"), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	a := newTestState(dir)
-	mustRestore(t, a)
-	if a.fingerprint(t) != old.fingerprint(t) {
-		t.Fatal("migrated state differs from the legacy files")
-	}
-	for _, name := range legacyStateFiles {
-		if _, err := os.Stat(filepath.Join(dir, name+".migrated")); err != nil {
-			t.Errorf("%s not renamed after migration: %v", name, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "threads-state.json.tmp-123")); !os.IsNotExist(err) {
-		t.Errorf("temporary file of a crashed save left: %v", err)
-	}
-	a.keeper.close()
-	b := newTestState(dir)
-	mustRestore(t, b)
-	if b.fingerprint(t) != old.fingerprint(t) {
-		t.Fatal("state after the migration and a restart differs")
-	}
-}
-
-// A migration cut short (the log has no meta record yet, the legacy files
-// are still there) is done again from the legacy files.
-func TestUnfinishedMigrationStartsOver(t *testing.T) {
-	dir := t.TempDir()
-	gen := threadgen.New(threadgen.Options{Threads: 10, TotalBytes: 10 * 20_000, Seed: 5})
-	old := newTestState(t.TempDir())
-	old.applyThreads(t, gen, 0, 10)
-	writeLegacy(t, dir, old)
 	l, _, err := statelog.Open(filepath.Join(dir, LogName), testNow)
 	if err != nil {
 		t.Fatal(err)
@@ -198,31 +148,15 @@ func TestUnfinishedMigrationStartsOver(t *testing.T) {
 	l.Close()
 	a := newTestState(dir)
 	mustRestore(t, a)
-	if a.fingerprint(t) != old.fingerprint(t) {
-		t.Fatal("an unfinished migration's partial log was used")
+	if a.fingerprint(t) != newTestState(t.TempDir()).fingerprint(t) {
+		t.Fatal("an unfinished first save's partial log was used")
+	}
+	if a.keeper.db.Has(keyThreadPrefix + "T-partial") {
+		t.Fatal("an unfinished first save's records were kept in the log")
 	}
 }
 
 func TestNewerStateIsRefusedClearly(t *testing.T) {
-	t.Run("legacy file of a higher version", func(t *testing.T) {
-		dir := t.TempDir()
-		data := `{"version": 2, "threads": {}, "files": {}, "something_new": true}`
-		path := filepath.Join(dir, "threads-state.json")
-		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s := newTestState(dir)
-		err := s.keeper.restore()
-		if !errors.Is(err, ErrNewer) || !strings.Contains(err.Error(), "upgrade") {
-			t.Fatalf("err = %v, want a clear refusal", err)
-		}
-		if b, _ := os.ReadFile(path); string(b) != data {
-			t.Error("a newer version's file was changed")
-		}
-		if n := s.loadErrors(t); n != 0 {
-			t.Errorf("refusal counted as damage (%g)", n)
-		}
-	})
 	t.Run("log with a higher state version", func(t *testing.T) {
 		dir := t.TempDir()
 		l, _, err := statelog.Open(filepath.Join(dir, LogName), testNow)
@@ -269,23 +203,6 @@ func TestNewerStateIsRefusedClearly(t *testing.T) {
 			t.Error("a newer version's record was dropped")
 		}
 	})
-}
-
-func TestDamagedLegacyFileIsSetAsideAndCounted(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "stream-state.json")
-	if err := os.WriteFile(path, []byte(`{"version":1,`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := newTestState(dir)
-	mustRestore(t, s)
-	if n := s.loadErrors(t); n != 1 {
-		t.Errorf("state load errors = %g, want 1", n)
-	}
-	aside, _ := filepath.Glob(path + ".damaged-*")
-	if len(aside) != 1 {
-		t.Errorf("set-aside copies: %v", aside)
-	}
 }
 
 var testNow = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)

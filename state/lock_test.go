@@ -2,12 +2,12 @@ package state
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/dirlock"
+	"github.com/amp-exporter/amp-exporter/state/statelog"
 )
 
 // Two keepers on one --storage.path would interleave their commits in one
@@ -38,9 +38,14 @@ func TestStoragePathIsHeldByOneKeeper(t *testing.T) {
 // the directory back.
 func TestFailedRestoreReleasesTheStoragePath(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "threads-state.json"), []byte(`{"version": 99}`), 0o644); err != nil {
+	l0, _, err := statelog.Open(filepath.Join(dir, LogName), testNow)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := l0.Commit([]statelog.Record{{Key: keyMeta, Value: []byte(`{"version": 99}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	l0.Close()
 	if err := newTestState(dir).keeper.restore(); !errors.Is(err, ErrNewer) {
 		t.Fatalf("restore: %v, want ErrNewer", err)
 	}

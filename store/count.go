@@ -15,12 +15,13 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.mu.RLock()
 	prices := s.prices
 	s.mu.RUnlock()
-	c, rates, _, _, _, _ := s.contribute(sum, prices, nil, false)
+	res := s.contribute(sum, prices, nil, false)
+	c := res.series
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
-	chargeGrowth(rates, c, func(k SeriesKey, v int64) { c[k] = satAdd(c[k], v) })
+	chargeGrowth(res.rates, c, func(k SeriesKey, v int64) { c[k] = satAdd(c[k], v) })
 	return c
 }

@@ -8,6 +8,7 @@
 // renders snapshots of these stores.
 //
 // Every series a store keeps belongs to a family of the families table
-// (families.go): its name as persisted, its fixed-point scale and the
-// stores that keep it.
+// (families.go): its name as persisted, its fixed-point scale, the stores
+// that keep it, and the metric it is exposed as (plain data: the collector
+// renders it). A family is declared there once.
 package store

@@ -14,8 +14,10 @@ const (
 )
 
 // The families. Adding one: declare it here and give it a row in
-// families; the scales, the sets each store's Import accepts and the
-// names the state decoder interns are all derived from that table.
+// families, with the metric it is exposed as; the scales, the sets each
+// store's Import accepts, the names the state decoder interns and the
+// collector's rendering (its HELP, labels and docs/metrics.md) are all
+// derived from that table (CONTRIBUTING.md, "Adding a metric").
 const (
 	// Amp: threads, server threads and stream-json.
 	FamMessages       Family = "messages"        // l1 role
@@ -93,64 +95,141 @@ type familySpec struct {
 	name   Family
 	scale  float64
 	owners owner
+	// items: a thread's items give the family (ThreadStore.contribute),
+	// so a snapshot that lost items may count less of it, and covers
+	// compares it. (no_usage, which items give too, has never been
+	// compared: TestItemFamiliesAreThoseItemsGive names it.)
+	items bool
+	// metric is how the family is exposed; nil for a family kept for
+	// counting only, and for a histogram's sum (its buckets' row names it).
+	metric *Metric
 }
 
+// Metric is how a store family is exposed on /metrics: the collector
+// renders the family by it, and takes it as the family's row of its table
+// of metrics (collector.Metrics), so that a family is declared once.
+type Metric struct {
+	Name string
+	Help string
+	// Scope is the label that names the store the series come from
+	// ("source", "upstream"), "" for none.
+	Scope string
+	// Labels name the series' first and second label (SeriesKey L1, L2);
+	// for a histogram the first only, the second being the bucket.
+	Labels []string
+	// Sum and Buckets make the family a histogram's buckets (per bucket,
+	// by index): Sum is the family of its sum, Buckets the upper bounds.
+	Sum     Family
+	Buckets []float64
+	// From says where the values come from, for the documentation.
+	From string
+}
+
+// Where the families' values come from, for the documentation
+// (Metric.From; the collector's rows of metrics set by code use them too).
+const (
+	FromThreads = "thread files, the Amp server"
+	FromAmp     = "thread files, the Amp server, stream-json"
+	FromStream  = "stream-json"
+	FromServer  = "the Amp server"
+	FromAmy     = "Amy turn streams"
+)
+
 // families is the one table of the families every store keeps: the name
-// as persisted, the fixed-point scale, and the stores that keep it.
+// as persisted, the fixed-point scale, the stores that keep it, and the
+// metric it is exposed as.
 var families = []familySpec{
-	{FamMessages, scaleCount, ownerThreads | ownerStreams},
-	{FamPrompts, scaleCount, ownerThreads | ownerStreams},
-	{FamTokens, scaleCount, ownerThreads | ownerStreams},
-	{FamCredits, scaleNano, ownerThreads},
-	{FamFinished, scaleCount, ownerThreads | ownerStreams},
-	{FamToolCalls, scaleCount, ownerThreads | ownerStreams},
-	{FamContextBucket, scaleCount, ownerThreads},
-	{FamContextSum, scaleNano, ownerThreads},
-	{FamExchangeBucket, scaleCount, ownerThreads},
-	{FamExchangeSum, scaleMillis, ownerThreads},
-	{FamCost, scaleUSD, ownerThreads | ownerStreams},
-	{FamUnpriced, scaleCount, ownerThreads | ownerStreams},
-	{FamTokensLong, scaleCount, ownerThreads},
-	{FamBilled, scaleUSD, ownerThreads},
-	{FamNoUsage, scaleCount, ownerThreads},
+	{name: FamMessages, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_messages_total", Scope: "source", Labels: []string{"role"}, From: FromAmp,
+		Help: "Amp messages seen, by role (user, assistant)."}},
+	{name: FamPrompts, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_prompts_total", Scope: "source", From: FromAmp,
+		Help: "Amp user messages that are prompts (not tool-result carriers)."}},
+	{name: FamTokens, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_tokens_total", Scope: "source", Labels: []string{"model", "token_type"}, From: FromAmp,
+		Help: "Amp tokens by model and type, as the files report them (for non-Anthropic providers cache_creation holds the uncached prompt)."}},
+	{name: FamCredits, scale: scaleNano, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_credits_total", Scope: "source", Labels: []string{"model"}, From: FromThreads,
+		Help: "Amp credits charged, where the files carry them."}},
+	{name: FamFinished, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_assistant_messages_total", Scope: "source", Labels: []string{"model", "stop_reason"}, From: FromAmp,
+		Help: "Finished Amp model turns by stop reason; cancelled and error turns under those names."}},
+	{name: FamToolCalls, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_tool_calls_total", Scope: "source", Labels: []string{"tool", "status"}, From: FromAmp,
+		Help: "Amp tool results that reached a terminal status, by normalized tool name."}},
+	{name: FamContextBucket, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_context_window_utilization_ratio", Labels: []string{"model"}, Sum: FamContextSum, Buckets: ContextBuckets, From: FromThreads,
+		Help: "Share of the context window used by each finished assistant message (totalInputTokens / maxInputTokens)."}},
+	{name: FamContextSum, scale: scaleNano, owners: ownerThreads, items: true},
+	{name: FamExchangeBucket, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_exchange_duration_seconds", Scope: "source", Sum: FamExchangeSum, Buckets: ExchangeBuckets, From: FromThreads,
+		Help: "Time from a prompt being sent to the last assistant message of its exchange."}},
+	{name: FamExchangeSum, scale: scaleMillis, owners: ownerThreads, items: true},
+	{name: FamCost, scale: scaleUSD, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_cost_usd_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+		Help: "Estimated spend in US dollars: tokens times list prices (amp_exporter_pricing_info says which table), counted at the prices in effect when the tokens were seen. An estimate, not a bill."}},
+	{name: FamUnpriced, scale: scaleCount, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_unpriced_tokens_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+		Help: "Tokens of models the price table does not know; they are missing from amp_cost_usd_total."}},
+	{name: FamTokensLong, scale: scaleCount, owners: ownerThreads, items: true},
+	{name: FamBilled, scale: scaleUSD, owners: ownerThreads, metric: &Metric{Name: "amp_billed_cost_usd_total", Scope: "source", Labels: []string{"kind"}, From: FromServer,
+		Help: "What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate."}},
+	{name: FamNoUsage, scale: scaleCount, owners: ownerThreads, metric: &Metric{Name: "amp_messages_without_usage_total", Scope: "source", From: FromThreads,
+		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."}},
 
-	{FamExecutions, scaleCount, ownerStreams},
-	{FamExecDurationBucket, scaleCount, ownerStreams},
-	{FamExecDurationSum, scaleMillis, ownerStreams},
-	{FamExecTurnsBucket, scaleCount, ownerStreams},
-	{FamExecTurnsSum, scaleCount, ownerStreams},
-	{FamPermissionDenials, scaleCount, ownerStreams},
+	{name: FamExecutions, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_executions_total", Labels: []string{"outcome"}, From: FromStream,
+		Help: "Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line)."}},
+	{name: FamExecDurationBucket, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_execution_duration_seconds", Labels: []string{"outcome"}, Sum: FamExecDurationSum, Buckets: ExecutionDurationBuckets, From: FromStream,
+		Help: "duration_ms of stream-json result lines."}},
+	{name: FamExecDurationSum, scale: scaleMillis, owners: ownerStreams},
+	{name: FamExecTurnsBucket, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_execution_turns", Sum: FamExecTurnsSum, Buckets: ExecutionTurnsBuckets, From: FromStream,
+		Help: "num_turns of stream-json result lines."}},
+	{name: FamExecTurnsSum, scale: scaleCount, owners: ownerStreams},
+	{name: FamPermissionDenials, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_permission_denials_total", Labels: []string{"tool"}, From: FromStream,
+		Help: "Tools denied permission in stream-json runs, by normalized tool name."}},
 
-	{FamAmyStarted, scaleCount, ownerAmy},
-	{FamAmyFinished, scaleCount, ownerAmy},
-	{FamAmyTurnDurBucket, scaleCount, ownerAmy},
-	{FamAmyTurnDurSum, scaleMillis, ownerAmy},
-	{FamAmyTTFTBucket, scaleCount, ownerAmy},
-	{FamAmyTTFTSum, scaleMillis, ownerAmy},
-	{FamAmyCost, scaleUSD, ownerAmy},
-	{FamAmyTurnCostBucket, scaleCount, ownerAmy},
-	{FamAmyTurnCostSum, scaleUSD, ownerAmy},
-	{FamAmyAgentRuns, scaleCount, ownerAmy},
-	{FamAmyAgentDurBucket, scaleCount, ownerAmy},
-	{FamAmyAgentDurSum, scaleMillis, ownerAmy},
-	{FamAmyAgentCost, scaleUSD, ownerAmy},
-	{FamAmyValidations, scaleCount, ownerAmy},
-	{FamAmyGates, scaleCount, ownerAmy},
-	{FamAmyRouting, scaleCount, ownerAmy},
-	{FamAmyFactIssues, scaleCount, ownerAmy},
-	{FamAmyMemory, scaleCount, ownerAmy},
-	{FamAmyCostWarnings, scaleCount, ownerAmy},
-	{FamAmyEvents, scaleCount, ownerAmy},
-	{FamAmyReconnects, scaleCount, ownerAmy},
-	{FamAmyDuplicates, scaleCount, ownerAmy},
-	{FamAmyGivenUp, scaleCount, ownerAmy},
-	{FamAmyBadEvents, scaleCount, ownerAmy},
-	{FamAmyRefused, scaleCount, ownerAmy},
+	{name: FamAmyStarted, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_turns_started_total", Scope: "upstream", From: FromAmy,
+		Help: "Amy turns started (turn.started)."}},
+	{name: FamAmyFinished, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_turns_finished_total", Scope: "upstream", Labels: []string{"outcome"}, From: FromAmy,
+		Help: "Amy turns finished, by outcome (turn.completed, turn.failed)."}},
+	{name: FamAmyTurnDurBucket, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_turn_duration_seconds", Scope: "upstream", Labels: []string{"outcome"}, Sum: FamAmyTurnDurSum, Buckets: AmyTurnDurationBuckets, From: FromAmy,
+		Help: "Amy turn duration, turn.started to turn.completed/failed (the turn's own timestamps when both carry one, else the exporter's clock)."}},
+	{name: FamAmyTurnDurSum, scale: scaleMillis, owners: ownerAmy},
+	{name: FamAmyTTFTBucket, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_time_to_first_token_seconds", Scope: "upstream", Sum: FamAmyTTFTSum, Buckets: AmyTTFTBuckets, From: FromAmy,
+		Help: "Amy turn.started to the first synthesis_delta, on the exporter's clock."}},
+	{name: FamAmyTTFTSum, scale: scaleMillis, owners: ownerAmy},
+	{name: FamAmyCost, scale: scaleUSD, owners: ownerAmy, metric: &Metric{Name: "amy_cost_usd_total", Scope: "upstream", From: FromAmy,
+		Help: "Amy spend in US dollars from turn.completed result.cost_usd (as the API reports it)."}},
+	{name: FamAmyTurnCostBucket, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_turn_cost_usd", Scope: "upstream", Sum: FamAmyTurnCostSum, Buckets: AmyTurnCostBuckets, From: FromAmy,
+		Help: "Amy cost per completed turn in US dollars."}},
+	{name: FamAmyTurnCostSum, scale: scaleUSD, owners: ownerAmy},
+	{name: FamAmyAgentRuns, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_agent_runs_total", Scope: "upstream", Labels: []string{"agent"}, From: FromAmy,
+		Help: "Amy agent runs (agent_end), by agent."}},
+	{name: FamAmyAgentDurBucket, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_agent_duration_seconds", Scope: "upstream", Labels: []string{"agent"}, Sum: FamAmyAgentDurSum, Buckets: AmyAgentDurationBuckets, From: FromAmy,
+		Help: "Amy agent run durations (agent_end duration_ms)."}},
+	{name: FamAmyAgentDurSum, scale: scaleMillis, owners: ownerAmy},
+	{name: FamAmyAgentCost, scale: scaleUSD, owners: ownerAmy, metric: &Metric{Name: "amy_agent_cost_usd_total", Scope: "upstream", Labels: []string{"agent"}, From: FromAmy,
+		Help: "Amy agent spend in US dollars (agent_end cost_usd)."}},
+	{name: FamAmyValidations, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_validations_total", Scope: "upstream", Labels: []string{"verdict"}, From: FromAmy,
+		Help: "Amy validator verdicts (validation_end)."}},
+	{name: FamAmyGates, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_validation_gates_total", Scope: "upstream", Labels: []string{"result"}, From: FromAmy,
+		Help: "Amy validation gates passed and failed (gates_passed, gates_total - gates_passed)."}},
+	{name: FamAmyRouting, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_routing_decisions_total", Scope: "upstream", Labels: []string{"main_agent"}, From: FromAmy,
+		Help: "Amy routing decisions by main agent."}},
+	{name: FamAmyFactIssues, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_fact_check_issues_total", Scope: "upstream", From: FromAmy,
+		Help: "Issues reported by Amy fact checks."}},
+	{name: FamAmyMemory, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_memory_entries_total", Scope: "upstream", From: FromAmy,
+		Help: "Entries Amy remembered (memory events)."}},
+	{name: FamAmyCostWarnings, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_cost_warnings_total", Scope: "upstream", From: FromAmy,
+		Help: "Amy cost_warning events."}},
+	{name: FamAmyEvents, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_events_total", Scope: "upstream", Labels: []string{"event"}, From: FromAmy,
+		Help: "Amy events by name; names outside the catalogue as unknown."}},
+	{name: FamAmyReconnects, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_stream_reconnects_total", Scope: "upstream", Labels: []string{"reason"}, From: FromAmy,
+		Help: "Amy stream reconnections, by reason."}},
+	{name: FamAmyDuplicates, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_stream_duplicate_events_total", Scope: "upstream", From: FromAmy,
+		Help: "Replayed Amy events dropped because their id was already counted."}},
+	{name: FamAmyGivenUp, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_turns_given_up_total", Scope: "upstream", Labels: []string{"reason"}, From: FromAmy,
+		Help: "Amy turns no longer followed before they ended: timeout (turn_timeout) or not_found (HTTP 404, past the replay window)."}},
+	{name: FamAmyBadEvents, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_stream_bad_events_total", Scope: "upstream", From: FromAmy,
+		Help: "Amy events whose data was not a JSON object (counted and skipped)."}},
+	{name: FamAmyRefused, scale: scaleCount, owners: ownerAmy, metric: &Metric{Name: "amy_stream_refused_events_total", Scope: "upstream", Labels: []string{"reason"}, From: FromAmy,
+		Help: "Amy events neither counted nor stored because they exceed a bound: event_id_too_long, turn_id_too_long, event_too_large, turn_budget (ids one turn may remember), state_budget (the byte budget of all turns)."}},
 }
 
 // Derived from families; never written after package initialization.
 var (
 	familyScale    = map[Family]float64{}
+	itemFamilies   = map[Family]bool{} // the families a thread's items give
 	knownFamilies  = familiesOf(ownerThreads)
 	streamFamilies = familiesOf(ownerStreams)
 	amyFamilies    = familiesOf(ownerAmy)
@@ -163,6 +242,9 @@ func init() {
 	for _, f := range families {
 		familyScale[f.name] = f.scale
 		familyNames[string(f.name)] = string(f.name)
+		if f.items {
+			itemFamilies[f.name] = true
+		}
 	}
 }
 
@@ -182,6 +264,24 @@ func Families() []Family {
 	out := make([]Family, len(families))
 	for i, f := range families {
 		out[i] = f.name
+	}
+	return out
+}
+
+// FamilyMetric is an exposed family and its metric.
+type FamilyMetric struct {
+	Family Family
+	Metric Metric
+}
+
+// Exposed lists the exposed families with their metrics, in the table's
+// order; a histogram once, under its buckets' family.
+func Exposed() []FamilyMetric {
+	var out []FamilyMetric
+	for _, f := range families {
+		if f.metric != nil {
+			out = append(out, FamilyMetric{f.name, *f.metric})
+		}
 	}
 	return out
 }

@@ -7,310 +7,448 @@ import (
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
-// contribute turns a summary into series item by item: each item's values
-// go to the labels it is pinned to (pins.go), and an item seen for the first
-// time is pinned to the labels it carries now, folded by the label cap. Token
-// series are priced with prices, at the price of the model each item names.
-// It returns the thread's pins with the new ones; base is never changed.
+// Counting a summary: contribute turns its items into series. Each item's
+// values go to the labels it is pinned to (pins.go), and an item seen for
+// the first time is pinned to the labels it carries now, folded by the
+// label cap. Token series are priced at the price of the model each item
+// names.
 //
-// When items pinned before are missing from the snapshot (the thread was
-// truncated: an edited prompt drops what followed it), it also returns the
-// part of the contribution that comes from items new in this snapshot, so
-// that Apply can keep what the missing items counted and add the new ones
-// in full (see retire).
-//
-// A partial summary (a window of the thread, window.go) lacks items by
-// design: none of its thread's items is taken for missing.
-//
-// Items are added up per pinned tuple first, so that the series map sees
-// one entry per tuple rather than per item.
-//
-// reidentified reports a snapshot in which every message the thread had is
-// gone and every message is new and keyed by a protocol id: the whole
-// thread changed identity at once (see Apply).
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool) (c contribution, rates map[SeriesKey]rate, pinned pinBlob, fresh contribution, vanished, reidentified bool) {
-	c = make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2)
-	rates = make(map[SeriesKey]rate, 4*len(sum.Tokens))
-	add := func(f Family, l1, l2 string, v int64) {
-		if v > 0 {
-			k := SeriesKey{f, l1, l2}
-			c[k] = satAdd(c[k], v)
-		}
-	}
-	// Unit prices per model the items name; a thread names a few.
-	type unit struct {
-		model     string
-		std, long [4]int64
-		ok        bool
-	}
-	var units []unit
-	priceOf := func(model string) *unit {
-		for i := range units {
-			if units[i].model == model {
-				return &units[i]
-			}
-		}
-		u := unit{model: model}
-		u.std, u.long, u.ok = unitPrices(prices, model)
-		units = append(units, u)
-		return &units[len(units)-1]
-	}
-	spend := func(a *spendAcc, it *thread.Item) {
-		a.any = true
-		if it.HasCredits {
-			a.credits += it.Credits
-			a.hasCredits = true
-		}
-		if it.Tokens == (thread.Tokens{}) {
-			return
-		}
-		raw := it.Model
-		if raw == "" {
-			raw = thread.UnknownModel
-		}
-		u := priceOf(raw)
-		ns := [4]int64{it.Tokens.Input, it.Tokens.Output, it.Tokens.CacheRead, it.Tokens.CacheCreation}
-		over := [4]int64{it.Over.Input, it.Over.Output, it.Over.CacheRead, it.Over.CacheCreation}
-		for i, n := range ns {
-			if n <= 0 {
-				continue
-			}
-			nl := min(max(over[i], 0), n)
-			a.tokens[i] = satAdd(a.tokens[i], n)
-			a.long[i] = satAdd(a.long[i], nl)
-			if u.ok {
-				a.stdCost[i] = satAdd(a.stdCost[i], satMul(n-nl, u.std[i]))
-				a.longCost[i] = satAdd(a.longCost[i], satMul(nl, u.long[i]))
-			} else {
-				a.unpriced[i] = satAdd(a.unpriced[i], n)
-			}
-		}
-	}
-	// emit turns the sums of one tuple's spending into series.
-	emit := func(t pinTuple, a *spendAcc) {
-		for i, n := range a.tokens {
-			if n <= 0 {
-				continue
-			}
-			k := SeriesKey{FamTokens, t.a, TokenTypes[i]}
-			add(FamTokens, t.a, TokenTypes[i], n)
-			add(FamTokensLong, t.a, TokenTypes[i], a.long[i])
-			r := rates[k]
-			r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
-			r.long.tokens = satAdd(r.long.tokens, a.long[i])
-			r.std.cost = satAdd(r.std.cost, a.stdCost[i])
-			r.long.cost = satAdd(r.long.cost, a.longCost[i])
-			r.unpriced = satAdd(r.unpriced, a.unpriced[i])
-			rates[k] = r
-		}
-		if a.hasCredits {
-			add(FamCredits, t.a, "", fixed(FamCredits, a.credits))
-		}
-		add(FamFinished, t.a, t.b, a.finished)
-		add(FamContextBucket, t.a, t.c, a.ctx)
-		add(FamContextSum, t.a, "", a.ctxSum)
-	}
+// The work is an itemCounter, one per summary, whose steps share what they
+// need (the pins, the series so far, the prices and label values looked up
+// once): adopt, then a pass over the items (for each, pinItem chooses its
+// labels and addItem adds it to its labels' sums; flush then turns the sums
+// into series), then, when items pinned before are missing, retireMissing
+// and a second pass over the new items alone (freshShare). Each step can be
+// run and tested alone (items_test.go).
 
-	tt := &s.tuples
-	pg := newPinning(tt, base)
+// counted is what counting a summary gives.
+type counted struct {
+	// series is the summary's share of every series its items give.
+	series contribution
+	// rates are the prices of each token series' items, for the dollars
+	// of its growth (chargeGrowth).
+	rates map[SeriesKey]rate
+	// pins are the thread's pins with the new ones; the base the count
+	// started from is never changed.
+	pins pinBlob
+	// vanished: items pinned before are missing from the snapshot (the
+	// thread was truncated: an edited prompt drops what followed it). fresh
+	// is then the part of series that comes from items new in this
+	// snapshot, so that apply can keep what the missing items counted and
+	// add the new ones in full (retire).
+	vanished bool
+	fresh    contribution
+	// reidentified: every message the thread had is gone and every message
+	// is new and keyed by a protocol id; the whole thread changed identity
+	// at once (see apply).
+	reidentified bool
+}
+
+// contribute counts sum's items on top of the pins base. A partial summary
+// (a window of the thread, window.go) lacks items by design: none of its
+// thread's items is taken for missing.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool) counted {
+	k := newItemCounter(s, sum, prices, base)
+	return k.count(partial)
+}
+
+// itemCounter counts the items of one summary. Its fields are the context
+// its steps share; a counter is used once.
+type itemCounter struct {
+	s      *ThreadStore
+	sum    *thread.Summary
+	prices Prices
+	pg     *pinning
+	d      *decodedPins // pg.dec
+
+	// series and rates are what the pass under way gives.
+	series contribution
+	rates  map[SeriesKey]rate
+	// msgs are the pass's per-thread message counts.
+	msgs messageCounts
+
+	units               []unitPrice // by model, looked up once
+	folds               []folding   // label values folded, remembered
+	ctxScale, exchScale float64
+}
+
+// messageCounts are the series a pass adds up per thread, not per tuple.
+type messageCounts struct{ users, prompts, assistants, noUsage int64 }
+
+// unitPrice is a model's unit prices (unitPrices); a thread names a few.
+type unitPrice struct {
+	model     string
+	std, long [4]int64
+	ok        bool
+}
+
+// folding is a label value the label cap gave for a raw value.
+type folding struct{ label, raw, value string }
+
+func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pinBlob) itemCounter {
+	pg := newPinning(&s.tuples, base)
 	pg.expect = max(len(sum.Items)-len(pg.dec.keys), 8)
-	// Folded label values, remembered for this summary: it names a few.
-	type folding struct{ label, raw, value string }
-	var folds []folding
-	fold := func(label, raw string) string {
-		for _, f := range folds {
-			if f.raw == raw && f.label == label {
-				return f.value
-			}
-		}
-		v := s.labels.value(label, raw)
-		if len(folds) < 64 {
-			folds = append(folds, folding{label, raw, v})
-		}
-		return v
-	}
 	d := pg.dec
 	d.seen = grow(d.seen[:0], len(d.keys))
 	d.fresh = d.fresh[:0]
-	s.adopt(sum, pg, fold)
-	ctxScale, exchScale := scaleOf(FamContextSum), scaleOf(FamExchangeSum)
-	// pass adds up the items of sum into c: all of them, or those listed in
-	// only.
-	pass := func(all bool, only []int32) {
-		d.spend = grow(d.spend[:0], len(d.tuples))
-		d.tools = grow(d.tools[:0], len(d.tuples))
-		d.exch = grow(d.exch[:0], len(d.tuples))
-		var users, prompts, assistants, noUsage int64
-		count := len(sum.Items)
-		if !all {
-			count = len(only)
+	return itemCounter{
+		s: s, sum: sum, prices: prices, pg: pg, d: d,
+		series:    make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2),
+		rates:     make(map[SeriesKey]rate, 4*len(sum.Tokens)),
+		ctxScale:  scaleOf(FamContextSum),
+		exchScale: scaleOf(FamExchangeSum),
+	}
+}
+
+// count runs the steps in order and gives the tables back to the pool.
+func (k *itemCounter) count(partial bool) counted {
+	k.adopt()
+	k.pass(true, nil)
+	res := counted{series: k.series, rates: k.rates}
+	if !partial && k.missing() {
+		res.vanished = true
+		res.reidentified = k.s.reidentified(k.sum, k.d)
+		k.retireMissing()
+		res.fresh = k.freshShare()
+	}
+	res.pins = k.pg.result()
+	return res
+}
+
+// key is the series of family f under labels l1, l2. Every series the
+// counter adds goes through it.
+func (k *itemCounter) key(f Family, l1, l2 string) SeriesKey {
+	return SeriesKey{f, l1, l2}
+}
+
+// add adds v (when positive) to a series.
+func (k *itemCounter) add(f Family, l1, l2 string, v int64) {
+	if v > 0 {
+		sk := k.key(f, l1, l2)
+		k.series[sk] = satAdd(k.series[sk], v)
+	}
+}
+
+// fold is the label cap's value for a raw label value, remembered for the
+// summary (it names a few).
+func (k *itemCounter) fold(label, raw string) string {
+	for _, f := range k.folds {
+		if f.raw == raw && f.label == label {
+			return f.value
 		}
-		for j := 0; j < count; j++ {
-			i := j
-			if !all {
-				i = int(only[j])
-			}
-			it := &sum.Items[i]
-			n, at := pg.lookup(it.Key)
-			if at >= 0 {
-				d.seen[at] = true
-			} else if all && !it.Copied {
-				d.fresh = append(d.fresh, int32(i))
-			}
-			var t pinTuple
-			if n > 0 {
-				t = pg.tuple(n)
-				if t.none {
-					continue
-				}
-			} else if it.Copied {
-				pg.pin(tt, it.Key, pinTuple{none: true})
-				continue
-			}
-			switch {
-			case it.IsMessage() && it.Role == thread.RoleUser:
+	}
+	v := k.s.labels.value(label, raw)
+	if len(k.folds) < 64 {
+		k.folds = append(k.folds, folding{label, raw, v})
+	}
+	return v
+}
+
+// priceOf returns the unit prices of a model, looked up once per summary.
+func (k *itemCounter) priceOf(model string) *unitPrice {
+	for i := range k.units {
+		if k.units[i].model == model {
+			return &k.units[i]
+		}
+	}
+	u := unitPrice{model: model}
+	u.std, u.long, u.ok = unitPrices(k.prices, model)
+	k.units = append(k.units, u)
+	return &k.units[len(k.units)-1]
+}
+
+// pass adds up the items of the summary into series and rates: all of
+// them, or those listed in only. Items are added up per pinned tuple
+// first, so that the series map sees one entry per tuple rather than per
+// item.
+func (k *itemCounter) pass(all bool, only []int32) {
+	d := k.d
+	d.spend = grow(d.spend[:0], len(d.tuples))
+	d.tools = grow(d.tools[:0], len(d.tuples))
+	d.exch = grow(d.exch[:0], len(d.tuples))
+	k.msgs = messageCounts{}
+	if all {
+		for i := range k.sum.Items {
+			k.item(i, true)
+		}
+	} else {
+		for _, i := range only {
+			k.item(int(i), false)
+		}
+	}
+	k.flush()
+}
+
+// item counts the i-th item of the summary. all: the pass is over every
+// item, so an item not pinned before is noted as new and one pinned
+// before as seen.
+func (k *itemCounter) item(i int, all bool) {
+	it := &k.sum.Items[i]
+	n, at := k.pg.lookup(it.Key)
+	if at >= 0 {
+		k.d.seen[at] = true
+	} else if all && !it.Copied {
+		k.d.fresh = append(k.d.fresh, int32(i))
+	}
+	var t pinTuple
+	if n > 0 {
+		t = k.pg.tuple(n)
+		if t.none {
+			return
+		}
+	} else if it.Copied {
+		k.pg.pin(&k.s.tuples, it.Key, pinTuple{none: true})
+		return
+	}
+	k.countMessage(it)
+	n, t, ok := k.pinItem(it, n, t)
+	if ok {
+		k.addItem(it, n, t)
+	}
+}
+
+// countMessage adds a message to the thread's message counts.
+func (k *itemCounter) countMessage(it *thread.Item) {
+	switch {
+	case !it.IsMessage():
+	case it.Role == thread.RoleUser:
+		k.msgs.users++
+		if it.Prompt {
+			k.msgs.prompts++
+		}
+	case it.Role == thread.RoleAssistant:
+		k.msgs.assistants++
+		if it.NoUsage && it.StopReason != "" {
+			k.msgs.noUsage++
+		}
+	}
+}
+
+// pinItem chooses the labels an item counts under: t, those it is pinned
+// to (n, its local tuple number + 1, 0 when not pinned), completed or
+// first chosen from what the item carries now and pinned. ok is false for
+// an item that adds nothing to a tuple's sums (a user message, counted by
+// countMessage alone; an assistant message naming no model yet).
+func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pinTuple, bool) {
+	pg, tt := k.pg, &k.s.tuples
+	switch {
+	case it.IsMessage() && it.Role == thread.RoleUser:
+		if n == 0 {
+			// Pinned with no labels, so that its disappearance is seen.
+			pg.pin(tt, it.Key, pinTuple{})
+		}
+		return n, t, false
+	case it.IsMessage() && it.Role == thread.RoleAssistant:
+		changed := false
+		if t.a == "" {
+			if it.Model == "" && it.StopReason == "" {
+				// Still moving and naming no model yet: its model-labeled
+				// values wait until it names one or finishes, so that they
+				// are not pinned to `unknown` for good.
 				if n == 0 {
-					// Pinned with no labels, so that its disappearance is
-					// seen.
 					pg.pin(tt, it.Key, pinTuple{})
 				}
-				users++
-				if it.Prompt {
-					prompts++
-				}
-				continue
-			case it.IsMessage() && it.Role == thread.RoleAssistant:
-				assistants++
-				if it.NoUsage && it.StopReason != "" {
-					noUsage++
-				}
-				changed := false
-				if t.a == "" {
-					if it.Model == "" && it.StopReason == "" {
-						// Still moving and naming no model yet: its model-labeled
-						// values wait until it names one or finishes, so that
-						// they are not pinned to `unknown` for good.
-						if n == 0 {
-							pg.pin(tt, it.Key, pinTuple{})
-						}
-						continue
-					}
-					t.a, changed = fold("model", it.Model), true
-				}
-				if t.b == "" && it.StopReason != "" {
-					t.b, changed = fold("stop_reason", it.StopReason), true
-				}
-				if t.c == "" && it.HasRatio {
-					t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
-				}
-				if changed {
-					n = pg.pin(tt, it.Key, t)
-				}
-			case it.IsLedger():
-				if n == 0 {
-					t = pinTuple{a: fold("model", it.Model)}
-					n = pg.pin(tt, it.Key, t)
-				}
-			case it.IsTool():
-				if n == 0 {
-					t = pinTuple{a: fold("tool", it.Tool), b: it.Status}
-					n = pg.pin(tt, it.Key, t)
-				}
-			case it.Kind() == thread.ItemExchange:
-				if n == 0 {
-					t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
-					n = pg.pin(tt, it.Key, t)
-				}
-			default:
-				continue
+				return n, t, false
 			}
-			d.spend = grow(d.spend, int(n))
-			d.tools = grow(d.tools, int(n))
-			d.exch = grow(d.exch, int(n))
-			var one spendAcc
-			a := &one // a thread of 65,535 label sets: this item is counted alone
-			if n > 0 {
-				a = &d.spend[n-1]
-			}
-			switch {
-			case it.IsMessage() || it.IsLedger():
-				spend(a, it)
-				if t.b != "" && it.IsMessage() {
-					a.finished++
-				}
-				if t.c != "" && it.IsMessage() {
-					a.ctx++
-					if it.HasRatio {
-						a.ctxSum = satAdd(a.ctxSum, fixedAt(ctxScale, it.Ratio))
-					}
-				}
-				if n == 0 {
-					emit(t, a)
-				}
-			case it.IsTool():
-				if n == 0 {
-					add(FamToolCalls, t.a, t.b, 1)
-				} else {
-					d.tools[n-1]++
-				}
-			default:
-				sec := fixedAt(exchScale, it.Seconds)
-				if n == 0 {
-					add(FamExchangeBucket, "", t.c, 1)
-					add(FamExchangeSum, "", "", sec)
-				} else {
-					d.exch[n-1].n++
-					d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
-				}
+			t.a, changed = k.fold("model", it.Model), true
+		}
+		if t.b == "" && it.StopReason != "" {
+			t.b, changed = k.fold("stop_reason", it.StopReason), true
+		}
+		if t.c == "" && it.HasRatio {
+			t.c, changed = bucketIndex(ContextBuckets, it.Ratio), true
+		}
+		if changed {
+			n = pg.pin(tt, it.Key, t)
+		}
+	case it.IsLedger():
+		if n == 0 {
+			t = pinTuple{a: k.fold("model", it.Model)}
+			n = pg.pin(tt, it.Key, t)
+		}
+	case it.IsTool():
+		if n == 0 {
+			t = pinTuple{a: k.fold("tool", it.Tool), b: it.Status}
+			n = pg.pin(tt, it.Key, t)
+		}
+	case it.Kind() == thread.ItemExchange:
+		if n == 0 {
+			t = pinTuple{c: bucketIndex(ExchangeBuckets, it.Seconds)}
+			n = pg.pin(tt, it.Key, t)
+		}
+	default:
+		return n, t, false
+	}
+	return n, t, true
+}
+
+// addItem adds an item to the sums of its tuple t (local number n + 1),
+// or, for an item that could not be pinned (n == 0: a thread of 65,535
+// label sets), straight to the series.
+func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
+	d := k.d
+	d.spend = grow(d.spend, int(n))
+	d.tools = grow(d.tools, int(n))
+	d.exch = grow(d.exch, int(n))
+	switch {
+	case it.IsMessage() || it.IsLedger():
+		var one spendAcc
+		a := &one
+		if n > 0 {
+			a = &d.spend[n-1]
+		}
+		k.spend(a, it)
+		if t.b != "" && it.IsMessage() {
+			a.finished++
+		}
+		if t.c != "" && it.IsMessage() {
+			a.ctx++
+			if it.HasRatio {
+				a.ctxSum = satAdd(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
 			}
 		}
-		add(FamMessages, "user", "", users)
-		add(FamMessages, "assistant", "", assistants)
-		add(FamPrompts, "", "", prompts)
-		add(FamNoUsage, "", "", noUsage)
-		for i := range d.spend {
-			if d.spend[i].any {
-				emit(d.tuples[i], &d.spend[i])
-			}
+		if n == 0 {
+			k.emit(t, a)
 		}
-		for i, n := range d.tools {
-			if n > 0 {
-				add(FamToolCalls, d.tuples[i].a, d.tuples[i].b, n)
-			}
+	case it.IsTool():
+		if n == 0 {
+			k.add(FamToolCalls, t.a, t.b, 1)
+		} else {
+			d.tools[n-1]++
 		}
-		for i, e := range d.exch {
-			if e.n > 0 {
-				add(FamExchangeBucket, "", d.tuples[i].c, e.n)
-				add(FamExchangeSum, "", "", e.sum)
-			}
+	default:
+		sec := fixedAt(k.exchScale, it.Seconds)
+		if n == 0 {
+			k.add(FamExchangeBucket, "", t.c, 1)
+			k.add(FamExchangeSum, "", "", sec)
+		} else {
+			d.exch[n-1].n++
+			d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
 		}
 	}
-	pass(true, nil)
+}
+
+// spend adds what a message or ledger event spent to a: its credits, its
+// tokens, and their dollars at the unit prices of the model it names
+// (tokens of a model without prices are added up as unpriced).
+func (k *itemCounter) spend(a *spendAcc, it *thread.Item) {
+	a.any = true
+	if it.HasCredits {
+		a.credits += it.Credits
+		a.hasCredits = true
+	}
+	if it.Tokens == (thread.Tokens{}) {
+		return
+	}
+	raw := it.Model
+	if raw == "" {
+		raw = thread.UnknownModel
+	}
+	u := k.priceOf(raw)
+	ns := [4]int64{it.Tokens.Input, it.Tokens.Output, it.Tokens.CacheRead, it.Tokens.CacheCreation}
+	over := [4]int64{it.Over.Input, it.Over.Output, it.Over.CacheRead, it.Over.CacheCreation}
+	for i, n := range ns {
+		if n <= 0 {
+			continue
+		}
+		nl := min(max(over[i], 0), n)
+		a.tokens[i] = satAdd(a.tokens[i], n)
+		a.long[i] = satAdd(a.long[i], nl)
+		if u.ok {
+			a.stdCost[i] = satAdd(a.stdCost[i], satMul(n-nl, u.std[i]))
+			a.longCost[i] = satAdd(a.longCost[i], satMul(nl, u.long[i]))
+		} else {
+			a.unpriced[i] = satAdd(a.unpriced[i], n)
+		}
+	}
+}
+
+// emit turns the sums of one tuple's spending into series, and its token
+// series' rates.
+func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
+	for i, n := range a.tokens {
+		if n <= 0 {
+			continue
+		}
+		sk := k.key(FamTokens, t.a, TokenTypes[i])
+		k.add(FamTokens, t.a, TokenTypes[i], n)
+		k.add(FamTokensLong, t.a, TokenTypes[i], a.long[i])
+		r := k.rates[sk]
+		r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
+		r.long.tokens = satAdd(r.long.tokens, a.long[i])
+		r.std.cost = satAdd(r.std.cost, a.stdCost[i])
+		r.long.cost = satAdd(r.long.cost, a.longCost[i])
+		r.unpriced = satAdd(r.unpriced, a.unpriced[i])
+		k.rates[sk] = r
+	}
+	if a.hasCredits {
+		k.add(FamCredits, t.a, "", fixed(FamCredits, a.credits))
+	}
+	k.add(FamFinished, t.a, t.b, a.finished)
+	k.add(FamContextBucket, t.a, t.c, a.ctx)
+	k.add(FamContextSum, t.a, "", a.ctxSum)
+}
+
+// flush turns the pass's sums (per thread and per tuple) into series.
+func (k *itemCounter) flush() {
+	d := k.d
+	k.add(FamMessages, "user", "", k.msgs.users)
+	k.add(FamMessages, "assistant", "", k.msgs.assistants)
+	k.add(FamPrompts, "", "", k.msgs.prompts)
+	k.add(FamNoUsage, "", "", k.msgs.noUsage)
+	for i := range d.spend {
+		if d.spend[i].any {
+			k.emit(d.tuples[i], &d.spend[i])
+		}
+	}
+	for i, n := range d.tools {
+		if n > 0 {
+			k.add(FamToolCalls, d.tuples[i].a, d.tuples[i].b, n)
+		}
+	}
+	for i, e := range d.exch {
+		if e.n > 0 {
+			k.add(FamExchangeBucket, "", d.tuples[i].c, e.n)
+			k.add(FamExchangeSum, "", "", e.sum)
+		}
+	}
+}
+
+// missing reports whether an item pinned before (to labels that count)
+// is not in the snapshot. Run after the pass over every item.
+func (k *itemCounter) missing() bool {
+	d := k.d
 	for i, seen := range d.seen {
-		if !partial && !seen && !d.tuples[d.ns[i]-1].none {
-			vanished = true
-			break
+		if !seen && !d.tuples[d.ns[i]-1].none {
+			return true
 		}
 	}
-	if vanished {
-		reidentified = s.reidentified(sum, d)
-	}
-	if vanished {
-		// The items that left count nothing from now on: what they counted
-		// goes to the thread's retired part (Apply, retire).
-		for i, seen := range d.seen {
-			if !seen && !d.tuples[d.ns[i]-1].none {
-				pg.pin(tt, d.keys[i], pinTuple{none: true})
-			}
+	return false
+}
+
+// retireMissing pins the items that left the snapshot to count nothing
+// from now on: what they counted goes to the thread's retired part
+// (apply, retire).
+func (k *itemCounter) retireMissing() {
+	d := k.d
+	for i, seen := range d.seen {
+		if !seen && !d.tuples[d.ns[i]-1].none {
+			k.pg.pin(&k.s.tuples, d.keys[i], pinTuple{none: true})
 		}
-		// Rare (a truncation): a second pass over the new items alone,
-		// pinned by now, gives their share.
-		all, allRates := c, rates
-		c, rates = make(contribution, len(d.fresh)), map[SeriesKey]rate{}
-		pass(false, d.fresh)
-		fresh, c, rates = c, all, allRates
 	}
-	return c, rates, pg.result(), fresh, vanished, reidentified
+}
+
+// freshShare is the part of the snapshot's series that the items new in
+// it give: a second pass over them alone, pinned by now. Rare (a
+// truncation). The counter's series and rates stay those of the whole
+// snapshot.
+func (k *itemCounter) freshShare() contribution {
+	all, allRates := k.series, k.rates
+	k.series, k.rates = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}
+	k.pass(false, k.d.fresh)
+	fresh := k.series
+	k.series, k.rates = all, allRates
+	return fresh
 }
 
 // reidentified reports whether no message pinned before is in the snapshot
@@ -369,7 +507,8 @@ func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
 // no alias pinned: its predecessor was keyed by its own protocol id, so
 // the edit's new messages are new items. The alias is then pinned to count
 // nothing, so that it neither counts again nor reads as gone.
-func (s *ThreadStore) adopt(sum *thread.Summary, pg *pinning, fold func(label, raw string) string) {
+func (k *itemCounter) adopt() {
+	s, sum, pg := k.s, k.sum, k.pg
 	var present map[uint64]struct{}
 	for i := range sum.Items {
 		it := &sum.Items[i]
@@ -393,11 +532,11 @@ func (s *ThreadStore) adopt(sum *thread.Summary, pg *pinning, fold func(label, r
 				continue
 			}
 		case it.IsMessage() && it.Role == thread.RoleAssistant:
-			if t.a != "" && it.Model != "" && t.a != fold("model", it.Model) {
+			if t.a != "" && it.Model != "" && t.a != k.fold("model", it.Model) {
 				continue
 			}
 		case it.IsTool():
-			if t.a != fold("tool", it.Tool) {
+			if t.a != k.fold("tool", it.Tool) {
 				continue
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/internal/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
@@ -37,23 +38,8 @@ func fixtureStore(t *testing.T, opts StoreOptions) *ThreadStore {
 	}
 	s := NewThreadStore(opts)
 	s.SetPrices(embeddedPrices(t))
-	files, _ := filepath.Glob("../parser/thread/testdata/*.json")
-	p := thread.NewParser()
-	n := 0
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		th, err := p.ParseBytes(data)
-		if err != nil {
-			continue // broken fixtures are the parser's business
-		}
-		s.Apply("/threads/"+filepath.Base(f), FileVersion{Size: int64(len(data))}, thread.Summarize(th))
-		n++
-	}
-	if n < 5 {
-		t.Fatalf("only %d fixtures parsed", n)
+	for _, f := range testutil.ThreadFixtures(t) {
+		s.Apply("/threads/"+f.Name, FileVersion{Size: int64(len(f.Data))}, f.Summary)
 	}
 	return s
 }

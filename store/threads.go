@@ -2,9 +2,7 @@ package store
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/parser/thread"
-	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // Source label values.
@@ -24,116 +21,6 @@ const (
 
 // Token types, the values of amp_tokens_total's token_type label.
 var TokenTypes = []string{"input", "output", "cache_read", "cache_creation"}
-
-// Prices finds a model's price (a *pricing.Pricer).
-type Prices interface {
-	Lookup(model string) (pricing.Price, bool)
-}
-
-func scaleOf(f Family) float64 {
-	if sc, ok := familyScale[f]; ok {
-		return sc
-	}
-	return 1
-}
-
-// fixed converts a value of family f to its integer representation.
-func fixed(f Family, v float64) int64 { return fixedAt(scaleOf(f), v) }
-
-// fixedAt converts a value to its integer representation at a scale.
-func fixedAt(scale, v float64) int64 {
-	x := math.Round(v * scale)
-	switch {
-	case x != x || x <= 0:
-		return 0
-	case x >= math.MaxInt64/2:
-		return math.MaxInt64 / 2
-	}
-	return int64(x)
-}
-
-// unfixed converts back for exposition.
-func Unfixed(f Family, v int64) float64 { return float64(v) / scaleOf(f) }
-
-// satAdd adds non-negative counts without wrapping.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func satMul(a, b int64) int64 {
-	if a == 0 || b == 0 {
-		return 0
-	}
-	if a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	return a * b
-}
-
-// unitPrices returns a model's price per token in 1e-10 USD for its four
-// token types, standard and beyond the long-context threshold, or
-// ok=false when nothing prices the model.
-func unitPrices(prices Prices, model string) (std, long [4]int64, ok bool) {
-	if prices == nil {
-		return std, long, false
-	}
-	p, ok := prices.Lookup(model)
-	if !ok {
-		return std, long, false
-	}
-	for tier, price := range []pricing.Price{p, p.LongPrices()} {
-		in, out, cr, cw := price.PerToken()
-		for i, usd := range []float64{in, out, cr, cw} {
-			if tier == 0 {
-				std[i] = fixed(FamCost, usd)
-			} else {
-				long[i] = fixed(FamCost, usd)
-			}
-		}
-	}
-	return std, long, true
-}
-
-// tier is what a (folded) token series' tokens of one price tier cost in
-// 1e-10 USD, in the snapshot they were computed from. Series folded into
-// "other" mix models, so growth is charged pro rata; for one model the
-// division is exact.
-type tier struct{ tokens, cost int64 }
-
-func (t tier) charge(delta int64) int64 {
-	if t.tokens <= 0 || delta <= 0 {
-		return 0
-	}
-	if t.cost%t.tokens == 0 {
-		return satMul(delta, t.cost/t.tokens)
-	}
-	return int64(math.Round(float64(delta) * float64(t.cost) / float64(t.tokens)))
-}
-
-// rate prices a token series: its standard and long-context tiers, and how
-// many of its tokens belong to models without a price.
-type rate struct {
-	std, long tier
-	unpriced  int64
-}
-
-// charge prices a growth of delta tokens of which deltaLong are
-// long-context.
-func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
-	deltaLong = min(max(deltaLong, 0), delta)
-	cost = satAdd(r.std.charge(delta-deltaLong), r.long.charge(deltaLong))
-	if all := r.std.tokens + r.long.tokens; all > 0 && r.unpriced > 0 && delta > 0 {
-		if r.unpriced == all {
-			unpriced = delta
-		} else {
-			unpriced = int64(math.Round(float64(delta) * float64(r.unpriced) / float64(all)))
-		}
-	}
-	return cost, unpriced
-}
 
 type SeriesKey struct {
 	Fam    Family
@@ -378,7 +265,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		base, baseGen = rec.pins, rec.pinGen
 	}
 	s.mu.RUnlock()
-	c, rates, pinned, fresh, vanished, reid := s.contribute(sum, prices, base, partial)
+	res := s.contribute(sum, prices, base, partial)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -392,8 +279,9 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
 		// thread pinned items first.
-		c, rates, pinned, fresh, vanished, reid = s.contribute(sum, s.prices, rec.pins, partial)
+		res = s.contribute(sum, s.prices, rec.pins, partial)
 	}
+	c, pinned := res.series, res.pins
 	var win *windowRec
 	if w != nil {
 		prefix, err := s.windowBase(rec, sum, w.at)
@@ -412,15 +300,15 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	// identityMoved: the thread's pins or retired part changed, which a
 	// save must write even when no counter moved.
 	identityMoved := false
-	if vanished {
+	if res.vanished {
 		// A thread whose messages all changed identity at once, into
 		// protocol ids, while the snapshot counts at least what the thread
 		// did in every series (an import into the server's thread store
 		// that no alias matched) is the same thread under new names: the
 		// new items take over by max-merging, nothing is retired. Otherwise
 		// the items that left keep what they counted.
-		if !reid || !s.covers(rec, c) {
-			s.retire(rec, c, fresh)
+		if !res.reidentified || !s.covers(rec, c) {
+			s.retire(rec, c, res.fresh)
 		}
 		identityMoved = true
 	}
@@ -440,7 +328,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		identityMoved = true
 	}
 	changed := false
-	grown := make(map[SeriesKey]int64, len(rates))
+	grown := make(map[SeriesKey]int64, len(res.rates))
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
@@ -473,7 +361,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
-	chargeGrowth(rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
+	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
 	if sum.LastActivity > rec.lastActivity {
 		rec.lastActivity = sum.LastActivity
 		s.lastActivity = max(s.lastActivity, sum.LastActivity)
@@ -494,13 +382,6 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	s.changedFiles[path] = struct{}{}
 	s.generation++
 	return changed, nil
-}
-
-// itemFamilies are the families a thread's items give (contribute).
-var itemFamilies = map[Family]bool{
-	FamMessages: true, FamPrompts: true, FamTokens: true, FamTokensLong: true, FamCredits: true,
-	FamFinished: true, FamToolCalls: true, FamContextBucket: true, FamContextSum: true,
-	FamExchangeBucket: true, FamExchangeSum: true,
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives
@@ -546,24 +427,6 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 		}
 	}
 	rec.retired = s.series.compact(retired)
-}
-
-// chargeGrowth prices the growth of each token series (grown, with its
-// long-context part under FamTokensLong) at the rates the thread's items
-// gave it, and hands the dollars and unpriced tokens to add (positive
-// values only).
-func chargeGrowth(rates map[SeriesKey]rate, grown map[SeriesKey]int64, add func(SeriesKey, int64)) {
-	for k, r := range rates {
-		if delta := grown[k]; delta > 0 {
-			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2}])
-			if cost > 0 {
-				add(SeriesKey{FamCost, k.L1, ""}, cost)
-			}
-			if unpriced > 0 {
-				add(SeriesKey{FamUnpriced, k.L1, ""}, unpriced)
-			}
-		}
-	}
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {
@@ -644,165 +507,4 @@ func (s *ThreadStore) Generation() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.generation
-}
-
-// StateVersion is the version of the persisted state's layout.
-const StateVersion = 1
-
-// State is the persisted form of a ThreadStore.
-type State struct {
-	Version      int                    `json:"version"`
-	LastActivity int64                  `json:"last_activity_ms"`
-	Labels       map[string][]string    `json:"labels"`
-	Threads      map[string]ThreadState `json:"threads"`
-	Files        map[string]FileRecord  `json:"files"`
-}
-
-// series returns the contribution in its persisted form, sorted so state
-// files are stable.
-func (c contribution) series() []SeriesValue {
-	out := make([]SeriesValue, 0, len(c))
-	for k, v := range c {
-		out = append(out, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: v})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Family != b.Family {
-			return a.Family < b.Family
-		}
-		if a.L1 != b.L1 {
-			return a.L1 < b.L1
-		}
-		return a.L2 < b.L2
-	})
-	return out
-}
-
-// contributionOf is the inverse of series.
-func contributionOf(series []SeriesValue) contribution {
-	c := make(contribution, len(series))
-	for _, sv := range series {
-		k := sv.key()
-		c[k] = satAdd(c[k], sv.Value)
-	}
-	return c
-}
-
-// key is the series a persisted value is restored into. Its label values
-// are sanitized as they are read: a state saved before they were
-// sanitized at ingest must not bring control characters back.
-func (sv SeriesValue) key() SeriesKey {
-	return SeriesKey{Family(sv.Family), restoredLabel(sv.L1), restoredLabel(sv.L2)}
-}
-
-// restoredLabel sanitizes a persisted label value ("" stays "": no label).
-func restoredLabel(v string) string {
-	if v == "" {
-		return ""
-	}
-	return sanitizeLabel(v)
-}
-
-// checkSeries refuses persisted series of families a store does not keep,
-// or with negative values.
-func checkSeries(series []SeriesValue, known map[Family]bool) error {
-	for _, sv := range series {
-		if !known[Family(sv.Family)] {
-			return fmt.Errorf("unknown series family %q", sv.Family)
-		}
-		if sv.Value < 0 {
-			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
-		}
-	}
-	return nil
-}
-
-// ThreadState is one thread's persisted contribution.
-type ThreadState struct {
-	LastActivity int64      `json:"last_activity_ms,omitempty"`
-	Series       SeriesList `json:"series"`
-	// Pins are the labels the thread's items were first counted under.
-	// State files written before them lack it: such a thread is pinned
-	// from the first snapshot read after the restore.
-	Pins *PinState `json:"pins,omitempty"`
-	// Retired is what items no longer in the thread's file counted, kept
-	// apart since the file was truncated (ThreadStore.retire).
-	Retired []SeriesValue `json:"retired,omitempty"`
-	// Window is where a server thread's next read may start (window.go).
-	Window *WindowState `json:"window,omitempty"`
-}
-
-// SeriesValue is one persisted series of a contribution.
-type SeriesValue struct {
-	Family string `json:"f"`
-	L1     string `json:"a,omitempty"`
-	L2     string `json:"b,omitempty"`
-	Value  int64  `json:"v"` // fixed point, see families
-}
-
-// Export returns the store's state for persistence.
-func (s *ThreadStore) Export() *State {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	st := &State{
-		Version:      StateVersion,
-		LastActivity: s.lastActivity,
-		Labels:       s.labels.export(),
-		Threads:      make(map[string]ThreadState, len(s.threads)),
-		Files:        make(map[string]FileRecord, len(s.files)),
-	}
-	for key, rec := range s.threads {
-		st.Threads[key] = threadStateOf(s.series.keys, *rec)
-	}
-	s.exportIdentity(st)
-	for p, f := range s.files {
-		st.Files[p] = *f
-	}
-	return st
-}
-
-// Import loads persisted state into an empty store. It validates before it
-// changes anything, so a damaged state is refused whole.
-func (s *ThreadStore) Import(st *State) error {
-	if st.Version != StateVersion {
-		return fmt.Errorf("state version %d, this exporter reads %d", st.Version, StateVersion)
-	}
-	for key, ts := range st.Threads {
-		if err := checkSeries(ts.Series, knownFamilies); err != nil {
-			return fmt.Errorf("thread %q: %w", key, err)
-		}
-		if err := checkPins(ts.Pins); err != nil {
-			return fmt.Errorf("thread %q: %w", key, err)
-		}
-		if err := checkSeries(ts.Retired, knownFamilies); err != nil {
-			return fmt.Errorf("thread %q: retired: %w", key, err)
-		}
-	}
-	for p, f := range st.Files {
-		if _, ok := st.Threads[f.Key]; !ok {
-			return fmt.Errorf("file %q refers to unknown thread %q", p, f.Key)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.threads) > 0 || len(s.files) > 0 {
-		return fmt.Errorf("state must be loaded into an empty store")
-	}
-	s.labels.restore(st.Labels)
-	for key, ts := range st.Threads {
-		c := contributionOf(ts.Series)
-		for k, v := range c {
-			s.totals[k] = satAdd(s.totals[k], v)
-		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window)}
-		s.changedThreads[key] = struct{}{}
-	}
-	s.importIdentity(st)
-	for p, f := range st.Files {
-		f := f
-		s.files[p] = &f
-		s.changedFiles[p] = struct{}{}
-	}
-	s.lastActivity = st.LastActivity
-	return nil
 }

@@ -181,7 +181,8 @@ func (s *ThreadStore) nextWindow(pins pinBlob, c contribution, sum *thread.Summa
 	}
 	slices.Sort(region)
 	region = slices.Compact(region)
-	cn, _, pinned, _, _, _ := s.contribute(next.Sum, s.prices, pins, true)
+	res := s.contribute(next.Sum, s.prices, pins, true)
+	cn, pinned := res.series, res.pins
 	if len(pinned) != len(pins) || len(pinned) > 0 && &pinned[0] != &pins[0] {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 
 	"github.com/amp-exporter/amp-exporter/internal/app"
@@ -23,7 +23,7 @@ import (
 // ones. Threads only grow, so a clean run over the final server gives the
 // totals any history of it must give.
 type serverWriter struct {
-	srv   *ampstandin.Server
+	srv   *ampservertest.Server
 	gen   *threadgen.Generator
 	rng   *rand.Rand
 	next  int
@@ -127,7 +127,7 @@ func TestKillLoopMixedSourcesLosesNoCount(t *testing.T) {
 		}
 	}
 	const key = "sgamp_user_killloop_0123456789abcdef"
-	srv := ampstandin.New(key, "loop@example.com")
+	srv := ampservertest.New(key, "loop@example.com")
 	defer srv.Close()
 	keyFile := filepath.Join(root, "amp-key")
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {

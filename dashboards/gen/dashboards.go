@@ -33,7 +33,7 @@ func overview() *dash {
 		"short", NameCredits, "now/d"))
 	d.add(d.sinceStartStat("Unpriced tokens today",
 		`Tokens since midnight of models the price table does not know (amp_unpriced_tokens_total): they are missing from the spend figures. Anything above zero means the spend is understated; add the model under pricing.models.`,
-		"short", NameUnpriced, "now/d").
+		"short", NameUnpricedTokens, "now/d").
 		Thresholds(thresholds("green", step(1, "orange"))))
 	d.add(d.stacked("Spend per model",
 		"Estimated spend rate per model in US dollars per hour, both sources (threads and stream-json) together; stacked, so the top is the total.",
@@ -61,12 +61,12 @@ func overview() *dash {
 	d.add(d.timeseries("Unpriced tokens by model",
 		"Tokens per minute of models the price table does not know (amp_unpriced_tokens_total), by model and source. These are missing from the spend panels: add the model under pricing.models or a price file.",
 		"cpm",
-		t(fleetRate("model, source", NameUnpriced, "")+perMinute, "{{model}} ({{source}})")).
+		t(fleetRate("model, source", NameUnpricedTokens, "")+perMinute, "{{model}} ({{source}})")).
 		AxisLabel("tokens per minute"))
 	d.add(d.timeseries("Context-window utilization by model",
 		"p50, p90 and p99 of the share of the context window each finished assistant message used (totalInputTokens / maxInputTokens), by model, from the histogram amp_context_window_utilization_ratio.",
 		"percentunit",
-		percentiles(NameContextUtil, "model", "")...).
+		percentiles(NameContextWindowUtilization, "model", "")...).
 		Min(0))
 
 	d.row("Tools and exchanges")

@@ -493,7 +493,7 @@ func knownMetric(name string) bool {
 // on a name the exporter does not expose.
 func TestKnownMetricCatchesMistakes(t *testing.T) {
 	for name, want := range map[string]bool{
-		NameCost: true, NameContextUtil + "_bucket": true, NameAmyTurnCost + "_sum": true,
+		NameCost: true, NameContextWindowUtilization + "_bucket": true, NameAmyTurnCost + "_sum": true,
 		"amp_cost_total": false, NameCost + "_bucket": false, "amp_threads_count": false,
 	} {
 		if got := knownMetric(name); got != want {

@@ -38,9 +38,9 @@ func fleetVariables(b *dashboard.DashboardBuilder) {
 // fleetCounted are the counters whose since-start stats count Amp server
 // threads once per user (sinceStart).
 var fleetCounted = map[string]bool{
-	NameCost:     true,
-	NameCredits:  true,
-	NameUnpriced: true,
+	NameCost:           true,
+	NameCredits:        true,
+	NameUnpricedTokens: true,
 }
 
 // fleetSum sums a per-series expression by the labels in by ("" for one

@@ -5,146 +5,146 @@ package main
 // The exporter's metric names, generated from the table in
 // collector/metrics.go.
 const (
-	NameThreads               = "amp_threads"
-	NameMessages              = "amp_messages_total"
-	NamePrompts               = "amp_prompts_total"
-	NameTokens                = "amp_tokens_total"
-	NameCredits               = "amp_credits_total"
-	NameCost                  = "amp_cost_usd_total"
-	NameUnpriced              = "amp_unpriced_tokens_total"
-	NameAssistantMessages     = "amp_assistant_messages_total"
-	NameWithoutUsage          = "amp_messages_without_usage_total"
-	NameToolCalls             = "amp_tool_calls_total"
-	NameContextUtil           = "amp_context_window_utilization_ratio"
-	NameExchangeDuration      = "amp_exchange_duration_seconds"
-	NameLastActivity          = "amp_thread_last_activity_timestamp_seconds"
-	NameBilledCost            = "amp_billed_cost_usd_total"
-	NameExecutions            = "amp_executions_total"
-	NameExecutionDuration     = "amp_execution_duration_seconds"
-	NameExecutionTurns        = "amp_execution_turns"
-	NamePermissionDenials     = "amp_permission_denials_total"
-	NameServerUp              = "amp_server_up"
-	NameServerLastSync        = "amp_server_last_sync_timestamp_seconds"
-	NameServerRequests        = "amp_server_requests_total"
-	NameServerResponseBytes   = "amp_server_response_bytes_total"
-	NameServerThreadsSkipped  = "amp_server_threads_skipped_total"
-	NameEntitlementLimit      = "amp_entitlement_limit_usd"
-	NameEntitlementRemaining  = "amp_entitlement_remaining_usd"
-	NameEntitlementUsed       = "amp_entitlement_used_ratio"
-	NameEntitlementWindowEnds = "amp_entitlement_window_reset_timestamp_seconds"
-	NameAmyTurnsStarted       = "amy_turns_started_total"
-	NameAmyTurnsFinished      = "amy_turns_finished_total"
-	NameAmyTurnsInFlight      = "amy_turns_in_flight"
-	NameAmyTurnDuration       = "amy_turn_duration_seconds"
-	NameAmyTimeToFirstToken   = "amy_time_to_first_token_seconds"
-	NameAmyCost               = "amy_cost_usd_total"
-	NameAmyTurnCost           = "amy_turn_cost_usd"
-	NameAmyAgentRuns          = "amy_agent_runs_total"
-	NameAmyAgentDuration      = "amy_agent_duration_seconds"
-	NameAmyAgentCost          = "amy_agent_cost_usd_total"
-	NameAmyValidations        = "amy_validations_total"
-	NameAmyValidationGates    = "amy_validation_gates_total"
-	NameAmyRouting            = "amy_routing_decisions_total"
-	NameAmyFactCheckIssues    = "amy_fact_check_issues_total"
-	NameAmyMemoryEntries      = "amy_memory_entries_total"
-	NameAmyCostWarnings       = "amy_cost_warnings_total"
-	NameAmyEvents             = "amy_events_total"
-	NameAmyStreamUp           = "amy_stream_up"
-	NameAmyReconnects         = "amy_stream_reconnects_total"
-	NameAmyDuplicates         = "amy_stream_duplicate_events_total"
-	NameAmyTurnsGivenUp       = "amy_turns_given_up_total"
-	NameAmyBadEvents          = "amy_stream_bad_events_total"
-	NameAmyRefusedEvents      = "amy_stream_refused_events_total"
-	NameBuildInfo             = "amp_exporter_build_info"
-	NameParseErrors           = "amp_exporter_parse_errors_total"
-	NameFilesParsed           = "amp_exporter_files_parsed_total"
-	NameParseDuration         = "amp_exporter_parse_duration_seconds"
-	NameReloadSuccessful      = "amp_exporter_config_last_reload_successful"
-	NameReloadSuccessTime     = "amp_exporter_config_last_reload_success_timestamp_seconds"
-	NameLabelValuesFolded     = "amp_exporter_label_values_folded_total"
-	NameWatcherFallbacks      = "amp_exporter_watcher_fallbacks_total"
-	NameWatcherPolling        = "amp_exporter_watcher_polling"
-	NameThreadDirsMissing     = "amp_exporter_thread_dirs_missing"
-	NameStateErrors           = "amp_exporter_state_errors_total"
-	NameStateLoadErrors       = "amp_exporter_state_load_errors_total"
-	NameStateBytesWritten     = "amp_exporter_state_bytes_written_total"
-	NameStateCompactions      = "amp_exporter_state_compactions_total"
-	NameStateSaveDuration     = "amp_exporter_state_save_duration_seconds"
-	NamePricingInfo           = "amp_exporter_pricing_info"
-	NameSourceLastChange      = "amp_exporter_source_last_change_timestamp_seconds"
-	NameRemoteWriteSamples    = "amp_exporter_remote_write_samples_total"
-	NameRemoteWriteLastOK     = "amp_exporter_remote_write_last_success_timestamp_seconds"
+	NameMessages                 = "amp_messages_total"
+	NamePrompts                  = "amp_prompts_total"
+	NameTokens                   = "amp_tokens_total"
+	NameCredits                  = "amp_credits_total"
+	NameAssistantMessages        = "amp_assistant_messages_total"
+	NameToolCalls                = "amp_tool_calls_total"
+	NameContextWindowUtilization = "amp_context_window_utilization_ratio"
+	NameExchangeDuration         = "amp_exchange_duration_seconds"
+	NameCost                     = "amp_cost_usd_total"
+	NameUnpricedTokens           = "amp_unpriced_tokens_total"
+	NameBilledCost               = "amp_billed_cost_usd_total"
+	NameMessagesWithoutUsage     = "amp_messages_without_usage_total"
+	NameExecutions               = "amp_executions_total"
+	NameExecutionDuration        = "amp_execution_duration_seconds"
+	NameExecutionTurns           = "amp_execution_turns"
+	NamePermissionDenials        = "amp_permission_denials_total"
+	NameAmyTurnsStarted          = "amy_turns_started_total"
+	NameAmyTurnsFinished         = "amy_turns_finished_total"
+	NameAmyTurnDuration          = "amy_turn_duration_seconds"
+	NameAmyTimeToFirstToken      = "amy_time_to_first_token_seconds"
+	NameAmyCost                  = "amy_cost_usd_total"
+	NameAmyTurnCost              = "amy_turn_cost_usd"
+	NameAmyAgentRuns             = "amy_agent_runs_total"
+	NameAmyAgentDuration         = "amy_agent_duration_seconds"
+	NameAmyAgentCost             = "amy_agent_cost_usd_total"
+	NameAmyValidations           = "amy_validations_total"
+	NameAmyValidationGates       = "amy_validation_gates_total"
+	NameAmyRoutingDecisions      = "amy_routing_decisions_total"
+	NameAmyFactCheckIssues       = "amy_fact_check_issues_total"
+	NameAmyMemoryEntries         = "amy_memory_entries_total"
+	NameAmyCostWarnings          = "amy_cost_warnings_total"
+	NameAmyEvents                = "amy_events_total"
+	NameAmyStreamReconnects      = "amy_stream_reconnects_total"
+	NameAmyStreamDuplicateEvents = "amy_stream_duplicate_events_total"
+	NameAmyTurnsGivenUp          = "amy_turns_given_up_total"
+	NameAmyStreamBadEvents       = "amy_stream_bad_events_total"
+	NameAmyStreamRefusedEvents   = "amy_stream_refused_events_total"
+	NameThreads                  = "amp_threads"
+	NameLastActivity             = "amp_thread_last_activity_timestamp_seconds"
+	NameServerUp                 = "amp_server_up"
+	NameServerLastSync           = "amp_server_last_sync_timestamp_seconds"
+	NameServerRequests           = "amp_server_requests_total"
+	NameServerResponseBytes      = "amp_server_response_bytes_total"
+	NameServerThreadsSkipped     = "amp_server_threads_skipped_total"
+	NameEntitlementLimit         = "amp_entitlement_limit_usd"
+	NameEntitlementRemaining     = "amp_entitlement_remaining_usd"
+	NameEntitlementUsed          = "amp_entitlement_used_ratio"
+	NameEntitlementWindowEnds    = "amp_entitlement_window_reset_timestamp_seconds"
+	NameAmyTurnsInFlight         = "amy_turns_in_flight"
+	NameAmyStreamUp              = "amy_stream_up"
+	NameBuildInfo                = "amp_exporter_build_info"
+	NameParseErrors              = "amp_exporter_parse_errors_total"
+	NameFilesParsed              = "amp_exporter_files_parsed_total"
+	NameParseDuration            = "amp_exporter_parse_duration_seconds"
+	NameReloadSuccessful         = "amp_exporter_config_last_reload_successful"
+	NameReloadSuccessTime        = "amp_exporter_config_last_reload_success_timestamp_seconds"
+	NameLabelValuesFolded        = "amp_exporter_label_values_folded_total"
+	NameWatcherFallbacks         = "amp_exporter_watcher_fallbacks_total"
+	NameWatcherPolling           = "amp_exporter_watcher_polling"
+	NameThreadDirsMissing        = "amp_exporter_thread_dirs_missing"
+	NameStateErrors              = "amp_exporter_state_errors_total"
+	NameStateLoadErrors          = "amp_exporter_state_load_errors_total"
+	NameStateBytesWritten        = "amp_exporter_state_bytes_written_total"
+	NameStateCompactions         = "amp_exporter_state_compactions_total"
+	NameStateSaveDuration        = "amp_exporter_state_save_duration_seconds"
+	NamePricingInfo              = "amp_exporter_pricing_info"
+	NameSourceLastChange         = "amp_exporter_source_last_change_timestamp_seconds"
+	NameRemoteWriteSamples       = "amp_exporter_remote_write_samples_total"
+	NameRemoteWriteLastOK        = "amp_exporter_remote_write_last_success_timestamp_seconds"
 )
 
 // metricTypes is each metric's type.
 var metricTypes = map[string]string{
-	NameThreads:               "gauge",
-	NameMessages:              "counter",
-	NamePrompts:               "counter",
-	NameTokens:                "counter",
-	NameCredits:               "counter",
-	NameCost:                  "counter",
-	NameUnpriced:              "counter",
-	NameAssistantMessages:     "counter",
-	NameWithoutUsage:          "counter",
-	NameToolCalls:             "counter",
-	NameContextUtil:           "histogram",
-	NameExchangeDuration:      "histogram",
-	NameLastActivity:          "gauge",
-	NameBilledCost:            "counter",
-	NameExecutions:            "counter",
-	NameExecutionDuration:     "histogram",
-	NameExecutionTurns:        "histogram",
-	NamePermissionDenials:     "counter",
-	NameServerUp:              "gauge",
-	NameServerLastSync:        "gauge",
-	NameServerRequests:        "counter",
-	NameServerResponseBytes:   "counter",
-	NameServerThreadsSkipped:  "counter",
-	NameEntitlementLimit:      "gauge",
-	NameEntitlementRemaining:  "gauge",
-	NameEntitlementUsed:       "gauge",
-	NameEntitlementWindowEnds: "gauge",
-	NameAmyTurnsStarted:       "counter",
-	NameAmyTurnsFinished:      "counter",
-	NameAmyTurnsInFlight:      "gauge",
-	NameAmyTurnDuration:       "histogram",
-	NameAmyTimeToFirstToken:   "histogram",
-	NameAmyCost:               "counter",
-	NameAmyTurnCost:           "histogram",
-	NameAmyAgentRuns:          "counter",
-	NameAmyAgentDuration:      "histogram",
-	NameAmyAgentCost:          "counter",
-	NameAmyValidations:        "counter",
-	NameAmyValidationGates:    "counter",
-	NameAmyRouting:            "counter",
-	NameAmyFactCheckIssues:    "counter",
-	NameAmyMemoryEntries:      "counter",
-	NameAmyCostWarnings:       "counter",
-	NameAmyEvents:             "counter",
-	NameAmyStreamUp:           "gauge",
-	NameAmyReconnects:         "counter",
-	NameAmyDuplicates:         "counter",
-	NameAmyTurnsGivenUp:       "counter",
-	NameAmyBadEvents:          "counter",
-	NameAmyRefusedEvents:      "counter",
-	NameBuildInfo:             "gauge",
-	NameParseErrors:           "counter",
-	NameFilesParsed:           "counter",
-	NameParseDuration:         "histogram",
-	NameReloadSuccessful:      "gauge",
-	NameReloadSuccessTime:     "gauge",
-	NameLabelValuesFolded:     "counter",
-	NameWatcherFallbacks:      "counter",
-	NameWatcherPolling:        "gauge",
-	NameThreadDirsMissing:     "gauge",
-	NameStateErrors:           "counter",
-	NameStateLoadErrors:       "counter",
-	NameStateBytesWritten:     "counter",
-	NameStateCompactions:      "counter",
-	NameStateSaveDuration:     "histogram",
-	NamePricingInfo:           "gauge",
-	NameSourceLastChange:      "gauge",
-	NameRemoteWriteSamples:    "counter",
-	NameRemoteWriteLastOK:     "gauge",
+	NameMessages:                 "counter",
+	NamePrompts:                  "counter",
+	NameTokens:                   "counter",
+	NameCredits:                  "counter",
+	NameAssistantMessages:        "counter",
+	NameToolCalls:                "counter",
+	NameContextWindowUtilization: "histogram",
+	NameExchangeDuration:         "histogram",
+	NameCost:                     "counter",
+	NameUnpricedTokens:           "counter",
+	NameBilledCost:               "counter",
+	NameMessagesWithoutUsage:     "counter",
+	NameExecutions:               "counter",
+	NameExecutionDuration:        "histogram",
+	NameExecutionTurns:           "histogram",
+	NamePermissionDenials:        "counter",
+	NameAmyTurnsStarted:          "counter",
+	NameAmyTurnsFinished:         "counter",
+	NameAmyTurnDuration:          "histogram",
+	NameAmyTimeToFirstToken:      "histogram",
+	NameAmyCost:                  "counter",
+	NameAmyTurnCost:              "histogram",
+	NameAmyAgentRuns:             "counter",
+	NameAmyAgentDuration:         "histogram",
+	NameAmyAgentCost:             "counter",
+	NameAmyValidations:           "counter",
+	NameAmyValidationGates:       "counter",
+	NameAmyRoutingDecisions:      "counter",
+	NameAmyFactCheckIssues:       "counter",
+	NameAmyMemoryEntries:         "counter",
+	NameAmyCostWarnings:          "counter",
+	NameAmyEvents:                "counter",
+	NameAmyStreamReconnects:      "counter",
+	NameAmyStreamDuplicateEvents: "counter",
+	NameAmyTurnsGivenUp:          "counter",
+	NameAmyStreamBadEvents:       "counter",
+	NameAmyStreamRefusedEvents:   "counter",
+	NameThreads:                  "gauge",
+	NameLastActivity:             "gauge",
+	NameServerUp:                 "gauge",
+	NameServerLastSync:           "gauge",
+	NameServerRequests:           "counter",
+	NameServerResponseBytes:      "counter",
+	NameServerThreadsSkipped:     "counter",
+	NameEntitlementLimit:         "gauge",
+	NameEntitlementRemaining:     "gauge",
+	NameEntitlementUsed:          "gauge",
+	NameEntitlementWindowEnds:    "gauge",
+	NameAmyTurnsInFlight:         "gauge",
+	NameAmyStreamUp:              "gauge",
+	NameBuildInfo:                "gauge",
+	NameParseErrors:              "counter",
+	NameFilesParsed:              "counter",
+	NameParseDuration:            "histogram",
+	NameReloadSuccessful:         "gauge",
+	NameReloadSuccessTime:        "gauge",
+	NameLabelValuesFolded:        "counter",
+	NameWatcherFallbacks:         "counter",
+	NameWatcherPolling:           "gauge",
+	NameThreadDirsMissing:        "gauge",
+	NameStateErrors:              "counter",
+	NameStateLoadErrors:          "counter",
+	NameStateBytesWritten:        "counter",
+	NameStateCompactions:         "counter",
+	NameStateSaveDuration:        "histogram",
+	NamePricingInfo:              "gauge",
+	NameSourceLastChange:         "gauge",
+	NameRemoteWriteSamples:       "counter",
+	NameRemoteWriteLastOK:        "gauge",
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -24,7 +24,7 @@ import (
 // in again): the account is named once the key works. It used to be asked
 // only once, before the first sync, and never again.
 func TestServerSourceNamesTheAccountOnceTheKeyWorks(t *testing.T) {
-	srv := ampstandin.New("sgamp_right_key_0123456789", "dev@example.com")
+	srv := ampservertest.New("sgamp_right_key_0123456789", "dev@example.com")
 	defer srv.Close()
 	keyFile := filepath.Join(t.TempDir(), "amp-key")
 	if err := os.WriteFile(keyFile, []byte("sgamp_wrong_key_0123456789"), 0o600); err != nil {

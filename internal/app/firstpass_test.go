@@ -22,7 +22,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/source/threads"
@@ -120,7 +120,7 @@ func TestNoPartialTotalsDuringFirstScan(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{collector.NameThreads, collector.NameContextUtil} {
+	for _, name := range []string{collector.NameThreads, collector.NameOf(ampstore.FamContextBucket)} {
 		if _, ok := during[name]; ok {
 			t.Errorf("during the first scan: %s is shown", name)
 		}
@@ -137,7 +137,7 @@ func TestNoPartialTotalsDuringFirstScan(t *testing.T) {
 	<-scanned
 	after := scrape(t, srv.URL)
 	got := map[string]float64{}
-	for _, m := range after[collector.NameMessages].GetMetric() {
+	for _, m := range after[collector.NameOf(ampstore.FamMessages)].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "role" {
 				got[l.GetValue()] = m.GetCounter().GetValue()
@@ -193,7 +193,7 @@ func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 // cannot be reached.
 func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
-	srv := ampstandin.New(key, "dev@example.com")
+	srv := ampservertest.New(key, "dev@example.com")
 	for i := range 3 {
 		if _, err := srv.Put(threadDoc(i), 1764590400000); err != nil {
 			t.Fatal(err)
@@ -237,7 +237,7 @@ func TestServerFamiliesWaitForFirstSync(t *testing.T) {
 		var n float64
 		found := false
 		for _, mf := range mfs {
-			if mf.GetName() != collector.NameMessages {
+			if mf.GetName() != collector.NameOf(ampstore.FamMessages) {
 				continue
 			}
 			for _, m := range mf.GetMetric() {

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
-	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 )
 

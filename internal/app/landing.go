@@ -8,7 +8,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -89,10 +89,10 @@ func orZero(v *float64) *float64 {
 func ampCounts(m landing.Metrics, source string) landing.Counts {
 	src := map[string]string{"source": source}
 	return landing.Counts{
-		Tokens:       orZero(m.SumPtr(collector.NameTokens, src)),
-		EstimatedUSD: orZero(m.SumPtr(collector.NameCost, src)),
+		Tokens:       orZero(m.SumPtr(collector.NameOf(store.FamTokens), src)),
+		EstimatedUSD: orZero(m.SumPtr(collector.NameOf(store.FamCost), src)),
 		// Billed USD only where the source reports it.
-		BilledUSD: m.SumPtr(collector.NameBilledCost, src),
+		BilledUSD: m.SumPtr(collector.NameOf(store.FamBilled), src),
 	}
 }
 
@@ -291,8 +291,8 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 				row.Configured = append(row.Configured, landing.Setting{Value: fmt.Sprintf("%d configured turns", n)})
 			}
 			isUp, _ := m.Sum(collector.NameAmyStreamUp, up)
-			unauthorized, _ := m.Sum(collector.NameAmyReconnects, map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
-			started, _ := m.Sum(collector.NameAmyTurnsStarted, up)
+			unauthorized, _ := m.Sum(collector.NameOf(store.FamAmyReconnects), map[string]string{"upstream": u.Name, "reason": store.ReconnectUnauthorized})
+			started, _ := m.Sum(collector.NameOf(store.FamAmyStarted), up)
 			inFlight, _ := m.Sum(collector.NameAmyTurnsInFlight, up)
 			// amy_stream_up is 1 while connected or idle without error.
 			switch {
@@ -310,7 +310,7 @@ func amyProvider(cfg func() *config.Config) landing.Provider {
 				row.State = "idle"
 			}
 			row.Note = joinNote(row.Note, fmt.Sprintf("%.0f turns started, %.0f in flight.", started, inFlight))
-			row.Counted.BilledUSD = orZero(m.SumPtr(collector.NameAmyCost, up))
+			row.Counted.BilledUSD = orZero(m.SumPtr(collector.NameOf(store.FamAmyCost), up))
 			rows = append(rows, row)
 		}
 		return rows

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 )
 
 // metricsOf builds a landing.Metrics snapshot from gauges set to the given

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/landing"
+	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )

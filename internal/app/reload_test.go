@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -76,7 +77,7 @@ func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...f
 			t.Errorf("Run: %v", err)
 		}
 	})
-	waitUntil(t, "the first scan", a.ready.Load)
+	testutil.WaitUntil(t, "the first scan", a.ready.Load)
 	return e
 }
 
@@ -142,7 +143,7 @@ func (e *testExporter) value(t *testing.T, name string, want map[string]string) 
 
 func (e *testExporter) waitValue(t *testing.T, name string, labels map[string]string, cond func(float64) bool) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%s%v", name, labels), func() bool {
+	testutil.WaitUntil(t, fmt.Sprintf("%s%v", name, labels), func() bool {
 		v, ok := e.value(t, name, labels)
 		return ok && cond(v)
 	})
@@ -259,7 +260,7 @@ func TestReloadEverySection(t *testing.T) {
 				t.Error("the upstream added by the reload has no series")
 			}
 			// The running proxy forwards to the new base_url.
-			waitUntil(t, "the proxy answering", func() bool {
+			testutil.WaitUntil(t, "the proxy answering", func() bool {
 				resp, err := http.Get("http://" + proxyAddr(t, dir) + "/v1/whoami")
 				if err != nil {
 					return false
@@ -316,7 +317,7 @@ func TestReloadEverySection(t *testing.T) {
 				filepath.Join(dir, "threads"), off, receiverURL(t, dir))
 		},
 		check: func(t *testing.T, e *testExporter, dir string) {
-			waitUntil(t, "a push to the receiver added by the reload", func() bool { return receivers[dir].requests.Load() > 0 })
+			testutil.WaitUntil(t, "a push to the receiver added by the reload", func() bool { return receivers[dir].requests.Load() > 0 })
 		},
 	}}
 	for _, tc := range tests {

@@ -12,6 +12,7 @@ import (
 	commoncfg "github.com/prometheus/common/config"
 	"github.com/prometheus/common/version"
 
+	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
@@ -42,7 +43,15 @@ type runningSender struct {
 // newRemoteWriters returns the senders' owner, with none running yet.
 func newRemoteWriters(reg *prometheus.Registry, ready func() bool, logger *slog.Logger) *remoteWriters {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &remoteWriters{ctx: ctx, cancel: cancel, reg: reg, ready: ready, log: logger, metrics: remotewrite.NewMetrics(reg)}
+	return &remoteWriters{ctx: ctx, cancel: cancel, reg: reg, ready: ready, log: logger, metrics: newRemoteWriteMetrics(reg)}
+}
+
+// newRemoteWriteMetrics registers the senders' metrics, built from their
+// rows of the collector's table.
+func newRemoteWriteMetrics(reg prometheus.Registerer) *remotewrite.Metrics {
+	return remotewrite.NewMetrics(reg,
+		collector.NewCounterVec(collector.NameRemoteWriteSamples),
+		collector.NewGaugeVec(collector.NameRemoteWriteLastOK))
 }
 
 // stop ends every sender and waits for their last pushes.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 )
 
 type countingReceiver struct {
@@ -31,17 +32,6 @@ func newCountingReceiver(t *testing.T) *countingReceiver {
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func rwConfig(urls ...string) *config.Config {
@@ -68,12 +58,12 @@ func TestRemoteWritersApplyAndShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Interval is an hour: the only pushes are the first and the last.
-	waitUntil(t, "first push to a", func() bool { return a.requests.Load() == 1 })
+	testutil.WaitUntil(t, "first push to a", func() bool { return a.requests.Load() == 1 })
 
 	if err := rw.apply(rwConfig(a.srv.URL, b.srv.URL)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "first push to b", func() bool { return b.requests.Load() == 1 })
+	testutil.WaitUntil(t, "first push to b", func() bool { return b.requests.Load() == 1 })
 	if a.requests.Load() != 1 {
 		t.Fatalf("the unchanged sender for a was restarted (%d pushes)", a.requests.Load())
 	}
@@ -87,7 +77,7 @@ func TestRemoteWritersApplyAndShutdown(t *testing.T) {
 	if err := rw.apply(rwConfig(b.srv.URL)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "last push to a when removed", func() bool { return a.requests.Load() == 2 })
+	testutil.WaitUntil(t, "last push to a when removed", func() bool { return a.requests.Load() == 2 })
 
 	rw.stop()
 	if a.requests.Load() != 2 || b.requests.Load() != 2 {

@@ -16,7 +16,8 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -113,7 +114,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 		}
 	}
 	a := buildTestApp(t, fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", dir), "")
-	if _, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); shown {
+	if _, shown := sourceSamples(t, a.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceThreads); shown {
 		t.Error("thread-file families on /metrics before the first scan")
 	}
 	if a.amp.Ready(ampstore.SourceThreads) || a.amp.Ready(ampstore.SourceStream) || a.ready.Load() {
@@ -123,8 +124,8 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 		t.Error("remote-write would push before the first passes (partial totals)")
 	}
 	stop := a.run()
-	waitUntil(t, "ready", a.ready.Load)
-	if n, shown := sourceSamples(t, a.App, collector.NameMessages, ampstore.SourceThreads); !shown || n != 4 {
+	testutil.WaitUntil(t, "ready", a.ready.Load)
+	if n, shown := sourceSamples(t, a.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceThreads); !shown || n != 4 {
 		t.Errorf("after the first scan: %v thread-file messages (shown %v), want 4", n, shown)
 	}
 	if !a.amp.Ready(ampstore.SourceStream) {
@@ -144,7 +145,7 @@ func TestNewWiresFirstPassReadiness(t *testing.T) {
 // the landing page, while the restored thread files wait for their scan.
 func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	const key = "sgamp_right_key_0123456789"
-	srv := ampstandin.New(key, "dev@example.com")
+	srv := ampservertest.New(key, "dev@example.com")
 	for i := range 3 {
 		if _, err := srv.Put(threadDoc(i), 1764590400000); err != nil {
 			t.Fatal(err)
@@ -166,13 +167,13 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 		t.Fatal("the server's families shown before its first sync, without a saved state")
 	}
 	stop := first.run()
-	waitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
-	if n, _ := sourceSamples(t, first.App, collector.NameMessages, ampstore.SourceServer); n != 6 {
+	testutil.WaitUntil(t, "the first sync", func() bool { return first.amp.Ready(ampstore.SourceServer) })
+	if n, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceServer); n != 6 {
 		t.Fatalf("after the first sync: %v server messages, want 6", n)
 	}
 	// The pricing step prices the server's own store too.
-	if usd, _ := sourceSamples(t, first.App, collector.NameCost, ampstore.SourceServer); usd <= 0 {
-		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameCost, ampstore.SourceServer, usd)
+	if usd, _ := sourceSamples(t, first.App, collector.NameOf(ampstore.FamCost), ampstore.SourceServer); usd <= 0 {
+		t.Errorf("the server's tokens are not priced: %s{source=%q} %v", collector.NameOf(ampstore.FamCost), ampstore.SourceServer, usd)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	if !second.amp.Ready(ampstore.SourceServer) {
 		t.Error("after a restart the server's families wait for a sync, though the state holds them")
 	}
-	if n, shown := sourceSamples(t, second.App, collector.NameMessages, ampstore.SourceServer); !shown || n != 6 {
+	if n, shown := sourceSamples(t, second.App, collector.NameOf(ampstore.FamMessages), ampstore.SourceServer); !shown || n != 6 {
 		t.Errorf("after a restart, before a sync: %v server messages (shown %v), want 6", n, shown)
 	}
 	// The landing page shows what /metrics shows: the server's restored

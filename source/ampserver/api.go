@@ -232,9 +232,6 @@ type Export struct {
 	From     int
 	// bodies are the buffers Messages lie in.
 	bodies []*[]byte
-	// legacy: read as before issue 18 (Options.LegacyDecode), the
-	// document built and parsed.
-	legacy bool
 }
 
 // Release gives the buffers the export's messages lie in back to the
@@ -274,7 +271,7 @@ func (c *Client) exportThread(ctx context.Context, id string, maxBytes int64, do
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, legacy: c.opts.LegacyDecode}
+	out := Export{V: int64(head.V), CreatorUserID: bounded(tail.Thread.CreatorUserID, maxUserID), UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data}
 	messages := tail.Messages
 	if tail.HasMoreBefore {
 		// The tail's last message is read again with the pages: its body
@@ -297,7 +294,7 @@ func (c *Client) exportThread(ctx context.Context, id string, maxBytes int64, do
 func (out Export) assemble(messages []json.RawMessage, maxBytes int64, doc bool) (Export, error) {
 	var built []byte
 	var err error
-	if doc || out.legacy {
+	if doc {
 		built, err = assemble(out.Data, out.From, messages)
 		out.Size = int64(len(built))
 	} else {
@@ -324,22 +321,12 @@ func (out Export) assemble(messages []json.RawMessage, maxBytes int64, doc bool)
 // Parse reads the thread (or window) the export holds, as its document
 // would read, without building the document.
 func (out Export) Parse(p *thread.Parser) (*thread.Thread, error) {
-	if out.legacy {
-		return p.ParseBytes(out.Doc)
-	}
 	return thread.ParseParts(p, out.Data, out.From, out.Messages)
 }
 
 // parseFrom reads the export's messages from index from on as a window
 // (from is at least out.From).
 func (out Export) parseFrom(p *thread.Parser, from int) (*thread.Thread, error) {
-	if out.legacy {
-		doc, err := assemble(out.Data, from, out.Messages[from-out.From:])
-		if err != nil {
-			return nil, err
-		}
-		return p.ParseBytes(doc)
-	}
 	return thread.ParseParts(p, out.Data, from, out.Messages[from-out.From:])
 }
 
@@ -410,7 +397,7 @@ func (c *Client) ExportFrom(ctx context.Context, id string, from, count int, max
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from, legacy: c.opts.LegacyDecode}
+	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from}
 	messages := tail.Messages
 	switch {
 	case limit > 1 && len(messages) == limit:

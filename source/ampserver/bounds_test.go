@@ -18,7 +18,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -158,7 +158,7 @@ func TestSyncOverlappingPagesAreRefused(t *testing.T) {
 // the bound is inflated, not after inflating it all; the bytes are
 // reported on the wire and decoded.
 func TestClientGzipBombIsTooLarge(t *testing.T) {
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	defer srv.Close()
 	h := &harness{t: t, srv: srv}
 	if err := srv.PutGenerated(threadgen.New(threadgen.Options{Threads: 2, TotalBytes: 40_000, Seed: 5}), 0, 2); err != nil {
@@ -304,7 +304,7 @@ func TestSyncSkipsOtherUsersThreads(t *testing.T) {
 func TestSyncRateLimitedByCodeIsRetriedNextSync(t *testing.T) {
 	h := newHarness(t, 3, SyncConfig{MaxConcurrency: 1})
 	ids := h.srv.IDs()
-	f := ampstandin.Fault{Status: 200, Code: "rate-limit-exceeded", RetryAfterSeconds: 7}
+	f := ampservertest.Fault{Status: 200, Code: "rate-limit-exceeded", RetryAfterSeconds: 7}
 	h.srv.Fail(MethodGetThreadTail, f, f, f, f)
 	st, err := h.sync.Sync(context.Background())
 	if !errors.Is(err, ErrRateLimited) || st.Complete || st.Unreadable != 0 || st.Fetched != 0 {
@@ -387,7 +387,7 @@ func TestExportReplacesMessagesOfData(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: the assembled document is not the thread's", id)
 		}
-		if ex.CreatorUserID != ampstandin.DefaultUserID || ex.UpdatedAt == 0 || ex.V == 0 {
+		if ex.CreatorUserID != ampservertest.DefaultUserID || ex.UpdatedAt == 0 || ex.V == 0 {
 			t.Fatalf("%s: header read as %+v", id, Export{V: ex.V, CreatorUserID: ex.CreatorUserID, UpdatedAt: ex.UpdatedAt})
 		}
 	}
@@ -418,7 +418,7 @@ func TestSyncNamesTheAccountOnceTheKeyWorks(t *testing.T) {
 	h.syncOK()
 	h.clk.Advance(time.Minute)
 	h.syncOK()
-	if len(named) != 1 || named[0].Email != "alice@example.com" || named[0].ID != ampstandin.DefaultUserID {
+	if len(named) != 1 || named[0].Email != "alice@example.com" || named[0].ID != ampservertest.DefaultUserID {
 		t.Fatalf("named %v, want alice once", named)
 	}
 }

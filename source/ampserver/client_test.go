@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -57,7 +57,7 @@ func newTestClient(t *testing.T, url string, rec *recorder, mod func(*Options)) 
 }
 
 func TestClientErrors(t *testing.T) {
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	defer srv.Close()
 	g := threadgen.New(threadgen.Options{Threads: 3, TotalBytes: 60_000, Seed: 3})
 	if err := srv.PutGenerated(g, 0, 3); err != nil {
@@ -83,24 +83,24 @@ func TestClientErrors(t *testing.T) {
 		}},
 		{name: "wrong key is auth, not retried", setup: func() { srv.SetKey("other") },
 			call: func(c *Client) error { _, err := c.GetUserInfo(ctx); return err }, want: ErrAuth},
-		{name: "403 is auth", setup: func() { srv.Fail(MethodListThreads, ampstandin.Fault{Status: 403}) },
+		{name: "403 is auth", setup: func() { srv.Fail(MethodListThreads, ampservertest.Fault{Status: 403}) },
 			call: func(c *Client) error { _, err := c.ListThreads(ctx, ListParams{Limit: 10}); return err }, want: ErrAuth},
 		{name: "auth-required code with 200 is auth", setup: func() {
-			srv.Fail(MethodListThreads, ampstandin.Fault{Status: 200, Code: "auth-required"})
+			srv.Fail(MethodListThreads, ampservertest.Fault{Status: 200, Code: "auth-required"})
 		}, call: func(c *Client) error { _, err := c.ListThreads(ctx, ListParams{Limit: 10}); return err }, want: ErrAuth},
 		{name: "thread gone between list and fetch", setup: func() { srv.Vanish(ids[0]) },
 			call: func(c *Client) error { _, err := c.ExportThread(ctx, ids[0], 1<<30); return err }, want: ErrThreadNotFound},
 		{name: "429 honours Retry-After", setup: func() {
-			srv.Fail(MethodListThreads, ampstandin.Fault{Status: 429, RetryAfter: "7"})
+			srv.Fail(MethodListThreads, ampservertest.Fault{Status: 429, RetryAfter: "7"})
 		}, call: func(c *Client) error { _, err := c.ListThreads(ctx, ListParams{Limit: 10}); return err },
 			sleeps: []time.Duration{7 * time.Second}},
 		{name: "503 Retry-After is capped", setup: func() {
-			srv.Fail(MethodListThreads, ampstandin.Fault{Status: 503, RetryAfter: "86400"})
+			srv.Fail(MethodListThreads, ampservertest.Fault{Status: 503, RetryAfter: "86400"})
 		}, call: func(c *Client) error { _, err := c.ListThreads(ctx, ListParams{Limit: 10}); return err },
 			sleeps: []time.Duration{time.Minute}},
 		{name: "500s back off then give up", setup: func() {
-			srv.Fail(MethodListThreads, ampstandin.Fault{Status: 500}, ampstandin.Fault{Status: 500},
-				ampstandin.Fault{Status: 500}, ampstandin.Fault{Status: 500})
+			srv.Fail(MethodListThreads, ampservertest.Fault{Status: 500}, ampservertest.Fault{Status: 500},
+				ampservertest.Fault{Status: 500}, ampservertest.Fault{Status: 500})
 		}, call: func(c *Client) error { _, err := c.ListThreads(ctx, ListParams{Limit: 10}); return err },
 			want: ErrTransient, retryAfter: true},
 		{name: "oversized response", setup: func() { srv.Oversize(ids[1]) },
@@ -209,7 +209,7 @@ func TestClientBadEnvelopes(t *testing.T) {
 }
 
 func TestClientSlowServerTimesOut(t *testing.T) {
-	srv := ampstandin.New(testKey, "a@b")
+	srv := ampservertest.New(testKey, "a@b")
 	defer srv.Close()
 	srv.SetDelay(5 * time.Second)
 	rec := &recorder{}

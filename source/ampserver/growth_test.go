@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
@@ -18,7 +18,7 @@ import (
 // results, with protocol ids), as a user working in it does between two
 // syncs.
 type growingThread struct {
-	srv *ampstandin.Server
+	srv *ampservertest.Server
 	id  string
 	r   *rand.Rand
 	sim simThread
@@ -26,7 +26,7 @@ type growingThread struct {
 
 func newGrowingThread(tb testing.TB, size int64) *growingThread {
 	tb.Helper()
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	g := threadgen.New(threadgen.Options{Threads: 1, TotalBytes: size, Seed: 18})
 	if err := srv.PutGenerated(g, 0, 1); err != nil {
 		tb.Fatal(err)

@@ -21,41 +21,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/store"
 )
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // oauthEnv is an Amp server with OAuth logins (the stand-in), a CLI data
 // directory whose secrets.json holds a login for it, and a fake clock.
 type oauthEnv struct {
 	t       *testing.T
 	clk     *clock.Fake
-	back    *ampstandin.Server
-	o       *ampstandin.OAuth
+	back    *ampservertest.Server
+	o       *ampservertest.OAuth
 	data    string // XDG_DATA_HOME
 	secrets string
 	cliURL  string // the URL as the CLI keeps it (AMP_URL as typed: no slash)
-	log     *lockedBuffer
+	log     *testutil.SyncBuffer
 	sleeps  []time.Duration
 	mu      sync.Mutex
 }
@@ -70,11 +53,11 @@ var otherEntries = map[string]any{
 func newOAuthEnv(t *testing.T, lifetime time.Duration) *oauthEnv {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	back := ampstandin.New(testKey, "alice@example.com")
+	back := ampservertest.New(testKey, "alice@example.com")
 	t.Cleanup(back.Close)
-	o := ampstandin.NewOAuth(back, testKey, clk.Now, lifetime)
+	o := ampservertest.NewOAuth(back, testKey, clk.Now, lifetime)
 	t.Cleanup(o.Close)
-	e := &oauthEnv{t: t, clk: clk, back: back, o: o, data: t.TempDir(), cliURL: o.URL, log: &lockedBuffer{}}
+	e := &oauthEnv{t: t, clk: clk, back: back, o: o, data: t.TempDir(), cliURL: o.URL, log: &testutil.SyncBuffer{}}
 	if err := os.MkdirAll(filepath.Join(e.data, "amp"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +389,7 @@ func TestOAuthInvalidGrant(t *testing.T) {
 func TestOAuthTransientFailuresRetried(t *testing.T) {
 	e := newOAuthEnv(t, time.Minute)
 	k := e.mustKey(true)
-	e.o.FailRefresh(ampstandin.Fault{Status: 500}, ampstandin.Fault{Status: 429, RetryAfter: "30"})
+	e.o.FailRefresh(ampservertest.Fault{Status: 500}, ampservertest.Fault{Status: 429, RetryAfter: "30"})
 	if _, err := k.APIKey(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +406,7 @@ func TestOAuthTransientFailuresRetried(t *testing.T) {
 	// Three failures: the still-valid token is used, and the next try
 	// waits RetryFailedAfter instead of coming with every request.
 	e.clk.Advance(59 * time.Second) // the new token has 1 s left
-	e.o.FailRefresh(ampstandin.Fault{Status: 503}, ampstandin.Fault{Status: 503}, ampstandin.Fault{Status: 503})
+	e.o.FailRefresh(ampservertest.Fault{Status: 503}, ampservertest.Fault{Status: 503}, ampservertest.Fault{Status: 503})
 	valid, _ := e.stored()
 	if got, err := k.APIKey(context.Background()); err != nil || got != valid {
 		t.Fatalf("valid token after failed refresh: %v", err)

@@ -22,18 +22,12 @@ import (
 // parsed where they lie, and the buffers reused once a thread is counted
 // (overwritten when given back, so a use after release shows) count what
 // the documents read as files count: on a first sync over pages, after
-// growth read by window, whatever the encoding, with workers in parallel;
-// and so does the old path kept as the benchmarks' baseline.
+// growth read by window, whatever the encoding, with workers in parallel.
 func TestPooledBodiesCountAsFiles(t *testing.T) {
-	scribbleReleased.Store(true)
-	t.Cleanup(func() { scribbleReleased.Store(false) })
-	for _, enc := range []string{"gzip", "zstd", "identity", "legacy"} {
+	t.Cleanup(bodies.Scribble())
+	for _, enc := range []string{"gzip", "zstd", "identity"} {
 		t.Run(enc, func(t *testing.T) {
 			h := newHarness(t, 1, SyncConfig{ListLimit: 500, MaxConcurrency: 3, WindowOverlap: 4})
-			if enc == "legacy" {
-				c := newTestClient(t, h.srv.URL, h.rec, func(o *Options) { o.LegacyDecode = true })
-				h.sync = NewSyncer(c, h.cfg, h.store, SyncOptions{Owners: h.owners, Clock: h.clk})
-			}
 			g := threadgen.New(threadgen.Options{Threads: 9, TotalBytes: 6 << 20, Seed: 23})
 			if err := h.srv.PutGenerated(g, 0, g.Len()); err != nil {
 				t.Fatal(err)
@@ -145,7 +139,7 @@ func TestReadAllPooled(t *testing.T) {
 	for _, n := range []int{0, 1, 511, 512, 513, 64<<10 - 1, 64 << 10, 64<<10 + 1, 3<<20 + 7} {
 		for _, hint := range []int64{0, 1, 100, 64 << 10, 1 << 20} {
 			body := bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
-			buf, err := readAll(iotest.HalfReader(bytes.NewReader(body)), hint, true)
+			buf, err := readAll(iotest.HalfReader(bytes.NewReader(body)), hint)
 			if err != nil || !bytes.Equal(*buf, body) {
 				t.Fatalf("%d bytes, hint %d: got %d bytes, %v", n, hint, len(*buf), err)
 			}

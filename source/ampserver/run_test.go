@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 )
 
 type sourceMetrics struct {
@@ -78,7 +78,7 @@ func TestRunRefusedKeyRetriesSlowlyAndNeverLogsIt(t *testing.T) {
 	// Now the key is accepted, and the server answers with errors that
 	// quote it.
 	h.srv.SetKey(testKey)
-	echo := ampstandin.Fault{Status: 500, Code: "boom " + testKey}
+	echo := ampservertest.Fault{Status: 500, Code: "boom " + testKey}
 	h.srv.Fail(MethodListThreads, echo, echo, echo, echo) // more than the client retries
 	for i := 0; ; i++ {
 		if i > 24*3600 {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -41,7 +41,7 @@ func benchCorpus() *threadgen.Generator {
 // standinChild serves the benchmark corpus on loopback, prints its URL,
 // and serves until its standard input closes.
 func standinChild() int {
-	srv := ampstandin.New(testKey, "bench@example.com")
+	srv := ampservertest.New(testKey, "bench@example.com")
 	defer srv.Close()
 	if os.Getenv("AMP_BENCH_GZIP") == "0" {
 		srv.DisableGzip()

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/internal/threadtest"
@@ -30,7 +30,7 @@ var t0 = time.Date(2026, 4, 10, 12, 0, 0, 0, time.UTC)
 
 type harness struct {
 	t      *testing.T
-	srv    *ampstandin.Server
+	srv    *ampservertest.Server
 	store  *store.ThreadStore
 	owners *store.Owners
 	clk    *clock.Fake
@@ -44,7 +44,7 @@ type harness struct {
 // first).
 func newHarness(t *testing.T, n int, cfg SyncConfig) *harness {
 	t.Helper()
-	srv := ampstandin.New(testKey, "alice@example.com")
+	srv := ampservertest.New(testKey, "alice@example.com")
 	t.Cleanup(srv.Close)
 	g := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 20_000, Seed: 11})
 	if err := srv.PutGenerated(g, 0, n); err != nil {
@@ -249,7 +249,7 @@ func TestSyncHalfFailedResumes(t *testing.T) {
 	ids := h.srv.IDs()
 	// One thread's tail fails more often than the client retries.
 	for range 4 {
-		h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 500})
+		h.srv.Fail(MethodGetThreadTail, ampservertest.Fault{Status: 500})
 	}
 	st, err := h.sync.Sync(context.Background())
 	if err == nil || st.Complete || st.Fetched != 5 || st.Failed != 1 {
@@ -269,8 +269,8 @@ func TestSyncHalfFailedResumes(t *testing.T) {
 func TestSyncServerTrouble(t *testing.T) {
 	h := newHarness(t, 4, SyncConfig{})
 	ids := h.srv.IDs()
-	h.srv.Fail(MethodListThreads, ampstandin.Fault{Status: 429, RetryAfter: "2"})
-	h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 503})
+	h.srv.Fail(MethodListThreads, ampservertest.Fault{Status: 429, RetryAfter: "2"})
+	h.srv.Fail(MethodGetThreadTail, ampservertest.Fault{Status: 503})
 	h.srv.Vanish(ids[1])
 	st := h.syncOK()
 	if st.Fetched != 3 || st.Gone != 1 {
@@ -539,7 +539,7 @@ func TestSyncBillRetriedAfterATransientFailure(t *testing.T) {
 	}
 	// One bill fails more often than the client retries.
 	for range 4 {
-		h.srv.Fail(MethodThreadDisplayCostInfo, ampstandin.Fault{Status: 503})
+		h.srv.Fail(MethodThreadDisplayCostInfo, ampservertest.Fault{Status: 503})
 	}
 	st, err := h.sync.Sync(context.Background())
 	if err == nil || st.Complete || st.Failed != 1 || st.Fetched != 2 {
@@ -676,8 +676,8 @@ func TestSyncListingThatDoesNotAdvanceEnds(t *testing.T) {
 func TestSyncRefusedFetchIsRetried(t *testing.T) {
 	h := newHarness(t, 3, SyncConfig{MaxConcurrency: 1})
 	ids := h.srv.IDs()
-	h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 400, Code: "invalid-argument"},
-		ampstandin.Fault{Status: 200, Code: "invalid-argument"})
+	h.srv.Fail(MethodGetThreadTail, ampservertest.Fault{Status: 400, Code: "invalid-argument"},
+		ampservertest.Fault{Status: 200, Code: "invalid-argument"})
 	st, err := h.sync.Sync(context.Background())
 	if !errors.Is(err, ErrInvalidArgument) || st.Complete || st.Failed != 2 || st.Fetched != 1 {
 		t.Fatalf("sync with a refused fetch: %+v %v", st, err)
@@ -763,7 +763,7 @@ func TestStreamRunCountedWhileTheServerSourceWasOffCountsOnce(t *testing.T) {
 func TestSyncStopsFetchingWhenRateLimited(t *testing.T) {
 	h := newHarness(t, 5, SyncConfig{MaxConcurrency: 1})
 	for range 4 {
-		h.srv.Fail(MethodGetThreadTail, ampstandin.Fault{Status: 429})
+		h.srv.Fail(MethodGetThreadTail, ampservertest.Fault{Status: 429})
 	}
 	st, err := h.sync.Sync(context.Background())
 	if !errors.Is(err, ErrTransient) || st.Complete || st.Fetched != 0 {
@@ -785,7 +785,7 @@ func TestSyncRefusedListingAndBillLoggedAsABug(t *testing.T) {
 	for _, method := range []string{MethodListThreads, MethodThreadDisplayCostInfo} {
 		t.Run(method, func(t *testing.T) {
 			h := newHarness(t, 2, SyncConfig{MaxConcurrency: 1, Billed: true})
-			f := ampstandin.Fault{Status: 400, Code: "invalid-argument"}
+			f := ampservertest.Fault{Status: 400, Code: "invalid-argument"}
 			h.srv.Fail(method, f, f, f, f)
 			for range 2 {
 				_, _ = h.sync.Sync(context.Background())

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -131,7 +131,7 @@ type windowSyncer struct {
 	sync  *Syncer
 }
 
-func newWindowSyncer(t *testing.T, srv *ampstandin.Server, clk *clock.Fake, overlap int, st *store.ThreadStore) *windowSyncer {
+func newWindowSyncer(t *testing.T, srv *ampservertest.Server, clk *clock.Fake, overlap int, st *store.ThreadStore) *windowSyncer {
 	t.Helper()
 	if st == nil {
 		st = store.NewThreadStore(store.StoreOptions{Now: clk.Now})
@@ -143,7 +143,7 @@ func newWindowSyncer(t *testing.T, srv *ampstandin.Server, clk *clock.Fake, over
 // restarted is the syncer an exporter restarted with --storage.path has:
 // its store restored from what the state log saved (ExportDelta, record
 // by record), a new Syncer.
-func (w *windowSyncer) restarted(t *testing.T, srv *ampstandin.Server, clk *clock.Fake, overlap int) *windowSyncer {
+func (w *windowSyncer) restarted(t *testing.T, srv *ampservertest.Server, clk *clock.Fake, overlap int) *windowSyncer {
 	t.Helper()
 	fresh := store.NewThreadStore(store.StoreOptions{Now: clk.Now})
 	full := w.store.Export()
@@ -189,7 +189,7 @@ func TestWindowSameAsWhole(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 18))
-			srv := ampstandin.New(testKey, "alice@example.com")
+			srv := ampservertest.New(testKey, "alice@example.com")
 			defer srv.Close()
 			clk := clock.NewFake(t0)
 			overlap := 1 + r.IntN(6)

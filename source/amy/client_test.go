@@ -164,11 +164,11 @@ func TestRefusedKeyIsReportedOnceAndNotHammered(t *testing.T) {
 			}
 			e.cancel()
 			waitStopped(t, e.client)
-			errs := e.logs.lines(`"level":"ERROR"`)
+			errs := e.logs.Lines(`"level":"ERROR"`)
 			if len(errs) != 1 || !strings.Contains(errs[0], fmt.Sprintf(`"status":%d`, tc.status)) || !strings.Contains(errs[0], `"upstream":"amy-test"`) {
 				t.Errorf("want the refusal logged once at error level, got %q", errs)
 			}
-			if n := len(e.logs.lines(fmt.Sprint(tc.status))); n != 1 {
+			if n := len(e.logs.Lines(fmt.Sprint(tc.status))); n != 1 {
 				t.Errorf("the %d appears in %d log lines, want 1:\n%s", tc.status, n, e.logs)
 			}
 		})
@@ -197,7 +197,7 @@ func TestNotFoundGivesUp(t *testing.T) {
 		if n := e.amy.count("turn_gone"); n != 1 {
 			t.Errorf("followed again after a 404: %d requests", n)
 		}
-		if len(e.logs.lines("not found", "turn_gone")) != 1 {
+		if len(e.logs.Lines("not found", "turn_gone")) != 1 {
 			t.Errorf("want one log line for the 404:\n%s", e.logs)
 		}
 	})
@@ -277,7 +277,7 @@ func TestTurnTimeoutGivesUp(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Error("the stuck connection was not closed")
 		}
-		if len(e.logs.lines("turn_timeout", "turn_s")) != 1 {
+		if len(e.logs.Lines("turn_timeout", "turn_s")) != 1 {
 			t.Errorf("want one log line for the timeout:\n%s", e.logs)
 		}
 	})

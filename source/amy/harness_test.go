@@ -1,7 +1,6 @@
 package amy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -107,39 +106,6 @@ func (c *testClock) waitReset(t *testing.T, n int64) int64 {
 	})
 }
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// lines returns the log lines containing every one of words.
-func (s *syncBuffer) lines(words ...string) []string {
-	var out []string
-	for _, l := range strings.Split(s.String(), "\n") {
-		ok := l != ""
-		for _, w := range words {
-			ok = ok && strings.Contains(l, w)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // env is an Amy stand-in, a store with its collector in a registry, and a
 // client, logging JSON at debug level into a buffer that must never hold a
 // key.
@@ -150,7 +116,7 @@ type env struct {
 	reg    *prometheus.Registry
 	clk    *testClock // nil: the real clock
 	client *Client
-	logs   *syncBuffer
+	logs   *testutil.SyncBuffer
 	log    *slog.Logger
 	up     Upstream
 	ctx    context.Context
@@ -165,7 +131,7 @@ type envOpts struct {
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
-	e := &env{logs: &syncBuffer{}}
+	e := &env{logs: &testutil.SyncBuffer{}}
 	e.log = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var clk clock.Clock = clock.Real{}
 	if o.fake {

@@ -77,10 +77,10 @@ func TestProxyLearnedTurnFallsBackToConfiguredKey(t *testing.T) {
 		}
 		t.Fatalf("want the client's token once, then the configured key; got %d requests %q", len(reqs), auths)
 	}
-	if l := e.logs.lines("client's token", `"key_source":"api_key"`); len(l) != 1 {
+	if l := e.logs.Lines("client's token", `"key_source":"api_key"`); len(l) != 1 {
 		t.Errorf("want one line saying the client's token was refused and naming the configured key's source:\n%s", e.logs)
 	}
-	if l := e.logs.lines("configured API key"); len(l) != 0 {
+	if l := e.logs.Lines("configured API key"); len(l) != 0 {
 		t.Errorf("the configured key was blamed: %q", l)
 	}
 }

@@ -78,7 +78,7 @@ func TestRedirectsNeverCarryCredentialsElsewhere(t *testing.T) {
 	if n := len(other.all()); n != 0 {
 		t.Errorf("the follower went to another origin %d times", n)
 	}
-	if n := len(e.logs.lines("redirected")); n != 2 {
+	if n := len(e.logs.Lines("redirected")); n != 2 {
 		t.Errorf("%d warnings for the refused redirects, want one per turn:\n%s", n, e.logs)
 	}
 	if m := metrics(t, e.reg); m[`amy_stream_reconnects_total{reason="error"}`] < 2 {

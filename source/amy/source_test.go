@@ -15,6 +15,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	amyparser "github.com/amp-exporter/amp-exporter/parser/amy"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -125,12 +126,12 @@ func TestSourceFollowsConfiguredTurns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- src.Run(ctx) }()
-	waitUntil(t, "t1 followed", func() bool { return t1.Load() == 1 })
+	testutil.WaitUntil(t, "t1 followed", func() bool { return t1.Load() == 1 })
 	prod.Turns = []string{"t1", "t2"}
 	if err := src.Apply(amyConfig(prod)); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "t2 followed after the reload", func() bool { return t2.Load() == 1 })
+	testutil.WaitUntil(t, "t2 followed after the reload", func() bool { return t2.Load() == 1 })
 	if t1.Load() != 1 {
 		t.Errorf("t1 followed again (%d connections)", t1.Load())
 	}
@@ -148,17 +149,6 @@ func TestSourceFollowsConfiguredTurns(t *testing.T) {
 	src.client.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d followers still running after Run returned", n)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

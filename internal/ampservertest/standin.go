@@ -1,4 +1,4 @@
-// Package ampstandin is a stand-in for the Amp server's internal API
+// Package ampservertest is a stand-in for the Amp server's internal API
 // (docs/formats/amp-server.md) for tests and benchmarks: an httptest server that
 // speaks the {ok, result | error} envelope and the methods the exporter
 // calls, in the response shapes of the Amp CLI's own client (held to the
@@ -10,7 +10,7 @@
 // between list and fetch, a thread that changes while it is paged, a wrong
 // key, an oversized response, a gzip bomb and a slow answer. It counts
 // requests per method and bytes served.
-package ampstandin
+package ampservertest
 
 import (
 	"bytes"
@@ -142,12 +142,12 @@ func New(key, email string) *Server {
 func (s *Server) Put(doc []byte, lastMs int64) (*Thread, error) {
 	var head map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &head); err != nil {
-		return nil, fmt.Errorf("ampstandin: %w", err)
+		return nil, fmt.Errorf("ampservertest: %w", err)
 	}
 	var msgs []json.RawMessage
 	if raw, ok := head["messages"]; ok {
 		if err := json.Unmarshal(raw, &msgs); err != nil {
-			return nil, fmt.Errorf("ampstandin: messages: %w", err)
+			return nil, fmt.Errorf("ampservertest: messages: %w", err)
 		}
 		delete(head, "messages")
 	}
@@ -157,7 +157,7 @@ func (s *Server) Put(doc []byte, lastMs int64) (*Thread, error) {
 	_ = json.Unmarshal(head["created"], &t.Created)
 	_ = json.Unmarshal(head["agentMode"], &t.AgentMode)
 	if t.ID == "" {
-		return nil, fmt.Errorf("ampstandin: document without id")
+		return nil, fmt.Errorf("ampservertest: document without id")
 	}
 	_ = json.Unmarshal(head["title"], &t.Title)
 	t.LastMs = lastMs

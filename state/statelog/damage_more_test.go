@@ -106,31 +106,3 @@ func TestRepairTableMore(t *testing.T) {
 		})
 	}
 }
-
-// TestFormat1WithADamagedHeaderIsStillRead: a format 1 log whose header
-// was hit is still read as format 1 (its first batch checks), set aside
-// and rewritten in the current format, losing nothing.
-func TestFormat1WithADamagedHeaderIsStillRead(t *testing.T) {
-	for name, at := range map[string]int{"magic": 2, "version (1 becomes 0)": 8} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "state.log")
-			writeV1(t, path, []Record{put("meta", "m"), put("a", "1")}, []Record{put("b", "2")})
-			b, _ := os.ReadFile(path)
-			if at == 8 {
-				b[at] ^= 0x01
-			} else {
-				b[at] ^= 0x40
-			}
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			l, rec := open(t, path)
-			if got := contents(t, l); !maps.Equal(got, map[string]string{"meta": "m", "a": "1", "b": "2"}) {
-				t.Errorf("kept %v", got)
-			}
-			if rec.Damaged != nil || len(rec.Damage) != 1 || rec.Damage[0].Offset != 0 || rec.SetAside == "" || rec.Upgraded != 1 {
-				t.Errorf("recovery %+v, want the header's damage set aside and the log upgraded", rec)
-			}
-		})
-	}
-}

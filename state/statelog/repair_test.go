@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -98,96 +97,6 @@ func TestRepairTable(t *testing.T) {
 			}
 		})
 	}
-}
-
-// writeV1 writes a format 1 log: 8-byte batch heads (length, CRC-32C),
-// records without checksums.
-func writeV1(t *testing.T, path string, batches ...[]Record) []int64 {
-	t.Helper()
-	h := header()
-	binary.LittleEndian.PutUint32(h[8:12], 1)
-	out := h
-	var starts []int64
-	for _, b := range batches {
-		var payload []byte
-		for _, r := range b {
-			payload = binary.AppendUvarint(payload, uint64(len(r.Key)))
-			payload = append(payload, r.Key...)
-			if r.Value == nil {
-				payload = binary.AppendUvarint(payload, 0)
-				continue
-			}
-			payload = binary.AppendUvarint(payload, uint64(len(r.Value))+1)
-			payload = append(payload, r.Value...)
-		}
-		starts = append(starts, int64(len(out)))
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(payload)))
-		out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(payload, crcTable))
-		out = append(out, payload...)
-	}
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return starts
-}
-
-// A format 1 log is read and rewritten in format 2; a torn tail of it is
-// cut as before, and damage before its end is set aside.
-func TestFormat1IsReadAndRewritten(t *testing.T) {
-	batches := [][]Record{{put("meta", "m"), put("a", "1"), put("b", "2")}, {put("a", "3"), {Key: "b"}, put("c", "")}, {put("d", "4")}}
-	want := map[string]string{"meta": "m", "a": "3", "c": "", "d": "4"}
-	t.Run("clean", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "state.log")
-		writeV1(t, path, batches...)
-		l, rec := open(t, path)
-		if rec.Upgraded != 1 || len(rec.Damage) != 0 || rec.SetAside != "" {
-			t.Fatalf("recovery %+v", rec)
-		}
-		if got := contents(t, l); !maps.Equal(got, want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-		commit(t, l, put("e", "5"))
-		l.Close()
-		b, _ := os.ReadFile(path)
-		if v := binary.LittleEndian.Uint32(b[8:12]); v != FormatVersion {
-			t.Fatalf("format %d after the rewrite", v)
-		}
-		l2, rec2 := open(t, path)
-		if rec2.Upgraded != 0 || contents(t, l2)["e"] != "5" || contents(t, l2)["a"] != "3" {
-			t.Fatalf("after a reopen: %+v %v", rec2, contents(t, l2))
-		}
-	})
-	t.Run("torn tail", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "state.log")
-		writeV1(t, path, batches...)
-		b, _ := os.ReadFile(path)
-		if err := os.WriteFile(path, b[:len(b)-2], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		l, rec := open(t, path)
-		if rec.TornBytes == 0 || rec.SetAside != "" || len(rec.Damage) != 0 {
-			t.Fatalf("recovery %+v", rec)
-		}
-		if got := contents(t, l); got["d"] != "" || got["a"] != "3" {
-			t.Fatalf("got %v", got)
-		}
-	})
-	t.Run("damage before the end", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "state.log")
-		starts := writeV1(t, path, batches...)
-		b, _ := os.ReadFile(path)
-		b[starts[1]+10] ^= 1
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		l, rec := open(t, path)
-		if rec.SetAside == "" || len(rec.Damage) != 1 || rec.Damage[0].Offset != starts[1] {
-			t.Fatalf("recovery %+v", rec)
-		}
-		if got := contents(t, l); !maps.Equal(got, map[string]string{"meta": "m", "a": "1", "b": "2"}) {
-			t.Fatalf("got %v", got)
-		}
-	})
 }
 
 // FuzzOpen: whatever the bytes (header included), Open neither panics nor

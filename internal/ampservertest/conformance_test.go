@@ -1,4 +1,4 @@
-package ampstandin_test
+package ampservertest_test
 
 // The stand-in is only worth what its shapes are: tests of the server
 // source pass or fail against it. This test holds it to the real Amp CLI:
@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampstandin"
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 )
@@ -105,9 +105,9 @@ func export(cli string, env []string, id string) ([]byte, error) {
 // one 200-message page (exactly 200, 201, 400, 401 and over 1,000
 // messages), one with no messages, and two whose `data` carries a stale
 // `messages` key of its own.
-func conformanceServer(t *testing.T) (*ampstandin.Server, []string) {
+func conformanceServer(t *testing.T) (*ampservertest.Server, []string) {
 	t.Helper()
-	srv := ampstandin.New(conformanceKey, "dev@example.com")
+	srv := ampservertest.New(conformanceKey, "dev@example.com")
 	t.Cleanup(srv.Close)
 	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 24 * 30_000, Seed: 17})
 	if err := srv.PutGenerated(g, 0, 23); err != nil {
@@ -167,7 +167,7 @@ func parseJSON(b []byte) (any, error) {
 // compare exports every thread with the CLI and with the exporter's
 // client and returns the ids whose documents differ (or that the CLI could
 // not export), with a reason each.
-func compare(t *testing.T, cli string, srv *ampstandin.Server, ids []string) map[string]string {
+func compare(t *testing.T, cli string, srv *ampservertest.Server, ids []string) map[string]string {
 	t.Helper()
 	env := cliEnv(t, srv.URL, conformanceKey)
 	c, err := ampserver.NewClient(ampserver.Options{URL: srv.URL, Key: func() (string, error) { return conformanceKey, nil }})
@@ -277,7 +277,7 @@ func TestConformanceCatchesAStandInThatDrifts(t *testing.T) {
 	}
 }
 
-func mustClient(t *testing.T, srv *ampstandin.Server) *ampserver.Client {
+func mustClient(t *testing.T, srv *ampservertest.Server) *ampserver.Client {
 	t.Helper()
 	c, err := ampserver.NewClient(ampserver.Options{URL: srv.URL, Key: func() (string, error) { return conformanceKey, nil }})
 	if err != nil {

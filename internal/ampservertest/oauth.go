@@ -1,4 +1,4 @@
-package ampstandin
+package ampservertest
 
 import (
 	"crypto/hmac"

@@ -1,0 +1,167 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+)
+
+// StateVersion is the version of the persisted state's layout.
+const StateVersion = 1
+
+// State is the persisted form of a ThreadStore.
+type State struct {
+	Version      int                    `json:"version"`
+	LastActivity int64                  `json:"last_activity_ms"`
+	Labels       map[string][]string    `json:"labels"`
+	Threads      map[string]ThreadState `json:"threads"`
+	Files        map[string]FileRecord  `json:"files"`
+}
+
+// series returns the contribution in its persisted form, sorted so state
+// files are stable.
+func (c contribution) series() []SeriesValue {
+	out := make([]SeriesValue, 0, len(c))
+	for k, v := range c {
+		out = append(out, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Family != b.Family {
+			return a.Family < b.Family
+		}
+		if a.L1 != b.L1 {
+			return a.L1 < b.L1
+		}
+		return a.L2 < b.L2
+	})
+	return out
+}
+
+// contributionOf is the inverse of series.
+func contributionOf(series []SeriesValue) contribution {
+	c := make(contribution, len(series))
+	for _, sv := range series {
+		k := sv.key()
+		c[k] = satAdd(c[k], sv.Value)
+	}
+	return c
+}
+
+// key is the series a persisted value is restored into. Its label values
+// are sanitized as they are read: a state saved before they were
+// sanitized at ingest must not bring control characters back.
+func (sv SeriesValue) key() SeriesKey {
+	return SeriesKey{Family(sv.Family), restoredLabel(sv.L1), restoredLabel(sv.L2)}
+}
+
+// restoredLabel sanitizes a persisted label value ("" stays "": no label).
+func restoredLabel(v string) string {
+	if v == "" {
+		return ""
+	}
+	return sanitizeLabel(v)
+}
+
+// checkSeries refuses persisted series of families a store does not keep,
+// or with negative values.
+func checkSeries(series []SeriesValue, known map[Family]bool) error {
+	for _, sv := range series {
+		if !known[Family(sv.Family)] {
+			return fmt.Errorf("unknown series family %q", sv.Family)
+		}
+		if sv.Value < 0 {
+			return fmt.Errorf("invalid value %v in %q", sv.Value, sv.Family)
+		}
+	}
+	return nil
+}
+
+// ThreadState is one thread's persisted contribution.
+type ThreadState struct {
+	LastActivity int64      `json:"last_activity_ms,omitempty"`
+	Series       SeriesList `json:"series"`
+	// Pins are the labels the thread's items were first counted under.
+	// State files written before them lack it: such a thread is pinned
+	// from the first snapshot read after the restore.
+	Pins *PinState `json:"pins,omitempty"`
+	// Retired is what items no longer in the thread's file counted, kept
+	// apart since the file was truncated (ThreadStore.retire).
+	Retired []SeriesValue `json:"retired,omitempty"`
+	// Window is where a server thread's next read may start (window.go).
+	Window *WindowState `json:"window,omitempty"`
+}
+
+// SeriesValue is one persisted series of a contribution.
+type SeriesValue struct {
+	Family string `json:"f"`
+	L1     string `json:"a,omitempty"`
+	L2     string `json:"b,omitempty"`
+	Value  int64  `json:"v"` // fixed point, see families
+}
+
+// Export returns the store's state for persistence.
+func (s *ThreadStore) Export() *State {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := &State{
+		Version:      StateVersion,
+		LastActivity: s.lastActivity,
+		Labels:       s.labels.export(),
+		Threads:      make(map[string]ThreadState, len(s.threads)),
+		Files:        make(map[string]FileRecord, len(s.files)),
+	}
+	for key, rec := range s.threads {
+		st.Threads[key] = threadStateOf(s.series.keys, *rec)
+	}
+	s.exportIdentity(st)
+	for p, f := range s.files {
+		st.Files[p] = *f
+	}
+	return st
+}
+
+// Import loads persisted state into an empty store. It validates before it
+// changes anything, so a damaged state is refused whole.
+func (s *ThreadStore) Import(st *State) error {
+	if st.Version != StateVersion {
+		return fmt.Errorf("state version %d, this exporter reads %d", st.Version, StateVersion)
+	}
+	for key, ts := range st.Threads {
+		if err := checkSeries(ts.Series, knownFamilies); err != nil {
+			return fmt.Errorf("thread %q: %w", key, err)
+		}
+		if err := checkPins(ts.Pins); err != nil {
+			return fmt.Errorf("thread %q: %w", key, err)
+		}
+		if err := checkSeries(ts.Retired, knownFamilies); err != nil {
+			return fmt.Errorf("thread %q: retired: %w", key, err)
+		}
+	}
+	for p, f := range st.Files {
+		if _, ok := st.Threads[f.Key]; !ok {
+			return fmt.Errorf("file %q refers to unknown thread %q", p, f.Key)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.threads) > 0 || len(s.files) > 0 {
+		return fmt.Errorf("state must be loaded into an empty store")
+	}
+	s.labels.restore(st.Labels)
+	for key, ts := range st.Threads {
+		c := contributionOf(ts.Series)
+		for k, v := range c {
+			s.totals[k] = satAdd(s.totals[k], v)
+		}
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window)}
+		s.changedThreads[key] = struct{}{}
+	}
+	s.importIdentity(st)
+	for p, f := range st.Files {
+		f := f
+		s.files[p] = &f
+		s.changedFiles[p] = struct{}{}
+	}
+	s.lastActivity = st.LastActivity
+	return nil
+}
