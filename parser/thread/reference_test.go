@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 )
 
 // referenceParse decodes a thread with encoding/json, following the spec
@@ -70,6 +72,7 @@ func referenceParse(data []byte) (*Thread, error) {
 			}
 		}
 	}
+	t.Repository, t.RepositoryReason = refRepository(top)
 	if t.ForkPoint < 0 {
 		if rels, ok := top["relationships"].([]any); ok {
 			for _, raw := range rels {
@@ -352,5 +355,27 @@ func hasDuplicateKeys(data []byte) bool {
 				top.wantKey = true
 			}
 		}
+	}
+}
+
+// refRepository reads env.initial.trees[0].repository.url
+// (docs/repositories.md): a string is normalised, null or absent is no
+// remote, any other value a remote that cannot be read.
+func refRepository(top map[string]any) (string, gitremote.Reason) {
+	env, _ := top["env"].(map[string]any)
+	initial, _ := env["initial"].(map[string]any)
+	trees, _ := initial["trees"].([]any)
+	if len(trees) == 0 {
+		return "", gitremote.ReasonNone
+	}
+	tree, _ := trees[0].(map[string]any)
+	repo, _ := tree["repository"].(map[string]any)
+	switch url := repo["url"].(type) {
+	case nil:
+		return "", gitremote.ReasonNone
+	case string:
+		return gitremote.Normalize(url)
+	default:
+		return "", gitremote.ReasonInvalid
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -52,6 +53,11 @@ type Summary struct {
 	// Created is the thread's created, epoch ms (0 when absent): no item
 	// of its own can be older (the backfill bounds item times by it).
 	Created int64 `json:"-"`
+	// Repository is the thread's git remote as host/path, "" when it has
+	// none (docs/repositories.md); RepositoryReason says why a remote that
+	// is present gives none.
+	Repository       string           `json:"repository,omitempty"`
+	RepositoryReason gitremote.Reason `json:"repository_reason,omitempty"`
 
 	// Items are the thread's counted things, one by one, with their
 	// identities: the totals below are their sum (without the Copied
@@ -172,17 +178,19 @@ func orUnknown(model string) string {
 // and is valid until its next Parse, like t itself.
 func Summarize(t *Thread) *Summary {
 	s := &Summary{
-		ID:           t.ID,
-		Version:      t.Version,
-		AgentMode:    t.AgentMode,
-		Tokens:       map[string]Tokens{},
-		Credits:      map[string]float64{},
-		Finished:     map[string]map[string]int{},
-		ToolCalls:    map[string]map[string]int{},
-		LastActivity: t.Created,
-		Created:      t.Created,
-		FoldedModels: t.FoldedModels,
-		FoldedTools:  t.FoldedTools,
+		ID:               t.ID,
+		Version:          t.Version,
+		AgentMode:        t.AgentMode,
+		Repository:       t.Repository,
+		RepositoryReason: t.RepositoryReason,
+		Tokens:           map[string]Tokens{},
+		Credits:          map[string]float64{},
+		Finished:         map[string]map[string]int{},
+		ToolCalls:        map[string]map[string]int{},
+		LastActivity:     t.Created,
+		Created:          t.Created,
+		FoldedModels:     t.FoldedModels,
+		FoldedTools:      t.FoldedTools,
 	}
 	// The fork copied messages[0..ForkPoint]: positions in the file's
 	// whole messages[], which Index keeps.
