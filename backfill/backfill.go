@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -69,6 +70,11 @@ type Options struct {
 	// Labels is the label cap shared by every thread, as in the live
 	// exporter (nil: a cap of 100 per label).
 	Labels *store.LabelCap
+	// Now is when the backfill runs (default: Until): an item stamped
+	// after it is not history (BoundFuture).
+	Now time.Time
+	// Floor is the earliest time an item can have (default AmpBegan).
+	Floor time.Time
 }
 
 // SeriesID names one output series: the source label and the store's key.
@@ -96,6 +102,7 @@ type Backfill struct {
 	threads int
 	items   int64
 	later   int64 // items after Until, left to the live counters
+	bounded map[string]int64
 }
 
 // New returns an empty Backfill.
@@ -112,11 +119,18 @@ func New(opts Options) (*Backfill, error) {
 	if opts.Labels == nil {
 		opts.Labels = store.NewLabelCap(100, nil)
 	}
+	if opts.Now.IsZero() {
+		opts.Now = opts.Until
+	}
+	if opts.Floor.IsZero() {
+		opts.Floor = AmpBegan
+	}
 	b := &Backfill{
-		opts:   opts,
-		stepMs: opts.Step.Milliseconds(),
-		until:  opts.Until.UnixMilli(),
-		deltas: map[SeriesID][]Point{},
+		opts:    opts,
+		stepMs:  opts.Step.Milliseconds(),
+		until:   opts.Until.UnixMilli(),
+		deltas:  map[SeriesID][]Point{},
+		bounded: map[string]int64{},
 	}
 	b.counter = b.newStore()
 	return b, nil
@@ -147,17 +161,26 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	at := make([]int64, len(sum.Items))
 	order := make([]int32, 0, len(sum.Items))
 	var later, items int64
+	var bounded map[string]int64
+	lo := b.threadFloor(sum)
 	rounded := false // an item's values are summed before rounding (credits)
 	for i := range sum.Items {
 		it := &sum.Items[i]
-		if it.At > b.until {
+		t, why := b.bound(sum, lo, it)
+		if why != "" {
+			if bounded == nil {
+				bounded = map[string]int64{}
+			}
+			bounded[why]++
+		}
+		if t > b.until {
 			at[i] = math.MaxInt64
 			if !it.Copied {
 				later++
 			}
 			continue
 		}
-		at[i] = b.sampleAt(it.At)
+		at[i] = b.sampleAt(t)
 		if !it.Copied {
 			items++
 		}
@@ -265,6 +288,9 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	b.threads++
 	b.items += items
 	b.later += later
+	for why, n := range bounded {
+		b.bounded[why] += n
+	}
 	for _, g := range grew {
 		if g.v <= 0 || !slices.Contains(Families, g.k.Fam) {
 			continue
@@ -294,13 +320,16 @@ type Stats struct {
 	Items   int64 // counted items up to Until
 	Later   int64 // items after Until, left to the live counters
 	First   time.Time
+	// Bounded counts the items whose time was out of what their thread
+	// can hold, by reason (Bound…); they are counted all the same.
+	Bounded map[string]int64
 }
 
 // Stats returns what was replayed so far.
 func (b *Backfill) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Stats{Threads: b.threads, Items: b.items, Later: b.later}
+	s := Stats{Threads: b.threads, Items: b.items, Later: b.later, Bounded: maps.Clone(b.bounded)}
 	if b.first != 0 {
 		s.First = time.UnixMilli(b.first)
 	}
@@ -406,6 +435,15 @@ func (b *Backfill) Series(times []int64) []Series {
 		out = append(out, Series{ID: id, Times: times[first:], growth: d})
 	}
 	return out
+}
+
+// Samples is the number of samples the series hold.
+func Samples(series []Series) int64 {
+	var n int64
+	for i := range series {
+		n += int64(len(series[i].Times))
+	}
+	return n
 }
 
 func compareIDs(a, b SeriesID) int {

@@ -195,7 +195,7 @@ func checkNoResets(t *testing.T, p *prometheus, now time.Time) {
 // exactly, cost to the micro-dollar), the backfilled part joins the live
 // part with equal values, and nothing resets.
 func TestBackfill(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	requireTool(t, "promtool")
 	requireTool(t, "prometheus")
 	srv := ampservertest.New(standinKey, "dev@example.com")
 	defer srv.Close()
@@ -229,7 +229,7 @@ pricing:
 	port := freePort(t)
 	instance := fmt.Sprintf("127.0.0.1:%d", port)
 
-	// 1. backfill; 2. blocks.
+	// 1. backfill.
 	om := filepath.Join(work, "history.om")
 	cmd := exec.Command(exporterBin, "backfill", "--config.file="+cfg, "--output="+om,
 		"--label=job=amp", "--label=instance="+instance)
@@ -239,12 +239,21 @@ pricing:
 		t.Fatalf("backfill: %v\n%s", err, out)
 	}
 	t.Logf("backfill: %s", out)
-	if !strings.Contains(string(out), "promtool tsdb create-blocks-from openmetrics "+om) {
-		t.Errorf("the summary does not say what to run next:\n%s", out)
+	// 2. Blocks: exactly the command the backfill printed, with DATA_DIR
+	// filled in. It makes one block: with promtool's default 2-hour blocks
+	// it made one per two hours of history, reading the file once for each.
+	_, next, ok := strings.Cut(string(out), "\nnext: ")
+	next, _, _ = strings.Cut(next, "  (DATA_DIR: ")
+	if !ok || !strings.HasPrefix(next, "promtool tsdb create-blocks-from openmetrics ") || !strings.Contains(next, om) {
+		t.Fatalf("the summary does not say what to run next:\n%s", out)
 	}
 	data := filepath.Join(work, "prometheus-data")
-	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
-		t.Fatalf("promtool: %v\n%s", err, out)
+	if out, err := exec.Command("sh", "-c", strings.Replace(next, "DATA_DIR", "'"+data+"'", 1)).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", next, err, out)
+	}
+	blocks, err := filepath.Glob(filepath.Join(data, "01*"))
+	if err != nil || len(blocks) != 1 {
+		t.Errorf("%s made %d blocks, want one (%v)", next, len(blocks), err)
 	}
 	until := lastSampleTime(t, om)
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -122,6 +123,7 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		Step:   b.step,
 		Prices: pricer,
 		Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
+		Now:    time.Now(),
 	})
 	if err != nil {
 		return fmt.Errorf("--step: %w", err)
@@ -152,8 +154,20 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		return err
 	}
 
+	st := bf.Stats()
+	if n := st.Bounded[backfill.BoundBeforeCreated] + st.Bounded[backfill.BoundBeforeAmp] + st.Bounded[backfill.BoundFuture]; n > 0 {
+		logger.Warn("items with times their thread cannot hold were counted at a bounded time", "items", n,
+			backfill.BoundBeforeCreated, st.Bounded[backfill.BoundBeforeCreated],
+			backfill.BoundBeforeAmp, st.Bounded[backfill.BoundBeforeAmp],
+			backfill.BoundFuture, st.Bounded[backfill.BoundFuture])
+	}
 	times := bf.Range(from)
 	series := bf.Series(times)
+	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
+	// Said before the writing starts: a range far longer than expected
+	// shows here, not after gigabytes.
+	fmt.Fprintf(stderr, "history: %s to %s (%s), %d series, %d samples\n", first.Format(time.RFC3339), last.Format(time.RFC3339),
+		days(last.Sub(first)), len(series), backfill.Samples(series))
 	var samples int64
 	if b.output != "" {
 		samples, err = writeOutput(b.output, stdout, series, target)
@@ -169,16 +183,43 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		}
 		samples = max(samples, n)
 	}
-	st := bf.Stats()
-	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
 	fmt.Fprintf(stderr, "backfilled %d series, %d samples, %s to %s (until: %s) from %d thread files and %d server threads (%d items; %d later items left to the live counters) in %s\n",
 		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
 		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
 	if b.output != "" && b.output != "-" {
-		fmt.Fprintf(stderr, "next: promtool tsdb create-blocks-from openmetrics %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
-			b.output, int(time.Since(first).Hours()/24)+1)
+		fmt.Fprintf(stderr, "next: %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
+			promtoolCommand(b.output), int(time.Since(first).Hours()/24)+1)
 	}
 	return nil
+}
+
+// promtoolBlockDuration is the --max-block-duration the printed promtool
+// command asks for: more than promtool's largest block (39,366 h, 2 h x
+// 3^9, about 4.5 years), so the whole history is one block (the blocks are
+// aligned to multiples of it since 1970: 2023-11-22 to 2028-05-19 is one).
+// promtool reads the whole file once per block: with its default 2-hour
+// blocks a year of history is 4,380 passes over the file, hours of work.
+const promtoolBlockDuration = "43800h"
+
+// promtoolCommand is the command that turns the file into blocks.
+func promtoolCommand(file string) string {
+	return "promtool tsdb create-blocks-from openmetrics --max-block-duration=" + promtoolBlockDuration + " " + shellQuote(file)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it, so that the
+// printed command can be pasted as it is.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// days says a duration in days.
+func days(d time.Duration) string {
+	return fmt.Sprintf("%.1f days", d.Hours()/24)
 }
 
 func hasLabel(ls []backfill.Label, name string) bool {
@@ -253,39 +294,80 @@ func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, log
 // renamed over it) or stdout. A path that is not a regular file (/dev/null,
 // a named pipe a loader reads) is written in place: renaming over it would
 // replace the device or pipe with a file.
+//
+// The temporary file gets a fresh random name in the target's directory and
+// is created exclusively (os.CreateTemp: O_CREATE|O_EXCL), so a link planted
+// at a predictable name (FILE.tmp) cannot redirect the write to another file:
+// a backfill run as root would truncate the link's target. An --output that
+// is itself a symlink is written through: the temporary file goes beside its
+// target and is renamed over the target, so the link stays a link.
 func writeOutput(path string, stdout io.Writer, series []backfill.Series, target []backfill.Label) (int64, error) {
 	if path == "-" {
 		return backfill.WriteOpenMetrics(stdout, series, target)
 	}
 	var f *os.File
 	var err error
-	tmp := ""
+	dest := path // what the temporary file is renamed to
 	if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return 0, fmt.Errorf("--output %s: a directory", path)
 		}
 		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+		dest = ""
 	} else {
-		tmp = path + ".tmp"
-		f, err = os.Create(tmp)
+		if dest, err = filepath.EvalSymlinks(path); errors.Is(err, os.ErrNotExist) {
+			dest, err = linkTarget(path)
+		}
+		if err == nil {
+			f, err = os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("--output: %w", err)
 	}
 	n, err := backfill.WriteOpenMetrics(f, series, target)
+	if err == nil && dest != "" {
+		// CreateTemp makes the file 0600; the history is no secret of the
+		// user's, and promtool or Prometheus may run as another user.
+		err = f.Chmod(0o644)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && tmp != "" {
-		err = os.Rename(tmp, path)
+	if err == nil && dest != "" {
+		err = os.Rename(f.Name(), dest)
 	}
 	if err != nil {
-		if tmp != "" {
-			os.Remove(tmp)
+		if dest != "" {
+			os.Remove(f.Name())
 		}
 		return 0, fmt.Errorf("--output: %w", err)
 	}
 	return n, nil
+}
+
+// linkTarget is where a path that does not exist yet will be written: the
+// path itself, or, when it is a symlink whose target does not exist (a
+// dangling link), that target (followed through further links).
+func linkTarget(path string) (string, error) {
+	for range 40 { // as the kernel's limit on links in a path
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && fi.Mode()&os.ModeSymlink == 0) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%s: too many links", path)
 }
 
 // pushBackfill sends the series to a remote-write receiver, with the

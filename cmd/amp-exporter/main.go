@@ -78,6 +78,11 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	ingest.Flag("url", "Ingest endpoint.").Default("http://127.0.0.1" + DefaultListenAddress + app.IngestPath).StringVar(&f.ingest.url)
 	ingest.Flag("basic-auth.username", "Basic auth user, when the exporter's --web.config.file asks for one.").StringVar(&f.ingest.user)
 	ingest.Flag("basic-auth.password-file", "File holding the basic auth password.").StringVar(&f.ingest.passwordFile)
+	ingest.Flag("retry.max-attempts", "Requests made at most for one run: an exporter serving its most requests at once answers 429 "+
+		"before reading anything, and the run is sent again, whole, after the Retry-After it asks for (plus up to half of it, at random).").
+		Default(fmt.Sprint(defaultIngestAttempts)).IntVar(&f.ingest.maxAttempts)
+	ingest.Flag("retry.max-wait", "Longest wait before one retry, whatever Retry-After says.").
+		Default(defaultIngestMaxWait.String()).DurationVar(&f.ingest.maxWait)
 	addBackfillCommand(cli, &f.backfill) // backfill.go
 	cli.Version(version.Print("amp-exporter"))
 	cli.HelpFlag.Short('h')

@@ -50,6 +50,9 @@ type Summary struct {
 	CopiedMessages int `json:"copied_messages"`
 	// LastActivity is the newest timestamp in the thread, epoch ms.
 	LastActivity int64 `json:"last_activity_ms"`
+	// Created is the thread's created, epoch ms (0 when absent): no item
+	// of its own can be older (the backfill bounds item times by it).
+	Created int64 `json:"-"`
 	// Repository is the thread's git remote as host/path, "" when it has
 	// none (docs/repositories.md); RepositoryReason says why a remote that
 	// is present gives none.
@@ -185,6 +188,7 @@ func Summarize(t *Thread) *Summary {
 		Finished:         map[string]map[string]int{},
 		ToolCalls:        map[string]map[string]int{},
 		LastActivity:     t.Created,
+		Created:          t.Created,
 		FoldedModels:     t.FoldedModels,
 		FoldedTools:      t.FoldedTools,
 	}
