@@ -196,11 +196,6 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	prefix.Tokens, prefix.ToolCalls, prefix.Credits, prefix.Finished = nil, nil, nil, nil
 	prefix.TokensOverThreshold, prefix.ContextUtil, prefix.ExchangeSeconds = nil, nil, nil
 	buf := make([]thread.Item, 0, len(order))
-	type growth struct {
-		at int64
-		k  store.SeriesKey
-		v  int64
-	}
 	var grew []growth
 	var steps []int64
 	// The stateful modes (tests) keep one store for the thread and take
@@ -263,24 +258,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			}
 		}
 		prefix.Items = buf
-		want := b.counter.Count(&prefix)
-		got := make(map[store.SeriesKey]int64, len(want))
-		for _, g := range grew {
-			got[g.k] += g.v
-		}
-		for k, w := range want {
-			if d := w - got[k]; d > 0 {
-				grew = append(grew, growth{steps[len(steps)-1], k, d})
-			}
-		}
-		for i := len(grew) - 1; i >= 0; i-- {
-			g := &grew[i]
-			if d := got[g.k] - want[g.k]; d > 0 {
-				take := min(d, g.v) // a growth never turns negative
-				g.v -= take
-				got[g.k] -= take
-			}
-		}
+		grew = trueUp(grew, b.counter.Count(&prefix), steps[len(steps)-1])
 	}
 
 	b.mu.Lock()
@@ -302,6 +280,38 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		}
 	}
 	return nil
+}
+
+// growth is what one series of a thread grew by at one sample.
+type growth struct {
+	at int64
+	k  store.SeriesKey
+	v  int64
+}
+
+// trueUp makes the steps' growth add up to want, the whole thread counted
+// at once (the live value): what the steps fall short by is added at the
+// last step, what they exceed it by is taken back from the latest growth
+// first, never turning one negative.
+func trueUp(grew []growth, want map[store.SeriesKey]int64, last int64) []growth {
+	got := make(map[store.SeriesKey]int64, len(want))
+	for _, g := range grew {
+		got[g.k] += g.v
+	}
+	for k, w := range want {
+		if d := w - got[k]; d > 0 {
+			grew = append(grew, growth{last, k, d})
+		}
+	}
+	for i := len(grew) - 1; i >= 0; i-- {
+		g := &grew[i]
+		if d := got[g.k] - want[g.k]; d > 0 {
+			take := min(d, g.v) // a growth never turns negative
+			g.v -= take
+			got[g.k] -= take
+		}
+	}
+	return grew
 }
 
 // newStore returns a store of a thread's own; the label cap and prices are
