@@ -1,8 +1,5 @@
 package linecount
 
-import (
-	"hash/maphash"
-)
 
 // MaxCells bounds the work of one Diff: past that many cells visited by
 // the search (diagonal steps and snake steps), Diff stops the exact search
@@ -12,8 +9,6 @@ import (
 // CPU (two unrelated 2 MB files: about a third of a second). Two 2 MB
 // files with a few hundred scattered changes stay far below it, and exact.
 const MaxCells = 1 << 24
-
-var seed = maphash.MakeSeed()
 
 // Diff returns the lines added and removed by turning old into new: the
 // shortest line diff (Myers), so added + removed is the least number of
@@ -36,8 +31,7 @@ func Diff(old, new string) (added, removed int64, exact bool) {
 	if n == 0 || m == 0 {
 		return int64(m), int64(n), true
 	}
-	ha, hb := hashes(a), hashes(b)
-	d, ok := myers(a, b, ha, hb, MaxCells)
+	d, ok := myers(a, b, MaxCells)
 	if !ok {
 		add, rem := approximate(a, b)
 		return add, rem, false
@@ -46,19 +40,11 @@ func Diff(old, new string) (added, removed int64, exact bool) {
 	return int64((d + m - n) / 2), int64((d - m + n) / 2), true
 }
 
-func hashes(lines []string) []uint64 {
-	h := make([]uint64, len(lines))
-	for i, l := range lines {
-		h[i] = maphash.String(seed, l)
-	}
-	return h
-}
-
 // myers returns the edit distance (lines inserted plus deleted) of a and b
 // by Myers' greedy O((N+M)·D) algorithm, keeping only the furthest point of
 // each diagonal (the distance, not the script, is wanted: O(N+M) memory).
 // It gives up (false) once more than budget cells were looked at.
-func myers(a, b []string, ha, hb []uint64, budget int64) (int, bool) {
+func myers(a, b []string, budget int64) (int, bool) {
 	n, m := len(a), len(b)
 	maxD := n + m
 	off := maxD + 1
@@ -73,7 +59,7 @@ func myers(a, b []string, ha, hb []uint64, budget int64) (int, bool) {
 				x = v[off+k-1] + 1 // right: a deletion
 			}
 			y := x - k
-			for x < n && y < m && ha[x] == hb[y] && a[x] == b[y] {
+			for x < n && y < m && a[x] == b[y] {
 				x++
 				y++
 				work++

@@ -100,6 +100,14 @@ type Item struct {
 	// terminal status.
 	Tool   string
 	Status string
+	// Added and Removed are the lines a tool call changed, counted from
+	// its input (edit.go), set (Lines) only on a call whose run is done:
+	// one that failed, was cancelled or rejected changed nothing.
+	Added, Removed int64
+	Lines          bool
+	// Shell is how a shell command (Bash, shell_command) ended: one of the
+	// Shell… outcomes, "" for other tools and rejected commands.
+	Shell string
 
 	// Tokens billed to the item (assistant messages of a thread billed by
 	// its messages, ledger events of one billed by its ledger), and their
