@@ -1,6 +1,5 @@
 package linecount
 
-
 // MaxCells bounds the work of one Diff: past that many cells visited by
 // the search (diagonal steps and snake steps), Diff stops the exact search
 // and approximates (approximate). Myers' algorithm costs O((N+M)·D) time
