@@ -55,6 +55,11 @@ type FileVersion struct {
 	// what tells a change of a thread listed without `v`.
 	ServerCount int64 `json:"server_count,omitempty"`
 	ServerLast  int64 `json:"server_last_ms,omitempty"`
+	// ServerWindow: the thread was last counted from a window (its
+	// messages from an index on), so what lies before the window was not
+	// read since: the thread is read whole at the next full listing, also
+	// after a restart.
+	ServerWindow bool `json:"server_window,omitempty"`
 }
 
 // FileRecord is what the store knows of a present thread file.

@@ -97,6 +97,14 @@ type Server struct {
 	zstd bool
 	// noVersion: threads listed without `v` (their documents keep it).
 	noVersion map[string]bool
+	// holdV: threads whose `v` does not grow when they change (HoldVersion).
+	holdV map[string]bool
+	// stale: a listing entry of a thread as it was (ListStale), listed
+	// right before its current one.
+	stale map[string]map[string]any
+	// swapTail: threads whose getThreadTail answers its last two
+	// messages swapped (SwapTail).
+	swapTail  map[string]bool
 	delay     time.Duration
 	requests  map[string]int
 	fetched   map[string]int // getThreadTail per thread
@@ -169,6 +177,9 @@ func (s *Server) Put(doc []byte, lastMs int64) (*Thread, error) {
 	t.CreatorUserID = s.userID
 	if old := s.threads[t.ID]; old != nil {
 		t.V = max(t.V, old.V+1)
+		if s.holdV[t.ID] {
+			t.V = old.V
+		}
 		t.Cost = old.Cost
 		t.CreatorUserID = old.CreatorUserID
 		t.staleMessages = old.staleMessages
@@ -248,6 +259,45 @@ func (s *Server) OmitVersion(id string) {
 	s.noVersion[id] = true
 }
 
+// HoldVersion makes a thread keep its `v` when it changes (Put,
+// AppendMessage): its listing's messageCount and last interaction move,
+// its `v` does not (hold false: it grows again from where it is).
+func (s *Server) HoldVersion(id string, hold bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holdV == nil {
+		s.holdV = map[string]bool{}
+	}
+	s.holdV[id] = hold
+}
+
+// ListStale makes the listing show a thread twice: first as it is listed
+// now (its `v`, count and last interaction), then as it is when listed,
+// for as long as stale is true. A stale entry is paged like any other.
+func (s *Server) ListStale(id string, stale bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stale == nil {
+		s.stale = map[string]map[string]any{}
+	}
+	delete(s.stale, id)
+	if t := s.threads[id]; t != nil && stale {
+		s.stale[id] = s.entry(t)
+	}
+}
+
+// SwapTail makes getThreadTail answer a thread's last two messages in
+// each other's place (a tail out of the thread's order); its pages keep
+// the order.
+func (s *Server) SwapTail(id string, swap bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.swapTail == nil {
+		s.swapTail = map[string]bool{}
+	}
+	s.swapTail[id] = swap
+}
+
 // EnableZstd makes the stand-in answer zstd-compressed to a client that
 // accepts it (and gzip to one that accepts only that).
 func (s *Server) EnableZstd() {
@@ -278,7 +328,9 @@ func (s *Server) AppendMessage(id string, msg []byte, lastMs int64) {
 
 func (s *Server) appendLocked(t *Thread, msg []byte, lastMs int64) {
 	t.messages = append(t.messages, json.RawMessage(slices.Clone(msg)))
-	t.V++
+	if !s.holdV[t.ID] {
+		t.V++
+	}
 	s.setV(t)
 	t.LastMs = max(t.LastMs, lastMs)
 }
@@ -614,24 +666,36 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p params) {
 	} else {
 		all = slices.DeleteFunc(all, func(t *Thread) bool { return s.unlisted[t.ID] })
 	}
-	var page []map[string]any
-	for i := offset; i < len(all) && i < offset+limit; i++ {
-		t := all[i]
-		page = append(page, map[string]any{
-			"id": t.ID, "v": t.V, "created": t.Created, "title": t.Title,
-			"userLastInteractedAt": t.LastMs, "archived": t.Archived, "agentMode": t.AgentMode,
-			"creatorUserID": t.CreatorUserID,
-			"summaryStats":  map[string]any{"messageCount": len(t.messages)},
-		})
-		if s.noVersion[t.ID] {
-			delete(page[len(page)-1], "v")
+	entries := make([]map[string]any, 0, len(all))
+	for _, t := range all {
+		if e := s.stale[t.ID]; e != nil {
+			entries = append(entries, e)
 		}
+		entries = append(entries, s.entry(t))
+	}
+	var page []map[string]any
+	for i := offset; i < len(entries) && i < offset+limit; i++ {
+		page = append(page, entries[i])
 	}
 	s.mu.Unlock()
 	if page == nil {
 		page = []map[string]any{}
 	}
 	s.ok(w, r, map[string]any{"threads": page})
+}
+
+// entry is a thread's listing entry. Callers hold s.mu.
+func (s *Server) entry(t *Thread) map[string]any {
+	e := map[string]any{
+		"id": t.ID, "v": t.V, "created": t.Created, "title": t.Title,
+		"userLastInteractedAt": t.LastMs, "archived": t.Archived, "agentMode": t.AgentMode,
+		"creatorUserID": t.CreatorUserID,
+		"summaryStats":  map[string]any{"messageCount": len(t.messages)},
+	}
+	if s.noVersion[t.ID] {
+		delete(e, "v")
+	}
+	return e
 }
 
 func (s *Server) find(id string) (*Thread, bool) {
@@ -688,7 +752,11 @@ func (s *Server) tail(w http.ResponseWriter, r *http.Request, method string, p p
 	if method == "getThreadTail" {
 		s.fetched[p.Thread]++
 		from := max(0, len(t.messages)-limit)
-		res["messages"] = append([]json.RawMessage{}, t.messages[from:]...) // [], never null (the CLI's schema)
+		msgs := append([]json.RawMessage{}, t.messages[from:]...) // [], never null (the CLI's schema)
+		if n := len(msgs); s.swapTail[t.ID] && n >= 2 {
+			msgs[n-2], msgs[n-1] = msgs[n-1], msgs[n-2]
+		}
+		res["messages"] = msgs
 		res["hasMoreBefore"] = from > 0
 	}
 	body := encode(true, res, nil)

@@ -373,67 +373,40 @@ func (c *Client) pages(ctx context.Context, id string, from int, size, maxBytes 
 // is the thread's with its first from messages left out, each by a null
 // that keeps the places (a reader of the document skips entries that are
 // not objects and counts their places), so that messages keep their
-// indexes. count is how many messages the
-// listing says the thread has (0: it does not say): when the window fits
-// one getThreadTail, that is the one request, and its first message is
-// then only probably at from (the thread may have grown since it was
-// listed): Exact says whether it is known to be. Otherwise, or with
-// Repage, the tail gives the record and pages from from give the
-// messages.
-func (c *Client) ExportFrom(ctx context.Context, id string, from, count int, maxBytes int64) (ex Export, exact bool, err error) {
-	limit := 1
-	if n := count - from; n > 0 && n <= MaxTail {
-		limit = n
-	}
-	tail, err := c.GetThreadTail(ctx, id, limit)
+// indexes. The record comes from getThreadTail with limit 1, the messages
+// from getThreadMessagesPage from from on: pages are addressed by index,
+// as a whole read's are, so the window holds the messages a whole read
+// holds at their places. (A longer tail would save a request, but its
+// messages carry no index: a tail out of order, or one that does not
+// start where it should, cannot be told from the thread.)
+func (c *Client) ExportFrom(ctx context.Context, id string, from int, maxBytes int64) (Export, error) {
+	tail, err := c.GetThreadTail(ctx, id, 1)
 	if err != nil {
-		return Export{}, false, err
+		return Export{}, err
 	}
 	data := bytes.TrimSpace(tail.Thread.Data)
 	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
-		return Export{}, false, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "thread.data is not an object"}
+		putBody(tail.body)
+		return Export{}, &Error{Method: MethodGetThreadTail, kind: ErrBadDocument, detail: "thread.data is not an object"}
 	}
 	var head struct {
 		V Version `json:"v"`
 	}
 	_ = json.Unmarshal(data, &head)
-	ex = Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from}
+	ex := Export{V: int64(head.V), CreatorUserID: tail.Thread.CreatorUserID, UpdatedAt: int64(tail.Thread.UpdatedAt), Data: data, From: from}
 	messages := tail.Messages
-	switch {
-	case limit > 1 && len(messages) == limit:
-		// The last limit messages: from from on, unless the thread grew or
-		// shrank since it was listed.
-		ex.bodies = []*[]byte{tail.body}
-	case !tail.HasMoreBefore && len(messages) < limit:
-		// The whole thread, shorter than listed: its messages from from.
-		exact = true
+	if !tail.HasMoreBefore {
+		// The whole thread, one message at most: its messages from from.
 		messages = messages[min(from, len(messages)):]
 		ex.bodies = []*[]byte{tail.body}
-	default:
-		exact = true
+	} else {
 		putBody(tail.body)
 		if messages, ex.bodies, err = c.pages(ctx, id, from, int64(len(data))+int64(from)*5, maxBytes); err != nil {
-			return Export{}, false, err
+			return Export{}, err
 		}
 	}
-	ex, err = ex.assemble(messages, maxBytes, false)
-	return ex, exact, err
-}
-
-// Repage fetches a window's messages from from on by pages, for a window
-// whose tail did not start where it was expected to.
-// The returned export holds ex's buffers too: release it, not ex.
-func (c *Client) Repage(ctx context.Context, id string, ex Export, maxBytes int64) (Export, error) {
-	messages, bodies, err := c.pages(ctx, id, ex.From, int64(len(ex.Data))+int64(ex.From)*5, maxBytes)
-	if err != nil {
-		return Export{}, err
-	}
-	ex.bodies = append(append([]*[]byte(nil), ex.bodies...), bodies...)
 	return ex.assemble(messages, maxBytes, false)
 }
-
-// MaxTail is the most messages one getThreadTail returns.
-const MaxTail = 500
 
 // assemble builds the document as the CLI does ({...data, messages}): the
 // members of the object data in their order, without any "messages" key

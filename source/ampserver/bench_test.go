@@ -182,6 +182,20 @@ func BenchmarkGrowingThread(b *testing.B) {
 			cost.report(b)
 			b.ReportMetric(float64(size)/float64(b.N)/1e6, "MB-thread/op")
 			b.ReportMetric(100*float64(cost.bytes)/float64(size), "wire-%-of-thread")
+			// Then the thread goes idle until the next full listing, which
+			// reads a thread last counted from a window whole (what lies
+			// before its window is read again): its cost, once per
+			// full_sync_interval for a thread read by window since.
+			b.StopTimer()
+			clk.Advance(6 * time.Hour)
+			var full syncCost
+			measure(b, g.srv, &full, func() {
+				if st, err := s.Sync(context.Background()); err != nil || !st.Full {
+					b.Fatalf("full listing %+v %v", st, err)
+				}
+			})
+			b.ReportMetric(float64(full.requests), "idle-full-requests")
+			b.ReportMetric(float64(full.bytes)/1e6, "idle-full-MB")
 		})
 	}
 }

@@ -273,9 +273,12 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	}
 	st.Full = s.lastFull.IsZero() || start.Sub(s.lastFull) >= s.cfg.FullInterval
 	listed := map[string]bool{}
-	var changed []Summary
-	var rebill []string // unchanged threads whose bill is read again
-	newest := ""        // the account's newest listed thread
+	// entries are the threads listed, each once: a thread listed again
+	// (it moved while the listing was paged, or a listing that repeats
+	// it) is taken as its newest entry, whichever page it is on (at).
+	var entries []Summary
+	at := map[string]int{}
+	newest := "" // the account's newest listed thread
 	var listErr error
 	for offset := 0; ; offset += s.cfg.ListLimit {
 		if st.Pages >= s.cfg.MaxListPages || st.Listed > s.cfg.MaxListed {
@@ -297,10 +300,22 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		allOld := true
 		fresh := 0 // threads this page lists for the first time
 		for _, t := range page {
-			if t.ID == "" || len(t.ID) > 128 || listed[t.ID] {
-				// A thread listed again (it moved up while the listing
-				// was paged) was weighed on its first page.
+			if t.ID == "" || len(t.ID) > 128 {
 				continue
+			}
+			if i, ok := at[t.ID]; ok {
+				// Listed again: the newer entry wins (the stale one would
+				// hide a change for as long as the listing repeats it).
+				if newer(t, entries[i]) {
+					entries[i] = t
+					if s.changed(t, st.Full) {
+						allOld = false
+					}
+				}
+				continue
+			}
+			if listed[t.ID] {
+				continue // another user's, skipped on its first entry
 			}
 			fresh++
 			st.Listed++
@@ -313,15 +328,9 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 			if newest == "" {
 				newest = t.ID
 			}
-			if s.changed(t, st.Full) {
-				changed = append(changed, t)
-				allOld = false
-			} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
-				t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
-				rebill = append(rebill, t.ID)
-			} else if !s.lastComplete.IsZero() && t.LastActivity() >= s.lastComplete.UnixMilli() {
-				allOld = false
-			} else if s.lastComplete.IsZero() {
+			at[t.ID] = len(entries)
+			entries = append(entries, t)
+			if s.changed(t, st.Full) || s.lastComplete.IsZero() || t.LastActivity() >= s.lastComplete.UnixMilli() {
 				allOld = false
 			}
 		}
@@ -342,6 +351,16 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 		// A listing past its bounds is not a listing to act on: its
 		// threads could be any number of ids that lead nowhere.
 		return st, listErr
+	}
+	var changed []Summary
+	var rebill []string // unchanged threads whose bill is read again
+	for _, t := range entries {
+		if s.changed(t, st.Full) {
+			changed = append(changed, t)
+		} else if st.Full && s.cfg.Billed && s.cfg.BillRecheck > 0 && len(rebill) < s.cfg.MaxBillRechecks &&
+			t.LastActivity() >= start.Add(-s.cfg.BillRecheck).UnixMilli() && s.counted(t.ID) {
+			rebill = append(rebill, t.ID)
+		}
 	}
 	st.Changed = len(changed)
 	// A full listing reads changed threads whole, not by window, but for
@@ -470,12 +489,26 @@ func (s *Syncer) noteBug(err error) {
 	}
 }
 
-// changed reports whether a listed thread needs fetching: its `v` differs
-// from the one counted, and no other source counts it. A thread listed
-// without `v` is read again at a full listing (full), or when its
-// messageCount or last interaction differs from what was listed when it
-// was read: a change that touches neither (an answer still streaming, a
-// tool result filled in) waits for the next of those.
+// newer reports whether a is a newer entry of a thread than b: a higher
+// `v`, else a later last interaction, else more messages.
+func newer(a, b Summary) bool {
+	if a.V != b.V {
+		return a.V > b.V
+	}
+	if a.LastActivity() != b.LastActivity() {
+		return a.LastActivity() > b.LastActivity()
+	}
+	return a.MessageCount > b.MessageCount
+}
+
+// changed reports whether a listed thread needs fetching, when no other
+// source counts it: its `v`, its messageCount or its last interaction
+// differs from what was listed when it was read (a server can list a
+// thread that grew under the `v` it was counted at). A thread listed
+// without `v` is also read again at a full listing (full): a change that
+// moves neither count nor interaction (an answer still streaming, a tool
+// result filled in) waits for it. So is a thread last counted from a
+// window (window.go): what lies before its window was not read since.
 func (s *Syncer) changed(t Summary, full bool) bool {
 	if s.owners != nil {
 		if o := s.owners.Owner(t.ID); o != "" && o != store.SourceServer {
@@ -490,10 +523,25 @@ func (s *Syncer) changed(t Summary, full bool) bool {
 	if !ok {
 		return true
 	}
-	if t.V == 0 {
-		return full || rec.Version.ServerCount != int64(t.MessageCount) || rec.Version.ServerLast != t.LastActivity()
+	if full && (t.V == 0 || rec.Version.ServerWindow) {
+		return true
 	}
-	return rec.Version.ServerV != int64(t.V)
+	return t.V != 0 && rec.Version.ServerV != int64(t.V) || rec.Version.ServerCount != int64(t.MessageCount) ||
+		rec.Version.ServerLast != t.LastActivity()
+}
+
+// readWhole reports whether a changed thread is read whole, not by its
+// window: at every full listing but the first since start-up, and at
+// every full listing when it was last counted from a window.
+func (s *Syncer) readWhole(t Summary, st *Stats) bool {
+	if st.Whole {
+		return true
+	}
+	if !st.Full {
+		return false
+	}
+	rec, ok := s.store.File(store.ServerPath(t.ID))
+	return ok && rec.Version.ServerWindow
 }
 
 // listing is how a listing shows a thread, to tell a change.
@@ -522,7 +570,7 @@ func (s *Syncer) fetchAll(ctx context.Context, threads []Summary, st *Stats) err
 			defer wg.Done()
 			p := &parsers{whole: thread.NewParser(), part: thread.NewParser()}
 			for t := range jobs {
-				outcome, err := s.fetchOne(ctx, p, t, st.Whole)
+				outcome, err := s.fetchOne(ctx, p, t, s.readWhole(t, st))
 				mu.Lock()
 				if outcome != outcomeUnreadable {
 					delete(s.unreadable, t.ID)
@@ -690,7 +738,8 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
-	fv := store.FileVersion{Size: ex.Size, ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity()}
+	fv := store.FileVersion{Size: ex.Size, ServerV: v, ServerCount: int64(t.MessageCount), ServerLast: t.LastActivity(),
+		ServerWindow: w.Start > 0}
 	if ws, ok := s.store.(WindowStore); ok {
 		if _, err := ws.ApplyWindow(path, fv, sum, w, next); err != nil {
 			return outcomeFailed, err

@@ -14,7 +14,9 @@ import (
 // against what it counted (every item the window had is still in it, and
 // nothing counted before the window is in it again) and counts it with what
 // lay before it; a window it cannot vouch for is refused and the thread is
-// read whole. A full sync reads changed threads whole.
+// read whole. A full sync reads changed threads whole, and every thread
+// last counted from a window (store.FileVersion.ServerWindow): what lies
+// before a window is not read with it.
 
 // parsers are a fetch worker's parsers: one for the document counted, one
 // for the part of it that is kept as the next window.
@@ -35,28 +37,17 @@ func (s *Syncer) window(path string) (store.Window, bool) {
 // store's did, or the store refused it.
 func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store.Window) (out outcome, err error, done bool) {
 	path := store.ServerPath(t.ID)
-	ex, exact, err := s.client.ExportFrom(ctx, t.ID, w.Start, t.MessageCount, s.cfg.MaxThreadBytes)
+	ex, err := s.client.ExportFrom(ctx, t.ID, w.Start, s.cfg.MaxThreadBytes)
 	if out, err, done := s.exportFailed(path, t, err); done {
 		return out, err, true
 	}
-	// Released once counted or refused (Repage's export holds ex's
-	// buffers: only the last is released).
-	defer func() { ex.Release() }()
+	// Nothing counted keeps a byte of the messages.
+	defer ex.Release()
 	if s.otherUsers(ex.CreatorUserID) {
 		return outcomeOtherUser, nil, true
 	}
 	began := s.clock.Now()
 	parsed, err := ex.Parse(p.whole)
-	if err == nil && !startsAt(parsed, ex, w) && !exact {
-		// The tail did not start at the window (the thread grew, or
-		// shrank, since it was listed): the window's messages by pages.
-		if ex, err = s.client.Repage(ctx, t.ID, ex, s.cfg.MaxThreadBytes); err != nil {
-			if out, err, done := s.exportFailed(path, t, err); done {
-				return out, err, true
-			}
-		}
-		parsed, err = ex.Parse(p.whole)
-	}
 	if err != nil || !startsAt(parsed, ex, w) {
 		// Not the window counted before (or not readable as one): the
 		// whole thread says what it is.

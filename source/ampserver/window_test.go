@@ -180,17 +180,52 @@ func counted(s *store.ThreadStore) map[string]store.ThreadState {
 	return out
 }
 
+// rewriteEarly changes an answer in the first third of the thread, far
+// before any window (its output tokens grow), as a server-side rewrite
+// would; the CLI's own edits touch only the last messages.
+func (th *simThread) rewriteEarly(r *rand.Rand) bool {
+	var answers []int
+	for i, m := range th.msgs[:len(th.msgs)/3] {
+		if m["role"] == "assistant" {
+			answers = append(answers, i)
+		}
+	}
+	if len(answers) == 0 {
+		return false
+	}
+	u := th.msgs[answers[r.IntN(len(answers))]]["usage"].(map[string]any)
+	u["outputTokens"] = u["outputTokens"].(int) + 1 + r.IntN(5000)
+	return true
+}
+
 // TestWindowSameAsWhole: any sequence of appends, edits of the last
 // messages, cancelled messages, truncations (an earlier prompt edited and
 // resent), full syncs and restarts counts exactly what reading every
 // changed thread whole counts: the same series, retired parts, pins and
-// last activity per thread, after every sync.
+// last activity per thread, after every sync. The exporter that reads by
+// window is served by a server that lies the ways a server can: a thread
+// changed without a new `v` (its message count and last interaction
+// move), a thread listed twice (first at a stale `v`), a tail whose last
+// two messages are swapped; the exporter that reads whole is served the
+// same threads honestly. A rewrite far before the window (which a window
+// cannot see) followed by an idle period is counted by the next full
+// listing, also the first after a restart.
 func TestWindowSameAsWhole(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 18))
-			srv := ampservertest.New(testKey, "alice@example.com")
+			srv := ampservertest.New(testKey, "alice@example.com") // lies
 			defer srv.Close()
+			honest := ampservertest.New(testKey, "alice@example.com")
+			defer honest.Close()
+			put := func(th *simThread, at int64) {
+				t.Helper()
+				for _, s := range []*ampservertest.Server{srv, honest} {
+					if _, err := s.Put(th.doc(), at); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			clk := clock.NewFake(t0)
 			overlap := 1 + r.IntN(6)
 			threads := make([]*simThread, 4)
@@ -200,19 +235,56 @@ func TestWindowSameAsWhole(t *testing.T) {
 					th.exchange(r, clk.Now().UnixMilli())
 				}
 				threads[i] = th
-				if _, err := srv.Put(th.doc(), clk.Now().UnixMilli()); err != nil {
-					t.Fatal(err)
-				}
+				put(th, clk.Now().UnixMilli())
 			}
 			win := newWindowSyncer(t, srv, clk, overlap, nil)
-			whole := newWindowSyncer(t, srv, clk, -1, nil)
+			whole := newWindowSyncer(t, honest, clk, -1, nil)
 			ops := map[string]int{}
 			var ws WindowStats // over the restarts
+			restart := func() {
+				ws.Windows += win.sync.WindowStats().Windows
+				ws.Refused += win.sync.WindowStats().Refused
+				win = win.restarted(t, srv, clk, overlap)
+			}
+			syncBoth := func(step int, compare bool) {
+				t.Helper()
+				for _, s := range []*windowSyncer{win, whole} {
+					if st, err := s.sync.Sync(context.Background()); err != nil || !st.Complete {
+						t.Fatalf("step %d: sync %+v: %v", step, st, err)
+					}
+				}
+				if !compare {
+					return
+				}
+				if got, want := counted(win.store), counted(whole.store); !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d (%v):\n%s", step, ops, dump(got, want))
+				}
+				if got, want := win.store.Snapshot().Totals(), whole.store.Snapshot().Totals(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: totals differ", step)
+				}
+			}
 			for step := range 150 {
 				clk.Advance(time.Minute)
 				now := clk.Now().UnixMilli()
 				th := threads[r.IntN(len(threads))]
-				op := r.IntN(20)
+				// The lies, each now and then: a stale entry listed before
+				// the thread's own, a tail out of order, a change under the
+				// `v` counted.
+				if r.IntN(6) == 0 {
+					ops["listed twice"]++
+					srv.ListStale(th.id, true)
+				} else if r.IntN(3) == 0 {
+					srv.ListStale(th.id, false)
+				}
+				if r.IntN(5) == 0 {
+					ops["swapped tail"]++
+					srv.SwapTail(th.id, true)
+				} else if r.IntN(3) == 0 {
+					srv.SwapTail(th.id, false)
+				}
+				hold := r.IntN(4) == 0
+				srv.HoldVersion(th.id, hold)
+				op := r.IntN(22)
 				switch {
 				case op < 8:
 					ops["append"]++
@@ -240,31 +312,36 @@ func TestWindowSameAsWhole(t *testing.T) {
 					clk.Advance(6 * time.Hour)
 				case op < 18:
 					ops["restart"]++
-					ws.Windows += win.sync.WindowStats().Windows
-					ws.Refused += win.sync.WindowStats().Refused
-					win = win.restarted(t, srv, clk, overlap)
-				default:
+					restart()
+				case op < 20:
 					ops["append two"]++
 					th.exchange(r, now)
 					th.exchange(r, now+1)
-				}
-				if op != 16 && op != 17 {
-					if _, err := srv.Put(th.doc(), now); err != nil {
-						t.Fatal(err)
+				case op < 21:
+					// A rewrite before the window with an exchange appended,
+					// then an idle period up to the next full listing (or a
+					// restart): the window misses the rewrite until then.
+					ops["rewrite early, idle"]++
+					th.rewriteEarly(r)
+					th.exchange(r, now)
+					put(th, now)
+					syncBoth(step, false)
+					if r.IntN(2) == 0 {
+						restart()
+					} else {
+						clk.Advance(6 * time.Hour)
 					}
-					srv.SetCost(th.id, map[string]any{"totalCostUSD": float64(step) / 100})
+				default:
+					ops["idle"]++
 				}
-				for _, s := range []*windowSyncer{win, whole} {
-					if st, err := s.sync.Sync(context.Background()); err != nil || !st.Complete {
-						t.Fatalf("step %d: sync %+v: %v", step, st, err)
+				if op < 16 || op == 18 || op == 19 {
+					put(th, now)
+					for _, s := range []*ampservertest.Server{srv, honest} {
+						s.SetCost(th.id, map[string]any{"totalCostUSD": float64(step) / 100})
 					}
 				}
-				if got, want := counted(win.store), counted(whole.store); !reflect.DeepEqual(got, want) {
-					t.Fatalf("step %d (%v):\n%s", step, ops, dump(got, want))
-				}
-				if got, want := win.store.Snapshot().Totals(), whole.store.Snapshot().Totals(); !reflect.DeepEqual(got, want) {
-					t.Fatalf("step %d: totals differ", step)
-				}
+				srv.HoldVersion(th.id, false)
+				syncBoth(step, true)
 			}
 			ws.Windows += win.sync.WindowStats().Windows
 			ws.Refused += win.sync.WindowStats().Refused
