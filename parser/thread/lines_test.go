@@ -50,7 +50,7 @@ func lineTotals(t *testing.T, data []byte) (lines map[string]int64, shell map[st
 	}
 	lines, shell = map[string]int64{}, map[string]int{}
 	for _, it := range Summarize(th).Items {
-		if it.Lines {
+		if it.Lines && it.Status == StatusDone {
 			lines[it.Tool+"/added"] += it.Added
 			lines[it.Tool+"/removed"] += it.Removed
 		}

@@ -297,9 +297,7 @@ func Summarize(t *Thread) *Summary {
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
 				tu := &t.Messages[at>>32].ToolUses[uint32(at)]
 				it.Tool = toolname.Normalize(tu.Name)
-				if tu.Lines && status == StatusDone {
-					it.Added, it.Removed, it.Lines = tu.Added, tu.Removed, true
-				}
+				it.Added, it.Removed, it.Lines = tu.Added, tu.Removed, tu.Lines
 			}
 			if it.Tool == toolname.Bash {
 				it.Shell = ShellOutcome(status, r.ExitCode, r.HasExit)
