@@ -1,5 +1,7 @@
 package linecount
 
+import "math/bits"
+
 // MaxCells bounds the work of one Diff: past that many cells visited by
 // the search (diagonal steps and snake steps), Diff stops the exact search
 // and approximates (approximate). Myers' algorithm costs O((N+M)·D) time
@@ -29,6 +31,17 @@ func Diff(old, new string) (added, removed int64, exact bool) {
 	n, m := len(a), len(b)
 	if n == 0 || m == 0 {
 		return int64(m), int64(n), true
+	}
+	// The bit-parallel LCS when it is cheap (the usual edit: a few dozen
+	// lines each side), else Myers, whose cost follows the lines changed.
+	if short, long := min(n, m), max(n, m); short <= maxBitsLines && long*((short+63)/64) <= maxBitsWork {
+		var l int
+		if n <= m {
+			l = lcsBits(b, a)
+		} else {
+			l = lcsBits(a, b)
+		}
+		return int64(m - l), int64(n - l), true
 	}
 	d, ok := myers(a, b, MaxCells)
 	if !ok {
@@ -93,4 +106,55 @@ func approximate(a, b []string) (added, removed int64) {
 		}
 	}
 	return int64(len(b) - common), int64(len(a) - common)
+}
+
+// The bit-parallel LCS is used for at most maxBitsLines lines on its
+// shorter side and maxBitsWork word operations.
+const (
+	maxBitsLines = 4096
+	maxBitsWork  = 1 << 20
+)
+
+// lcsBits returns the length of the longest common subsequence of a and b
+// by the bit-parallel algorithm (Allison–Dix, as in Hyyrö 2004): one
+// bitset over b, updated for each line of a with an add and a few logical
+// operations, O(len(a)·len(b)/64) whatever the lines changed. b should be
+// the shorter side.
+func lcsBits(a, b []string) int {
+	w := (len(b) + 63) / 64
+	ids := make(map[string]int32, len(b))
+	var masks []uint64
+	for j, l := range b {
+		id, ok := ids[l]
+		if !ok {
+			id = int32(len(masks) / w)
+			ids[l] = id
+			masks = append(masks, make([]uint64, w)...)
+		}
+		masks[int(id)*w+j/64] |= 1 << (j % 64)
+	}
+	v := make([]uint64, w)
+	for k := range v {
+		v[k] = ^uint64(0)
+	}
+	for _, l := range a {
+		id, ok := ids[l]
+		if !ok {
+			continue // no line of b matches: v stays
+		}
+		m := masks[int(id)*w : int(id)*w+w]
+		var carry uint64
+		for k := range v {
+			u := v[k] & m[k]
+			var sum uint64
+			sum, carry = bits.Add64(v[k], u, carry)
+			v[k] = sum | (v[k] &^ m[k])
+		}
+	}
+	// Each 0 bit is one line of the LCS; the bits past len(b) stay 1.
+	ones := 0
+	for _, x := range v {
+		ones += bits.OnesCount64(x)
+	}
+	return w*64 - ones
 }

@@ -263,3 +263,44 @@ func FuzzDiff(f *testing.F) {
 		}
 	})
 }
+
+// TestMyersAgreesWithNaiveLCS: Diff takes the bit-parallel path for small
+// edits, so Myers' search is checked here on its own.
+func TestMyersAgreesWithNaiveLCS(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 3000 {
+		var a, b []string
+		for range 1 + r.IntN(30) {
+			a = append(a, string(rune('a'+r.IntN(4))))
+		}
+		for range 1 + r.IntN(30) {
+			b = append(b, string(rune('a'+r.IntN(4))))
+		}
+		d, ok := myers(a, b, MaxCells)
+		na, nr := naive(strings.Join(a, "\n"), strings.Join(b, "\n"))
+		if !ok || int64(d) != na+nr {
+			t.Fatalf("case %d: myers(%q, %q) = %d, naive +%d -%d", i, a, b, d, na, nr)
+		}
+		if l := lcsBits(a, b); l != len(b)-int(na) {
+			t.Fatalf("case %d: lcsBits(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
+		}
+	}
+}
+
+// BenchmarkDiffTypicalEdit: two unrelated 60-line snippets, the
+// generator's edits (the bit-parallel path).
+func BenchmarkDiffTypicalEdit(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	snippet := func() string {
+		var sb strings.Builder
+		for range 60 {
+			fmt.Fprintf(&sb, "\tx%d := f(y)\n", r.IntN(40))
+		}
+		return sb.String()
+	}
+	old, new := snippet(), snippet()
+	b.ReportAllocs()
+	for b.Loop() {
+		Diff(old, new)
+	}
+}
