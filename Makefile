@@ -89,6 +89,7 @@ fuzz:
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/amy -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/gitremote -run '^$$' -fuzz FuzzNormalize -fuzztime $(FUZZTIME)
 	# Each input is a file opened twice: bound the minimization of a new
 	# input, which otherwise takes the whole run.
 	$(GO) test ./state/statelog -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x

@@ -35,6 +35,10 @@ type Config struct {
 
 	// AmpServer: the user's threads on the Amp server (ampserver.go).
 	AmpServer AmpServerConfig `yaml:"amp_server"`
+
+	// Labels and Repositories: the repository label (repositories.go).
+	Labels       LabelsConfig     `yaml:"labels"`
+	Repositories []RepositoryRule `yaml:"repositories"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -157,6 +161,7 @@ func Default() *Config {
 			MaxFileBytes:   64 << 20,
 		},
 		AmpServer: defaultAmpServer(),
+		Labels:    LabelsConfig{Repository: true},
 	}
 }
 
@@ -228,6 +233,9 @@ var sectionOf = map[string]string{
 	"LimitsConfig":  "limits",
 	// remote_write (remotewrite.go)
 	"RemoteWriteConfig": "a remote_write entry",
+	// labels, repositories (repositories.go)
+	"LabelsConfig":   "labels",
+	"RepositoryRule": "a repositories entry",
 }
 
 func decode(data []byte, cfg *Config, doc *document) error {
@@ -279,6 +287,7 @@ func (c *Config) resolve(env Env) error {
 	c.resolveAmy(env, &errs)
 	c.resolveRemoteWrite(&errs)
 	c.resolveAmpServer(env, &errs)
+	c.resolveRepositories(&errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))

@@ -32,6 +32,7 @@ func run() int {
 		total   = flag.String("total-bytes", "1GB", "approximate total size of the corpus, e.g. 1GB, 500MB, 64MiB")
 		seed    = flag.Int64("seed", 1, "random seed; the same seed gives the same files")
 		start   = flag.String("start", "", "creation time of the first thread, RFC 3339 (default "+threadgen.DefaultStart.Format(time.RFC3339)+")")
+		repos   = flag.Int("repositories", 0, "spread the threads over this many repositories, remotes written in every form, some threads without one (0: each thread's project on github.com)")
 	)
 	flag.Parse()
 	if *dir == "" || flag.NArg() > 0 {
@@ -48,7 +49,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "amp-threadgen: -threads must not be negative")
 		return 2
 	}
-	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed}
+	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos}
 	if *start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, *start); err != nil {
 			fmt.Fprintf(os.Stderr, "amp-threadgen: -start: %v\n", err)

@@ -276,6 +276,7 @@ func (a *App) applySteps() []applyStep {
 			return nil
 		}},
 	}
+	steps = append(steps, a.repositorySteps()...)
 	for _, s := range a.sources {
 		steps = append(steps, applyStep{name: s.Name(), apply: s.Apply})
 	}

@@ -227,6 +227,7 @@ func (t *tgen) assistantMsg(calls []call, cancelled, last bool) {
 	// context so far.
 	out := int64(outBytes)/4 + 20 + int64(r.IntN(200))
 	u := t.inference(out)
+	t.tally(u)
 	w.kObj("state")
 	switch {
 	case cancelled:

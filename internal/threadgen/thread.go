@@ -179,6 +179,8 @@ type tgen struct {
 	events    []ledgerEvent
 	last      usage // max-merged, for ~debug.lastInferenceUsage
 	inferLog  []usage
+	remote    remote            // the first tree's repository (repositories.go)
+	spent     map[string]Tokens // by model, from tally
 }
 
 func newThread(g *Generator, i, target int, buf []byte) *tgen {
@@ -218,6 +220,7 @@ func newThread(g *Generator, i, target int, buf []byte) *tgen {
 	t.share = min(0.9, max(0.6, 0.78+0.05*r.NormFloat64()))
 	t.meanTool = max(600, 3400*math.Pow(float64(target)/200e3, 0.4)) / t.tools.norm
 	t.proj = newProject(r)
+	t.remote = g.remote(i)
 	t.sysTokens = 9000 + int64(r.IntN(9000))
 	t.now = t.created + 500 + int64(r.IntN(4000))
 	return t
@@ -380,12 +383,7 @@ func (t *tgen) header(b []byte) []byte {
 	p := t.proj
 	w.kStr("displayName", p.name)
 	w.kStr("uri", p.uri)
-	w.kObj("repository")
-	w.kStr("type", "git")
-	w.kStr("url", "https://github.com/"+p.org+"/"+p.name)
-	w.kStr("ref", "refs/heads/"+p.branch)
-	w.kStr("sha", p.sha)
-	w.endObj()
+	t.writeRepository(w)
 	w.endObj()
 	w.endArr()
 	w.kObj("platform")

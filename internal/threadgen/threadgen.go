@@ -31,6 +31,10 @@ type Options struct {
 	TotalBytes int64     // approximate total size of the corpus; 0 means 500 kB per thread
 	Seed       int64     // the same options give the same bytes
 	Start      time.Time // creation time of the first thread; threads spread over the following weeks. Zero means DefaultStart.
+	// Repositories spreads the threads over this many repositories whose
+	// remotes are written in every form, some threads without a remote
+	// (repositories.go); 0: each thread's project on github.com.
+	Repositories int
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -63,6 +67,7 @@ type Generator struct {
 	slotMs  float64
 	perm    feistel
 	targets []int64 // planned size by size rank, ascending
+	repos   int     // Options.Repositories
 }
 
 // New returns the generator of the corpus described by opts.
@@ -81,6 +86,7 @@ func New(opts Options) *Generator {
 		n:       n,
 		seed:    splitmix(uint64(opts.Seed) ^ 0x7468726561646765), // "threadge"
 		startMs: start.UnixMilli(),
+		repos:   opts.Repositories,
 	}
 	if n > 0 {
 		g.slotMs = float64(Spread.Milliseconds()) / float64(n)

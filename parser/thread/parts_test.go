@@ -123,7 +123,7 @@ func parseResult(th *Thread, err error) parsed {
 // escaped keys, no messages, and messages that are not objects.
 func TestParsePartsSameAsDocument(t *testing.T) {
 	docs := map[string][]byte{}
-	files, _ := filepath.Glob("testdata/*.json")
+	files, _ := fixtureFiles()
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/linecount"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
@@ -87,6 +88,7 @@ func referenceParse(data []byte) (*Thread, error) {
 			}
 		}
 	}
+	t.Repository, t.RepositoryReason = refRepository(top)
 	if t.ForkPoint < 0 {
 		if rels, ok := top["relationships"].([]any); ok {
 			for _, raw := range rels {
@@ -416,4 +418,26 @@ func refLines(name string, input map[string]any) (added, removed int64, ok bool)
 		return added, removed, true
 	}
 	return 0, 0, false
+}
+
+// refRepository reads env.initial.trees[0].repository.url
+// (docs/repositories.md): a string is normalised, null or absent is no
+// remote, any other value a remote that cannot be read.
+func refRepository(top map[string]any) (string, gitremote.Reason) {
+	env, _ := top["env"].(map[string]any)
+	initial, _ := env["initial"].(map[string]any)
+	trees, _ := initial["trees"].([]any)
+	if len(trees) == 0 {
+		return "", gitremote.ReasonNone
+	}
+	tree, _ := trees[0].(map[string]any)
+	repo, _ := tree["repository"].(map[string]any)
+	switch url := repo["url"].(type) {
+	case nil:
+		return "", gitremote.ReasonNone
+	case string:
+		return gitremote.Normalize(url)
+	default:
+		return "", gitremote.ReasonInvalid
+	}
 }

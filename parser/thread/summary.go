@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -49,6 +50,11 @@ type Summary struct {
 	CopiedMessages int `json:"copied_messages"`
 	// LastActivity is the newest timestamp in the thread, epoch ms.
 	LastActivity int64 `json:"last_activity_ms"`
+	// Repository is the thread's git remote as host/path, "" when it has
+	// none (docs/repositories.md); RepositoryReason says why a remote that
+	// is present gives none.
+	Repository       string           `json:"repository,omitempty"`
+	RepositoryReason gitremote.Reason `json:"repository_reason,omitempty"`
 
 	// Items are the thread's counted things, one by one, with their
 	// identities: the totals below are their sum (without the Copied
@@ -201,16 +207,18 @@ func orUnknown(model string) string {
 // and is valid until its next Parse, like t itself.
 func Summarize(t *Thread) *Summary {
 	s := &Summary{
-		ID:           t.ID,
-		Version:      t.Version,
-		AgentMode:    t.AgentMode,
-		Tokens:       map[string]Tokens{},
-		Credits:      map[string]float64{},
-		Finished:     map[string]map[string]int{},
-		ToolCalls:    map[string]map[string]int{},
-		LastActivity: t.Created,
-		FoldedModels: t.FoldedModels,
-		FoldedTools:  t.FoldedTools,
+		ID:               t.ID,
+		Version:          t.Version,
+		AgentMode:        t.AgentMode,
+		Repository:       t.Repository,
+		RepositoryReason: t.RepositoryReason,
+		Tokens:           map[string]Tokens{},
+		Credits:          map[string]float64{},
+		Finished:         map[string]map[string]int{},
+		ToolCalls:        map[string]map[string]int{},
+		LastActivity:     t.Created,
+		FoldedModels:     t.FoldedModels,
+		FoldedTools:      t.FoldedTools,
 	}
 	// The fork copied messages[0..ForkPoint]: positions in the file's
 	// whole messages[], which Index keeps.

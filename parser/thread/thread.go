@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -82,6 +83,12 @@ type Thread struct {
 	FoldedModels []uint64
 	// FoldedTools: the same for tool names (hashed normalized).
 	FoldedTools []uint64
+	// Repository is the thread's git remote as host/path
+	// (gitremote.Normalize), "" when it has none; RepositoryReason says
+	// why a remote that is present gives none. The URL as written is
+	// never kept.
+	Repository       string
+	RepositoryReason gitremote.Reason
 }
 
 // Message is a user or assistant message, reduced to what is counted.
@@ -333,6 +340,8 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 			p.ledger(t)
 		case "relationships":
 			forkRelationship = p.relationships()
+		case "env":
+			p.env(t)
 		default:
 			sc.Skip()
 		}

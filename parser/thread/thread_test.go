@@ -18,6 +18,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+// fixtureFiles are the thread fixtures: testdata/*.json, which other
+// packages read as a corpus too (the collector's golden exposition, the
+// end-to-end test's expected sums), and testdata/repository/*.json, read
+// here alone (their goldens are in testdata/golden with the others).
+func fixtureFiles() ([]string, error) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil {
+		return nil, err
+	}
+	more, err := filepath.Glob("testdata/repository/*.json")
+	return append(files, more...), err
+}
+
 // golden is what a fixture must decode to: a summary, or the reason it is
 // refused.
 type golden struct {
@@ -64,7 +77,7 @@ func parseFixture(t *testing.T, data []byte) golden {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.json")
+	files, err := fixtureFiles()
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -103,7 +116,7 @@ func TestGolden(t *testing.T) {
 // TestFastParserMatchesReference checks the scanner-based decoder against a
 // plain encoding/json decoder of the same rules on every fixture.
 func TestFastParserMatchesReference(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.json")
+	files, _ := fixtureFiles()
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -205,7 +218,7 @@ func TestReasons(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.json")
+	files, _ := fixtureFiles()
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/labelvalue"
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -61,6 +62,11 @@ type Summary struct {
 	// MessageCount is how many messages the thread has (messageCount,
 	// else summaryStats.messageCount; 0 when the listing does not say).
 	MessageCount int `json:"-"`
+	// Repository is the thread's git remote as host/path, read from env
+	// as in the thread's document (thread.RepositoryOf); the URL as
+	// written is not kept.
+	Repository       string           `json:"-"`
+	RepositoryReason gitremote.Reason `json:"-"`
 }
 
 // UnmarshalJSON reads a summary and its message count from either place.
@@ -72,6 +78,7 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 		SummaryStats *struct {
 			MessageCount Version `json:"messageCount"`
 		} `json:"summaryStats"`
+		Env json.RawMessage `json:"env"`
 	}
 	aux.plain = (*plain)(s)
 	if err := json.Unmarshal(b, &aux); err != nil {
@@ -84,6 +91,7 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	if n > 0 && n < 1<<31 {
 		s.MessageCount = int(n)
 	}
+	s.Repository, s.RepositoryReason = thread.RepositoryOf(aux.Env)
 	return nil
 }
 
