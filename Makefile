@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test ./internal/jsonscan -run '^$$' -fuzz FuzzSWARBlocks -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/thread -run '^$$' -fuzz FuzzParseTimestamp -fuzztime $(FUZZTIME)
+	$(GO) test ./parser/linecount -run '^$$' -fuzz FuzzDiff -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/streamjson -run '^$$' -fuzz FuzzParseLine -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/sse -run '^$$' -fuzz FuzzParser -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/amyturn -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME)

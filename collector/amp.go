@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -119,6 +120,7 @@ func (c *AmpCollector) collectThreadStore(r *renderer, snap store.ThreadSnapshot
 	r.series(totals, src)
 	zeroShared(r, totals, src)
 	r.zeroHist(store.FamExchangeBucket, src)
+	r.zero(totals, store.FamShellCommands, src, thread.ShellOutcomes...)
 	if !snap.LastChange.IsZero() {
 		r.gauge(NameSourceLastChange, float64(snap.LastChange.UnixMilli())/1000, src)
 	}

@@ -41,6 +41,11 @@ const (
 	FamBilled Family = "billed_usd"
 	// FamNoUsage counts finished assistant messages without a usage block.
 	FamNoUsage Family = "no_usage"
+	// FamLines counts the lines edit tools changed; l1 kind (added,
+	// removed), l2 tool.
+	FamLines Family = "lines_changed"
+	// FamShellCommands counts shell commands; l1 outcome.
+	FamShellCommands Family = "shell_commands"
 
 	// stream-json only.
 	FamExecutions         Family = "executions"           // l1 outcome
@@ -166,6 +171,10 @@ var families = []familySpec{
 		Help: "What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate."}},
 	{name: FamNoUsage, scale: scaleCount, owners: ownerThreads, metric: &Metric{Name: "amp_messages_without_usage_total", Scope: "source", From: FromThreads,
 		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."}},
+	{name: FamLines, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_total", Scope: "source", Labels: []string{"kind", "tool"}, From: FromThreads,
+		Help: "Lines Amp's edit tools added and removed (kind), counted from each tool call's input as Amp's UI counts them: edit_file by a line diff of old_str and new_str, create_file by the lines of content, apply_patch by the lines of patchText; only calls whose run is done."}},
+	{name: FamShellCommands, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_shell_commands_total", Scope: "source", Labels: []string{"outcome"}, From: FromThreads,
+		Help: "Shell commands Amp ran (Bash, shell_command), by outcome: success (exit code 0), failure (another exit code, or the run failed), stopped (exit code -1 or none, or cancelled)."}},
 
 	{name: FamExecutions, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_executions_total", Labels: []string{"outcome"}, From: FromStream,
 		Help: "Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line)."}},

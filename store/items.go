@@ -316,6 +316,14 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		} else {
 			d.tools[n-1]++
 		}
+		// Under the pinned status: a call counted as done stays done.
+		if it.Lines && t.outcome == thread.StatusDone {
+			k.add(FamLines, "added", t.name, it.Added)
+			k.add(FamLines, "removed", t.name, it.Removed)
+		}
+		if it.Shell != "" {
+			k.add(FamShellCommands, it.Shell, "", 1)
+		}
 	default:
 		sec := fixedAt(k.exchScale, it.Seconds)
 		if n == 0 {

@@ -193,3 +193,36 @@ func TestCounterFoldAsksTheCapOnce(t *testing.T) {
 	}
 	k.pg.result()
 }
+
+// Lines count for an edit call counted as done, under the tool it was
+// pinned to, and still once its status turns to error in a rewrite (the
+// pinned status stays done); shell commands count by outcome.
+func TestCounterLinesAndShellCommands(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	items := []thread.Item{
+		{Key: toolKey(1), Tool: "Edit", Status: "done", Lines: true, Added: 3, Removed: 2},
+		{Key: toolKey(2), Tool: "Write", Status: "rejected", Lines: true, Added: 9},
+		{Key: toolKey(3), Tool: "Bash", Status: "done", Shell: thread.ShellFailure},
+	}
+	k := counterFor(s, nil, nil, items...)
+	res := k.count(false)
+	want := map[SeriesKey]int64{
+		{FamLines, "added", "Edit"}:                 3,
+		{FamLines, "removed", "Edit"}:               2,
+		{FamShellCommands, thread.ShellFailure, ""}: 1,
+	}
+	for sk, v := range want {
+		if got := res.series[sk]; got != v {
+			t.Errorf("%v = %d, want %d", sk, got, v)
+		}
+	}
+	if got := res.series[SeriesKey{FamLines, "added", "Write"}]; got != 0 {
+		t.Errorf("a rejected create counted %d lines", got)
+	}
+	items[0].Status = "error"
+	k = counterFor(s, nil, res.pins, items...)
+	res = k.count(false)
+	if got := res.series[SeriesKey{FamLines, "added", "Edit"}]; got != 3 {
+		t.Errorf("after the rewrite: Edit added %d, want 3 (pinned done)", got)
+	}
+}

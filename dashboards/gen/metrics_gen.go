@@ -17,6 +17,8 @@ const (
 	NameUnpricedTokens           = "amp_unpriced_tokens_total"
 	NameBilledCost               = "amp_billed_cost_usd_total"
 	NameMessagesWithoutUsage     = "amp_messages_without_usage_total"
+	NameLinesChanged             = "amp_lines_changed_total"
+	NameShellCommands            = "amp_shell_commands_total"
 	NameExecutions               = "amp_executions_total"
 	NameExecutionDuration        = "amp_execution_duration_seconds"
 	NameExecutionTurns           = "amp_execution_turns"
@@ -91,6 +93,8 @@ var metricTypes = map[string]string{
 	NameUnpricedTokens:           "counter",
 	NameBilledCost:               "counter",
 	NameMessagesWithoutUsage:     "counter",
+	NameLinesChanged:             "counter",
+	NameShellCommands:            "counter",
 	NameExecutions:               "counter",
 	NameExecutionDuration:        "histogram",
 	NameExecutionTurns:           "histogram",

@@ -106,6 +106,16 @@ type Item struct {
 	// terminal status.
 	Tool   string
 	Status string
+	// Added and Removed are the lines an edit tool call's input changes
+	// (edit.go), when Lines. They count only for a call whose run is done
+	// (one that failed, was cancelled or rejected changed nothing): the
+	// store counts them under the status the item was first counted with,
+	// so that a rewrite never takes them back.
+	Added, Removed int64
+	Lines          bool
+	// Shell is how a shell command (Bash, shell_command) ended: one of the
+	// Shell… outcomes, "" for other tools and rejected commands.
+	Shell string
 
 	// Tokens billed to the item (assistant messages of a thread billed by
 	// its messages, ledger events of one billed by its ledger), and their

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/parser/linecount"
+	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
 // referenceParse decodes a thread with encoding/json, following the spec
@@ -60,6 +62,20 @@ func referenceParse(data []byte) (*Thread, error) {
 			if m := refMessage(obj); m.Role != RoleOther {
 				m.Index = pos
 				t.Messages = append(t.Messages, m)
+			}
+		}
+	}
+	// ToolResult.ExitCode is kept only on the results of shell commands.
+	shell := map[uint64]bool{}
+	for _, m := range t.Messages {
+		for _, u := range m.ToolUses {
+			shell[u.IDHash] = toolname.Normalize(u.Name) == toolname.Bash
+		}
+	}
+	for i := range t.Messages {
+		for j := range t.Messages[i].ToolResults {
+			if r := &t.Messages[i].ToolResults[j]; !shell[r.ToolUseIDHash] {
+				r.ExitCode, r.HasExit = 0, false
 			}
 		}
 	}
@@ -183,13 +199,20 @@ func refMessage(obj map[string]any) Message {
 			}
 			typ, _ := b["type"].(string)
 			status := ""
+			var exit int64
+			hasExit := false
 			if run, ok := b["run"].(map[string]any); ok {
 				status, _ = run["status"].(string)
+				if res, ok := run["result"].(map[string]any); ok {
+					if _, there := res["exitCode"]; there {
+						exit, hasExit = refInt(res["exitCode"])
+					}
+				}
 			}
 			switch typ {
 			case "tool_result":
 				if id, ok := b["toolUseID"].(string); ok && status != "" {
-					m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: HashID(id), Status: status})
+					m.ToolResults = append(m.ToolResults, ToolResult{ToolUseIDHash: HashID(id), Status: status, ExitCode: exit, HasExit: hasExit})
 				}
 				continue
 			case "tool_use":
@@ -198,7 +221,11 @@ func refMessage(obj map[string]any) Message {
 					if n, _ := b["normalizedName"].(string); n != "" {
 						name = n
 					}
-					m.ToolUses = append(m.ToolUses, ToolUse{IDHash: HashID(id), Name: name})
+					tu := ToolUse{IDHash: HashID(id), Name: name}
+					raw, _ := b["name"].(string)
+					input, _ := b["input"].(map[string]any)
+					tu.Added, tu.Removed, tu.Lines = refLines(raw, input)
+					m.ToolUses = append(m.ToolUses, tu)
 				}
 			}
 			nonToolResult = true
@@ -356,6 +383,41 @@ func hasDuplicateKeys(data []byte) bool {
 			}
 		}
 	}
+}
+
+// refLines counts the lines an edit tool's input changes, as
+// docs/counting.md says: edit_file diffs old_str and new_str, create_file
+// counts content, apply_patch counts patchText; each string is read up to
+// its first MiB.
+func refLines(name string, input map[string]any) (added, removed int64, ok bool) {
+	str := func(k string) (string, bool) {
+		s, ok := input[k].(string)
+		if len(s) > maxEditText {
+			s = s[:maxEditText]
+		}
+		return s, ok
+	}
+	switch name {
+	case "edit_file":
+		o, ok1 := str("old_str")
+		n, ok2 := str("new_str")
+		if !ok1 || !ok2 {
+			return 0, 0, false
+		}
+		added, removed, _ = linecount.Diff(o, n)
+		return added, removed, true
+	case "create_file":
+		c, ok := str("content")
+		return linecount.Lines(c), 0, ok
+	case "apply_patch":
+		p, ok := str("patchText")
+		if !ok {
+			return 0, 0, false
+		}
+		added, removed = linecount.Patch(p)
+		return added, removed, true
+	}
+	return 0, 0, false
 }
 
 // refRepository reads env.initial.trees[0].repository.url

@@ -121,6 +121,38 @@ func TerminalStatus(run string) string {
 	return ""
 }
 
+// Shell command outcomes (amp_shell_commands_total).
+const (
+	ShellSuccess = "success"
+	ShellFailure = "failure"
+	ShellStopped = "stopped"
+)
+
+// ShellOutcomes are the outcomes a shell command can have, in order.
+var ShellOutcomes = []string{ShellSuccess, ShellFailure, ShellStopped}
+
+// ShellOutcome is how a shell command's run ended, "" when it never ran
+// (rejected). A done run gives its exitCode: 0 success, −1 (the CLI's
+// "stopped or unknown") or none stopped, any other failure. A cancelled
+// run was stopped; one that ended in error failed.
+func ShellOutcome(status string, exit int64, hasExit bool) string {
+	switch status {
+	case StatusDone:
+		switch {
+		case !hasExit || exit == -1:
+			return ShellStopped
+		case exit == 0:
+			return ShellSuccess
+		}
+		return ShellFailure
+	case StatusCancelled:
+		return ShellStopped
+	case StatusError:
+		return ShellFailure
+	}
+	return ""
+}
+
 // FinishReason maps an assistant message's state to its stop_reason label,
 // or "" while the message is still streaming. A complete message gives its
 // stopReason; files that predate `state` are finished with an unknown
@@ -273,12 +305,18 @@ func Summarize(t *Thread) *Summary {
 				continue
 			}
 			seenResults[r.ToolUseIDHash] = true
-			name := toolname.Unknown
+			it := Item{Copied: copied, Tool: toolname.Unknown, Status: status, At: at}
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
-				name = toolname.Normalize(t.Messages[at>>32].ToolUses[uint32(at)].Name)
+				tu := &t.Messages[at>>32].ToolUses[uint32(at)]
+				it.Tool = toolname.Normalize(tu.Name)
+				it.Added, it.Removed, it.Lines = tu.Added, tu.Removed, tu.Lines
 			}
-			key, alias := toolKey(m, j, r.ToolUseIDHash)
-			items = append(items, Item{Key: key, Alias: alias, AliasFromZero: toolAliasFromZero(m, j), Copied: copied, Tool: name, Status: status, At: at})
+			if it.Tool == toolname.Bash {
+				it.Shell = ShellOutcome(status, r.ExitCode, r.HasExit)
+			}
+			it.Key, it.Alias = toolKey(m, j, r.ToolUseIDHash)
+			it.AliasFromZero = toolAliasFromZero(m, j)
+			items = append(items, it)
 		}
 	}
 	if byLedger {

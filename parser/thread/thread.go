@@ -14,6 +14,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
 // ErrNotThread reports a JSON document that is not an Amp thread: not an
@@ -143,12 +144,20 @@ type Usage struct {
 type ToolUse struct {
 	IDHash uint64
 	Name   string
+	// Added and Removed are the lines an edit tool's input changes
+	// (parser/linecount), set when Lines is.
+	Added, Removed int64
+	Lines          bool
 }
 
 // ToolResult is the state of a tool call's run.
 type ToolResult struct {
 	ToolUseIDHash uint64
 	Status        string
+	// ExitCode is the result's exitCode, when HasExit: kept only on the
+	// result of a tool_use of the file that is a shell command.
+	ExitCode int64
+	HasExit  bool
 }
 
 // LedgerEvent is a usageLedger billing event (older thread files).
@@ -190,6 +199,11 @@ type Parser struct {
 	usageSlab   []Usage
 	toolUses    []ToolUse
 	toolResults []ToolResult
+	// edit holds the edit-tool input of the block being read (edit.go).
+	edit editInput
+	// uses tells, for each tool_use of the file read so far, whether it
+	// is a shell command: only a shell result's exitCode is read.
+	uses map[uint64]bool
 }
 
 // maxKept bounds each of the storages a parser keeps between files: one
@@ -270,6 +284,13 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 	p.tools.reset()
 	defer func() { t.FoldedModels, t.FoldedTools = p.models.foldedValues(), p.tools.foldedValues() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
+	if len(p.uses) > maxKept {
+		p.uses = nil
+	}
+	if p.uses == nil {
+		p.uses = make(map[uint64]bool)
+	}
+	clear(p.uses)
 
 	t.items, t.gen, t.parses = &p.items, p.parses.Add(1), &p.parses
 	if cap(p.items) > maxKept {
@@ -342,6 +363,7 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 	if !hasV {
 		return nil, ErrNotThread
 	}
+	p.shellExits(t)
 	// forkPointIndex survives thread:truncate, which drops relationships;
 	// the relationship is the fallback for files that lack it.
 	if t.ForkPoint < 0 {
@@ -519,7 +541,11 @@ func (p *Parser) content(m *Message) bool {
 			idHash, toolUseHash  uint64
 			hasID, hasToolUseID  bool
 			name, normName, stat string
+			edit                 editKind
+			exit                 int64
+			hasExit              bool
 		)
+		p.edit.reset()
 		obj := sc.Object()
 		for key, ok := obj.Next(); ok; key, ok = obj.Next() {
 			switch string(key) {
@@ -538,18 +564,30 @@ func (p *Parser) content(m *Message) bool {
 				}
 			case "name":
 				if v, ok := sc.String(); ok {
+					edit = editKindOf(v)
 					name = p.tool(v)
 				}
 			case "normalizedName":
 				if v, ok := sc.String(); ok {
 					normName = p.tool(v)
 				}
+			case "input":
+				// The name usually comes first: the input of a tool
+				// that edits nothing is skipped unread.
+				if edit != editNone || name == "" {
+					p.editInput()
+				} else {
+					sc.Skip()
+				}
 			case "toolUseID":
 				if v, ok := sc.String(); ok {
 					toolUseHash, hasToolUseID = hashID(v), true
 				}
 			case "run":
-				stat = p.runStatus()
+				// A result whose tool_use is not known yet (out of order)
+				// has its exitCode read too, in case.
+				shell, known := p.uses[toolUseHash]
+				stat, exit, hasExit = p.run(shell || !known || !hasToolUseID)
 			default:
 				sc.Skip()
 			}
@@ -557,7 +595,7 @@ func (p *Parser) content(m *Message) bool {
 		switch typ {
 		case "tool_result":
 			if hasToolUseID && stat != "" {
-				p.toolResults = append(p.toolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat})
+				p.toolResults = append(p.toolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat, ExitCode: exit, HasExit: hasExit})
 			}
 			continue
 		case "tool_use":
@@ -565,7 +603,10 @@ func (p *Parser) content(m *Message) bool {
 				if normName != "" {
 					name = normName
 				}
-				p.toolUses = append(p.toolUses, ToolUse{IDHash: idHash, Name: name})
+				tu := ToolUse{IDHash: idHash, Name: name}
+				p.uses[idHash] = toolname.Normalize(name) == toolname.Bash
+				tu.Added, tu.Removed, tu.Lines = p.edit.count(edit)
+				p.toolUses = append(p.toolUses, tu)
 			}
 		}
 		nonToolResult = true
@@ -573,21 +614,60 @@ func (p *Parser) content(m *Message) bool {
 	return nonToolResult
 }
 
-func (p *Parser) runStatus() string {
+// shellExits keeps ToolResult.ExitCode only on the results of shell
+// commands: a result read before its tool_use had it read in case, and the
+// tool uses that count are those the thread keeps (an assistant's).
+func (p *Parser) shellExits(t *Thread) {
+	clear(p.uses)
+	for i := range t.Messages {
+		for _, u := range t.Messages[i].ToolUses {
+			p.uses[u.IDHash] = toolname.Normalize(u.Name) == toolname.Bash
+		}
+	}
+	for i := range t.Messages {
+		for j := range t.Messages[i].ToolResults {
+			r := &t.Messages[i].ToolResults[j]
+			if r.HasExit && !p.uses[r.ToolUseIDHash] {
+				r.ExitCode, r.HasExit = 0, false
+			}
+		}
+	}
+}
+
+// run reads a tool result's run: its status, and when exit is asked the
+// exitCode of a result object that has one (shell tools). The rest
+// (output, progress, ~debug: the bulk of the file) is skipped.
+func (p *Parser) run(exit bool) (status string, code int64, hasExit bool) {
 	sc := p.sc
-	status := ""
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
-		if string(key) == "status" {
+		switch string(key) {
+		case "status":
 			if v, ok := sc.String(); ok {
 				status = p.str(v)
 			}
-			obj.SkipRest() // result, progress, ~debug
-			break
+			if !exit {
+				obj.SkipRest()
+				return status, 0, false
+			}
+		case "result":
+			if !exit || sc.Peek() != jsonscan.Object {
+				sc.Skip()
+				continue
+			}
+			res := sc.Object()
+			for key, ok := res.Next(); ok; key, ok = res.Next() {
+				if string(key) == "exitCode" {
+					code, hasExit = sc.Int()
+					continue
+				}
+				sc.Skip()
+			}
+		default:
+			sc.Skip()
 		}
-		sc.Skip() // result, progress, ~debug: the bulk of the file
 	}
-	return status
+	return status, code, hasExit
 }
 
 func (p *Parser) meta(m *Message) {

@@ -8,6 +8,9 @@ import "strings"
 // Unknown names a tool result whose tool_use could not be found.
 const Unknown = "unknown"
 
+// Bash is the shell tool, whichever spelling ran it (Bash, shell_command).
+const Bash = "Bash"
+
 var canonical = map[string]string{
 	"Bash":          "Bash",
 	"shell_command": "Bash",

@@ -1,0 +1,306 @@
+package linecount
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// naive counts added and removed lines by the textbook O(N·M) LCS table,
+// independently of Diff's search: removed = N − LCS, added = M − LCS.
+func naive(old, new string) (added, removed int64) {
+	var a, b []string
+	if old != "" {
+		a = strings.Split(strings.TrimSuffix(old, "\n"), "\n")
+	}
+	if new != "" {
+		b = strings.Split(strings.TrimSuffix(new, "\n"), "\n")
+	}
+	t := make([][]int, len(a)+1)
+	for i := range t {
+		t[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				t[i][j] = t[i+1][j+1] + 1
+			} else {
+				t[i][j] = max(t[i+1][j], t[i][j+1])
+			}
+		}
+	}
+	return int64(len(b) - t[0][0]), int64(len(a) - t[0][0])
+}
+
+func TestLines(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want int64
+	}{
+		{"", 0},           // a file created empty
+		{"\n", 1},         // one empty line
+		{"a", 1},          // no trailing newline: still a line
+		{"a\nb", 2},       // the last line lacks its newline
+		{"a\nb\n", 2},     // the last newline opens no line
+		{"a\r\nb\r\n", 2}, // CRLF is one line break
+		{"a\r\nb", 2},     // CRLF, last line without one
+		{"\n\n\n", 3},     // three empty lines
+		{"a\rb\rc", 1},    // a lone CR breaks no line
+	} {
+		if got := Lines(c.s); got != c.want {
+			t.Errorf("Lines(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+}
+
+func TestDiffGolden(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		old, new string
+		add, rem int64 // counted by hand; the reason is in the name
+	}{
+		{"identical", "a\nb\n", "a\nb\n", 0, 0},
+		{"one line changed", "a\nb\nc", "a\nB\nc", 1, 1},
+		{"whitespace only: the changed lines count", "if x {\n\treturn\n}", "if x {\n    return\n}", 1, 1},
+		{"trailing space only", "a\nb", "a \nb", 1, 1},
+		{"insertion", "a\nc", "a\nb\nc", 1, 0},
+		{"deletion", "a\nb\nc", "a\nc", 0, 1},
+		{"old empty: new lines added", "", "x\ny\n", 2, 0},
+		{"new empty: old lines removed", "x\ny", "", 0, 2},
+		{"CRLF to LF changes every line", "a\r\nb\r\n", "a\nb\n", 2, 2},
+		{"CRLF file, one line changed", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", 1, 1},
+		{"a trailing newline added changes no line", "a\nb", "a\nb\n", 0, 0},
+		{"moved line: removed and added", "a\nb\nc", "b\nc\na", 1, 1},
+		{"single-line str replace", "foo(x)", "foo(x, y)", 1, 1},
+	} {
+		add, rem, exact := Diff(c.old, c.new)
+		if add != c.add || rem != c.rem || !exact {
+			t.Errorf("%s: Diff = +%d -%d exact %v, want +%d -%d", c.name, add, rem, exact, c.add, c.rem)
+		}
+		if na, nr := naive(c.old, c.new); na != c.add || nr != c.rem {
+			t.Errorf("%s: the naive LCS gives +%d -%d: the hand count is wrong", c.name, na, nr)
+		}
+	}
+}
+
+// TestDiffAgreesWithNaiveLCS compares Diff with the O(N·M) table on random
+// edits of small alphabets (many repeated lines: the hard case for a
+// greedy search).
+func TestDiffAgreesWithNaiveLCS(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	gen := func() string {
+		var sb strings.Builder
+		for range r.IntN(30) {
+			sb.WriteString(string(rune('a' + r.IntN(4))))
+			if r.IntN(5) == 0 {
+				sb.WriteString(" ")
+			}
+			sb.WriteString("\n")
+		}
+		s := sb.String()
+		if r.IntN(3) == 0 {
+			s = strings.TrimSuffix(s, "\n")
+		}
+		return s
+	}
+	for i := range 3000 {
+		old, new := gen(), gen()
+		add, rem, exact := Diff(old, new)
+		na, nr := naive(old, new)
+		if add != na || rem != nr || !exact {
+			t.Fatalf("case %d: Diff(%q, %q) = +%d -%d (exact %v), naive +%d -%d", i, old, new, add, rem, exact, na, nr)
+		}
+	}
+}
+
+func TestPatchGolden(t *testing.T) {
+	// A patch that adds, updates, moves and deletes files. Counted by hand:
+	// new.go adds 3 lines (the empty "+" line too); a.go's hunk adds 2 and
+	// removes 1, its " keep" context lines count nothing; old.go moves to
+	// moved.go with one line changed (+1 -1); gone.go is deleted: the
+	// patch holds none of its lines, so 0. Total +6 -2.
+	patch := "*** Begin Patch\n" +
+		"*** Add File: new.go\n" +
+		"+package x\n" +
+		"+\n" +
+		"+func F() {}\n" +
+		"*** Update File: a.go\n" +
+		"@@ func G()\n" +
+		" keep\n" +
+		"-old\n" +
+		"+new\n" +
+		"+also new\n" +
+		" keep\n" +
+		"*** Update File: old.go\n" +
+		"*** Move to: moved.go\n" +
+		"@@\n" +
+		"-x := 1\n" +
+		"+x := 2\n" +
+		"*** End of File\n" +
+		"*** Delete File: gone.go\n" +
+		"*** End Patch"
+	add, rem := Patch(patch)
+	if add != 6 || rem != 2 {
+		t.Errorf("Patch = +%d -%d, want +6 -2", add, rem)
+	}
+	// The same patch with CRLF line breaks counts the same.
+	add, rem = Patch(strings.ReplaceAll(patch, "\n", "\r\n"))
+	if add != 6 || rem != 2 {
+		t.Errorf("CRLF patch = +%d -%d, want +6 -2", add, rem)
+	}
+	// A move alone changes no line; a delete alone counts none.
+	if a, r := Patch("*** Begin Patch\n*** Update File: a\n*** Move to: b\n*** Delete File: c\n*** End Patch\n"); a != 0 || r != 0 {
+		t.Errorf("move and delete = +%d -%d, want 0 0", a, r)
+	}
+	// A whitespace-only hunk counts its lines.
+	if a, r := Patch("*** Begin Patch\n*** Update File: a\n@@\n-\tx\n+    x\n*** End Patch"); a != 1 || r != 1 {
+		t.Errorf("whitespace hunk = +%d -%d, want 1 1", a, r)
+	}
+	// +/- lines outside any section are not the patch's.
+	if a, r := Patch("+stray\n-stray\n*** Begin Patch\n+stray\n*** End Patch\n+after"); a != 0 || r != 0 {
+		t.Errorf("stray lines = +%d -%d, want 0 0", a, r)
+	}
+}
+
+// scattered makes a file of n numbered lines and a copy with every
+// step-th line changed, inserted or removed.
+func scattered(n, step int) (old, new string, add, rem int64) {
+	var a, b strings.Builder
+	for i := range n {
+		line := fmt.Sprintf("\tline %d of the source file, with some code: x := f(%d)\n", i, i)
+		a.WriteString(line)
+		switch {
+		case i%step != 0 || i == 0:
+			b.WriteString(line)
+		case (i/step)%3 == 0: // changed
+			b.WriteString("\tchanged " + line[1:])
+			add++
+			rem++
+		case (i/step)%3 == 1: // removed
+			rem++
+		default: // a line inserted before it
+			b.WriteString("\tinserted\n" + line)
+			add++
+		}
+	}
+	return a.String(), b.String(), add, rem
+}
+
+func TestDiffLargeScattered(t *testing.T) {
+	old, new, add, rem := scattered(40_000, 97) // ~2.3 MB each
+	a, r, exact := Diff(old, new)
+	if a != add || r != rem || !exact {
+		t.Errorf("Diff = +%d -%d exact %v, want +%d -%d (built so)", a, r, exact, add, rem)
+	}
+}
+
+// TestDiffFallsBackPastMaxCells: two unrelated 20 000-line files need
+// N+M × D = 40 000 × 40 000 cells, past MaxCells; the approximation (lines
+// the other side lacks) is then exact here, as no line is common.
+func TestDiffFallsBackPastMaxCells(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&a, "a%d\n", i)
+		fmt.Fprintf(&b, "b%d\n", i)
+	}
+	add, rem, exact := Diff(a.String(), b.String())
+	if exact || add != 20_000 || rem != 20_000 {
+		t.Errorf("Diff = +%d -%d exact %v, want +20000 -20000 approximate", add, rem, exact)
+	}
+}
+
+func BenchmarkDiff2MBScattered(b *testing.B) {
+	old, new, _, _ := scattered(40_000, 97)
+	b.SetBytes(int64(len(old) + len(new)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Diff(old, new)
+	}
+}
+
+func BenchmarkDiff2MBWorstCase(b *testing.B) {
+	var x, y strings.Builder
+	for i := range 40_000 {
+		fmt.Fprintf(&x, "a%d\n", i)
+		fmt.Fprintf(&y, "b%d\n", i)
+	}
+	old, new := x.String(), y.String()
+	b.SetBytes(int64(len(old) + len(new)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Diff(old, new)
+	}
+}
+
+// FuzzDiff checks invariants any line diff keeps.
+func FuzzDiff(f *testing.F) {
+	f.Add("a\nb\nc", "a\nB\nc")
+	f.Add("", "x\n")
+	f.Add("a\r\nb", "a\nb")
+	f.Fuzz(func(t *testing.T, old, new string) {
+		add, rem, exact := Diff(old, new)
+		if add < 0 || rem < 0 || add > Lines(new) || rem > Lines(old) {
+			t.Fatalf("Diff = +%d -%d for %d → %d lines", add, rem, Lines(old), Lines(new))
+		}
+		if Lines(old)-rem != Lines(new)-add {
+			t.Fatalf("unchanged lines differ: %d-%d vs %d-%d", Lines(old), rem, Lines(new), add)
+		}
+		if a, r, _ := Diff(old, old); a != 0 || r != 0 {
+			t.Fatalf("identical = +%d -%d", a, r)
+		}
+		if a, r, e := Diff(new, old); a != rem || r != add || e != exact {
+			t.Fatalf("swapped = +%d -%d, want +%d -%d", a, r, rem, add)
+		}
+		if len(old) < 200 && len(new) < 200 && exact {
+			if na, nr := naive(old, new); na != add || nr != rem {
+				t.Fatalf("naive LCS +%d -%d, Diff +%d -%d", na, nr, add, rem)
+			}
+		}
+		pa, pr := Patch(old)
+		if pa > Lines(old) || pr > Lines(old) || pa < 0 || pr < 0 {
+			t.Fatalf("Patch = +%d -%d of %d lines", pa, pr, Lines(old))
+		}
+	})
+}
+
+// TestMyersAgreesWithNaiveLCS: Diff takes the bit-parallel path for small
+// edits, so Myers' search is checked here on its own.
+func TestMyersAgreesWithNaiveLCS(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 3000 {
+		var a, b []string
+		for range 1 + r.IntN(30) {
+			a = append(a, string(rune('a'+r.IntN(4))))
+		}
+		for range 1 + r.IntN(30) {
+			b = append(b, string(rune('a'+r.IntN(4))))
+		}
+		d, ok := myers(a, b, MaxCells)
+		na, nr := naive(strings.Join(a, "\n"), strings.Join(b, "\n"))
+		if !ok || int64(d) != na+nr {
+			t.Fatalf("case %d: myers(%q, %q) = %d, naive +%d -%d", i, a, b, d, na, nr)
+		}
+		if l := lcsBits(a, b); l != len(b)-int(na) {
+			t.Fatalf("case %d: lcsBits(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
+		}
+	}
+}
+
+// BenchmarkDiffTypicalEdit: two unrelated 60-line snippets, the
+// generator's edits (the bit-parallel path).
+func BenchmarkDiffTypicalEdit(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	snippet := func() string {
+		var sb strings.Builder
+		for range 60 {
+			fmt.Fprintf(&sb, "\tx%d := f(y)\n", r.IntN(40))
+		}
+		return sb.String()
+	}
+	old, new := snippet(), snippet()
+	b.ReportAllocs()
+	for b.Loop() {
+		Diff(old, new)
+	}
+}

@@ -1,0 +1,111 @@
+package thread
+
+import (
+	"unsafe"
+
+	"github.com/amp-exporter/amp-exporter/parser/linecount"
+)
+
+// The lines an edit tool changed are counted from its input, as Amp's UI
+// counts them (docs/counting.md, "Lines changed"): edit_file diffs old_str
+// against new_str, create_file counts content, apply_patch counts the
+// lines of patchText. The legacy tools that edited files (CLI-Jan's
+// enqueue_file_edit, fastmod) carry no text to count in their input, so
+// they count none.
+
+// editKind is how a tool's input gives the lines it changed. It comes
+// from the block's name, the CLI's spelling that every era writes.
+type editKind uint8
+
+const (
+	editNone editKind = iota
+	editDiff
+	editCreate
+	editPatch
+)
+
+// editKindOf is the edit kind of a tool name.
+func editKindOf(name []byte) editKind {
+	switch string(name) {
+	case "edit_file":
+		return editDiff
+	case "create_file":
+		return editCreate
+	case "apply_patch":
+		return editPatch
+	}
+	return editNone
+}
+
+// maxEditText bounds each input string read for counting: the scanner
+// holds no longer value. A longer one is counted from its first MiB.
+const maxEditText = 1 << 20
+
+// editInput is what a tool_use's input holds for counting lines. Its
+// buffers are the parser's, reused from block to block.
+type editInput struct {
+	old, new, content, patch []byte
+	hasOld, hasNew           bool
+	hasContent, hasPatch     bool
+}
+
+func (e *editInput) reset() {
+	e.hasOld, e.hasNew, e.hasContent, e.hasPatch = false, false, false, false
+}
+
+// editInput reads a tool_use's input, keeping the strings that count
+// lines; everything else is skipped.
+func (p *Parser) editInput() {
+	sc, e := p.sc, &p.edit
+	obj := sc.Object()
+	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
+		var dst *[]byte
+		var has *bool
+		switch string(key) {
+		case "old_str":
+			dst, has = &e.old, &e.hasOld
+		case "new_str":
+			dst, has = &e.new, &e.hasNew
+		case "content":
+			dst, has = &e.content, &e.hasContent
+		case "patchText":
+			dst, has = &e.patch, &e.hasPatch
+		default:
+			sc.Skip()
+			continue
+		}
+		if v, ok := sc.StringPrefix(maxEditText); ok {
+			*dst, *has = append((*dst)[:0], v...), true
+		}
+	}
+}
+
+// view is b as a string without a copy: linecount keeps nothing of what it
+// is given, and b is not written while it counts.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// count gives the lines the input read changes, for a tool of kind k; ok
+// is false when the tool is not an edit tool or its input lacks what it
+// needs.
+func (e *editInput) count(k editKind) (added, removed int64, ok bool) {
+	switch k {
+	case editDiff:
+		if !e.hasOld || !e.hasNew {
+			return 0, 0, false
+		}
+		added, removed, _ = linecount.Diff(view(e.old), view(e.new))
+		return added, removed, true
+	case editCreate:
+		if !e.hasContent {
+			return 0, 0, false
+		}
+		return linecount.Lines(view(e.content)), 0, true
+	case editPatch:
+		if !e.hasPatch {
+			return 0, 0, false
+		}
+		added, removed = linecount.Patch(view(e.patch))
+		return added, removed, true
+	}
+	return 0, 0, false
+}
