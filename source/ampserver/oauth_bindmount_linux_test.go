@@ -33,7 +33,12 @@ func inPrivateMountNamespace(t *testing.T) bool {
 			}
 			t.Skip("needs root for a private mount namespace and a bind mount (CI runs it as root)")
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+		args := []string{os.Args[0], "-test.run=^" + t.Name() + "$", "-test.count=1", "-test.v"}
+		if wrapper := os.Getenv("AMP_TEST_EXEC"); wrapper != "" {
+			// Under an emulator (make test-arm64) the child runs under it too.
+			args = append([]string{wrapper}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Env = append(os.Environ(), mountNSChild+"=1")
 		out, err := cmd.CombinedOutput()
 		t.Logf("in a private mount namespace:\n%s", out)
