@@ -17,8 +17,8 @@ import (
 // that send a header with a body they never send held every slot of the
 // limit for 30 s at a time, and scrapes waited (issue 19's "known gap").
 // Two bounds close it: a body the exporter's handler did not read is not
-// waited for (the connection's read deadline moves to now, and it closes
-// once the answer is written), and a request that has not reached the
+// waited for (the connection's read deadline moves to unreadBodyWait from
+// the answer, and it closes then), and a request that has not reached the
 // handler within refusedBodyWait of its header — one refused before it
 // (a 401 without credentials, a 429 of the web config's rate limit) whose
 // body is being waited for — gets the same. Routes that read their body
@@ -29,6 +29,12 @@ import (
 // handler may hold its connection after its header: checking credentials
 // takes milliseconds.
 var refusedBodyWait = 2 * time.Second
+
+// unreadBodyWait bounds how long the rest of a body the handler did not
+// read is waited for (Go's server reads up to 256 kB of it before it frees
+// the connection): long enough for a client that is sending it, far below
+// the 30 s whole-request timeout.
+var unreadBodyWait = time.Second
 
 // connKey is the context key of a request's connection (ConnContext).
 type connKey struct{}
@@ -53,7 +59,11 @@ func unreadBodyNotAwaited(h http.Handler) http.Handler {
 		r.Body = b
 		h.ServeHTTP(w, r)
 		if !b.done.Load() {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			// Not now: a client still sending the rest of a body it is
+			// refused for must get to read the answer (closing with its
+			// bytes unread resets the connection under it); one that
+			// sends nothing more is cut off within unreadBodyWait.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyWait))
 		}
 	})
 }
