@@ -59,6 +59,32 @@ func instantiate(expr string) string {
 	return r.Replace(expr)
 }
 
+// dashRemotes are the git remotes of the threads the dashboards test
+// writes: two repositories, one written in two forms.
+var dashRemotes = []string{"https://github.com/acme/web.git", "git@github.com:acme/api.git", "ssh://git@github.com/acme/web"}
+
+// editThreadJSON is a thread in a git checkout whose one assistant message
+// creates a file of three lines (create_file, done) with the given output
+// tokens.
+func editThreadJSON(id, remote string, outputTokens int) []byte {
+	return []byte(fmt.Sprintf(`{
+  "v": 1,
+  "id": %q,
+  "created": 1780000000000,
+  "agentMode": "smart",
+  "env": {"initial": {"trees": [{"displayName": "w", "uri": "file:///w", "repository": {"type": "git", "url": %q, "ref": "refs/heads/main"}}]}},
+  "messages": [
+    {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "add notes"}], "meta": {"sentAt": 1780000001000}},
+    {"role": "assistant", "messageId": 1, "content": [{"type": "tool_use", "complete": true, "id": "toolu_%s", "name": "create_file", "input": {"path": "NOTES.md", "content": "a\nb\nc\n"}}],
+     "state": {"type": "complete", "stopReason": "tool_use"},
+     "usage": {"model": "claude-opus-4-6", "maxInputTokens": 200000, "inputTokens": 10, "outputTokens": %d,
+               "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0, "totalInputTokens": 10}},
+    {"role": "user", "messageId": 2, "content": [{"type": "tool_result", "toolUseID": "toolu_%s", "run": {"status": "done", "result": "ok"}}]}
+  ]
+}
+`, id, remote, id, outputTokens, id))
+}
+
 type ruleFile struct {
 	Groups []struct {
 		Name  string `yaml:"name"`
@@ -122,6 +148,9 @@ remote_write:
 		proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		for i := 0; ctx.Err() == nil; i++ {
 			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-%04d.json", i), threadJSON(fmt.Sprintf("T-e2e-%04d", i), "claude-opus-4-6", 1, 100+i))
+			// An agent editing in a repository, so that the repository and
+			// lines-changed panels have spend and lines to show.
+			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-edit-%04d.json", i), editThreadJSON(fmt.Sprintf("T-e2e-edit-%04d", i), dashRemotes[i%len(dashRemotes)], 100+i))
 			// Each run its own thread id: the captures' id is also a local
 			// fixture thread, which (with the server source on) would count
 			// the run's tokens from the file instead.
@@ -151,6 +180,7 @@ remote_write:
 			`sum(rate(amp_tokens_total{source="stream"}[1m])) > 0`,
 			`sum(rate(amy_turns_finished_total[1m])) > 0`,
 			`sum(rate(amp_billed_cost_usd_total[1m])) > 0`,
+			`sum(rate(amp_lines_changed_total{source="threads"}[1m])) > 0`,
 		} {
 			if _, n, err := p.queryRaw(q); err != nil || n == 0 {
 				ok = false
