@@ -118,7 +118,12 @@ func (d *dash) repositoryTable(title, description string, cols []repoColumn) *ta
 		value := "Value #" + string(rune('A'+i))
 		rename[value] = c.name
 		order[value] = i + 1
-		p.OverrideByName(c.name, []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}})
+		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.unit == "short" {
+			// Counts: increase() extrapolates to fractions.
+			props = append(props, dashboard.DynamicConfigValue{Id: "decimals", Value: 0})
+		}
+		p.OverrideByName(c.name, props)
 	}
 	return p.
 		Id(d.id()).
