@@ -53,7 +53,7 @@ func (r *renderer) series(totals map[store.SeriesKey]int64, scope string) {
 			}
 			continue
 		}
-		r.emit(m, store.Unfixed(k.Fam, v), scope, k.L1, k.L2)
+		r.emit(m, store.Unfixed(k.Fam, v), scope, k.L1, k.L2, k.Repo)
 	}
 }
 
@@ -67,7 +67,7 @@ func (r *renderer) zero(totals map[store.SeriesKey]int64, f store.Family, scope 
 	}
 	for _, v := range values {
 		if _, ok := totals[store.SeriesKey{Fam: f, L1: v}]; !ok {
-			r.emit(m, 0, scope, v, "")
+			r.emit(m, 0, scope, v, "", "")
 		}
 	}
 }
@@ -98,18 +98,23 @@ func (r *renderer) hist(m *Metric, scope, label string) *histAcc {
 }
 
 // emit sends one series of m: the scope value first, then as many of l1, l2
-// as m has labels.
-func (r *renderer) emit(m *Metric, v float64, scope, l1, l2 string) {
-	var buf [3]string
+// as m has labels, and repo for its repository label ("" renders as no
+// label: WithoutEmptyRepository).
+func (r *renderer) emit(m *Metric, v float64, scope, l1, l2, repo string) {
+	var buf [4]string
 	values := buf[:0]
 	if m.Scope != "" {
 		values = append(values, scope)
 	}
-	switch len(m.Labels) {
-	case 1:
-		values = append(values, l1)
-	case 2:
-		values = append(values, l1, l2)
+	for i, name := range m.Labels {
+		switch {
+		case name == store.RepositoryLabel:
+			values = append(values, repo)
+		case i == 0:
+			values = append(values, l1)
+		default:
+			values = append(values, l2)
+		}
 	}
 	emit(r.ch, descs[m.Name], valueType(m.Type), v, values...)
 }
