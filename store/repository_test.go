@@ -263,3 +263,54 @@ func TestWithoutRepositoryMerges(t *testing.T) {
 		t.Errorf("%v", out)
 	}
 }
+
+// One thread read from a file, from the Amp server and from a stream-json
+// run counts once, under one repository value, in whichever order the
+// sources see it (counting rule 12): the source that counts it carries the
+// repository its thread names; a stream-json run counts its messages and
+// tokens only when neither the file nor the server does.
+func TestRepositoryOneThreadThreeSources(t *testing.T) {
+	doc := repoThread("T-1", "https://x-access-token:SECRET@github.com/acme/web.git", 100)
+	for _, order := range [][]string{
+		{"file", "server", "stream"},
+		{"server", "file", "stream"},
+		{"stream", "server", "file"},
+		{"stream", "file", "server"},
+	} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			owners := NewOwners()
+			labels := NewLabelCap(100, nil)
+			repos := NewRepositories(nil)
+			local := NewThreadStore(StoreOptions{Labels: labels, Repositories: repos})
+			server := NewThreadStore(StoreOptions{Labels: labels, Repositories: repos})
+			local.SetClaim(owners, SourceThreads)
+			server.SetClaim(owners, SourceAmpServer)
+			stream := NewStreamStore(labels, nil)
+			stream.EnableAmpServerDedupe(owners)
+			for _, src := range order {
+				switch src {
+				case "file":
+					local.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, doc))
+				case "server":
+					server.Apply(AmpServerPath("T-1"), FileVersion{AmpServerV: 1}, summaryOf(t, doc))
+					stream.AmpServerSynced()
+				case "stream":
+					stream.Apply(run("T-1"))
+				}
+			}
+			stream.AmpServerSynced()
+			stream.AmpServerSynced()
+			got := map[string]int64{}
+			for _, totals := range []map[SeriesKey]int64{local.Snapshot().totals, server.Snapshot().totals, stream.Snapshot().totals} {
+				for k, v := range totals {
+					if k.Fam == FamTokens {
+						got[k.Repo] += v
+					}
+				}
+			}
+			if want := map[string]int64{"github.com/acme/web": 110}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("tokens by repository %v, want %v (counted once, from the file or the server)", got, want)
+			}
+		})
+	}
+}
