@@ -60,13 +60,24 @@ func (r *renderer) series(totals map[store.SeriesKey]int64, scope string) {
 // zero sends, for each of values that totals has no series of, a zero
 // series of family f: known series start at zero, so rate() and alerts work
 // from the first scrape. No values: the family's one series without labels.
+// A value with a series under any repository has its series: the zero
+// one, under none, would only be noise.
 func (r *renderer) zero(totals map[store.SeriesKey]int64, f store.Family, scope string, values ...string) {
 	m := byFamily[f]
 	if len(values) == 0 {
 		values = []string{""}
 	}
+	var seen map[string]bool
+	if store.RepositoryFamily(f) {
+		seen = map[string]bool{}
+		for k := range totals {
+			if k.Fam == f && k.L2 == "" {
+				seen[k.L1] = true
+			}
+		}
+	}
 	for _, v := range values {
-		if _, ok := totals[store.SeriesKey{Fam: f, L1: v}]; !ok {
+		if _, ok := totals[store.SeriesKey{Fam: f, L1: v}]; !ok && !seen[v] {
 			r.emit(m, 0, scope, v, "", "")
 		}
 	}

@@ -69,3 +69,18 @@ amp_tokens_total{model="m1",source="threads",token_type="output"} 300
 		t.Errorf("lint: %v %v", problems, err)
 	}
 }
+
+// A series started at zero (amp_prompts_total, the billed kinds) is not
+// added under no repository when the value has a series under one.
+func TestZeroSeriesNotBesideARepository(t *testing.T) {
+	s := store.NewThreadStore(store.StoreOptions{Now: func() time.Time { return fixedNow }, Repositories: store.NewRepositories(nil)})
+	s.Apply("/d/T-1.json", store.FileVersion{}, summaryOf(t, repoDoc("T-1", "git@github.com:acme/web.git", 100)))
+	want := `
+# HELP amp_prompts_total Amp user messages that are prompts (not tool-result carriers).
+# TYPE amp_prompts_total counter
+amp_prompts_total{repository="github.com/acme/web",source="threads"} 1
+`
+	if err := testutil.GatherAndCompare(shown(t, NewAmpCollector(s, nil)), strings.NewReader(want), "amp_prompts_total"); err != nil {
+		t.Error(err)
+	}
+}
