@@ -262,6 +262,22 @@ remote_write:
 	}
 
 	checkRepositoryPanels(t, p, readPanelQueries(t))
+	// The chargeback recording rules, as Prometheus evaluates them.
+	for _, rule := range []string{
+		"amp:spend_usd_by_repository:increase1d",
+		"sum by (repository) (amp:lines_changed_by_repository:increase1d)",
+		"amp:usd_per_100_lines_changed_by_repository:ratio1d",
+	} {
+		waitCond(t, 15*time.Second, rule+" per repository", func() (bool, string) {
+			got, err := p.query(rule, "repository")
+			for _, repo := range dashRepositories {
+				if err != nil || got[repo] <= 0 {
+					return false, fmt.Sprintf("%v (err %v)", got, err)
+				}
+			}
+			return true, ""
+		})
+	}
 
 	var rf ruleFile
 	data, err := os.ReadFile(rules)
