@@ -46,6 +46,9 @@ const (
 	// FamLines counts the lines edit tools changed; l1 kind (added,
 	// removed), l2 tool.
 	FamLines Family = "lines_changed"
+	// FamLinesByModel counts the same lines by the model that made the
+	// edit call; l1 kind, l2 model. Its sum is FamLines' sum.
+	FamLinesByModel Family = "lines_changed_by_model"
 	// FamShellCommands counts shell commands; l1 outcome.
 	FamShellCommands Family = "shell_commands"
 
@@ -182,6 +185,8 @@ var families = []familySpec{
 		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."}},
 	{name: FamLines, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_total", Scope: "source", Labels: []string{"kind", "tool", "repository"}, From: FromThreads,
 		Help: "Lines Amp's edit tools added and removed (kind), counted from each tool call's input as Amp's UI counts them: edit_file by a line diff of old_str and new_str, create_file by the lines of content, apply_patch by the lines of patchText; only calls whose run is done."}},
+	{name: FamLinesByModel, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_by_model_total", Scope: "source", Labels: []string{"kind", "model"}, From: FromThreads,
+		Help: "The lines of amp_lines_changed_total (same calls, same sum) by the model of the assistant message that made the edit call, for the cost per line by model; no tool or repository label, so that models are not multiplied by them."}},
 	{name: FamShellCommands, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_shell_commands_total", Scope: "source", Labels: []string{"outcome"}, From: FromThreads,
 		Help: "Shell commands Amp ran (Bash, shell_command), by outcome: success (exit code 0), failure (another exit code, or the run failed), stopped (exit code -1 or none, or cancelled)."}},
 

@@ -279,6 +279,14 @@ func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pi
 	case it.IsTool():
 		if n == 0 {
 			t = pinTuple{name: k.fold("tool", it.Tool), outcome: it.Status}
+			if it.Lines && it.Status == thread.StatusDone {
+				t.bucket = k.fold("model", it.Model)
+			}
+			n = pg.pin(tt, it.Key, t)
+		} else if t.bucket == "" && it.Lines && t.outcome == thread.StatusDone {
+			// An edit pinned without its model (by a version that did not
+			// count lines by model) gets it once, here.
+			t.bucket = k.fold("model", it.Model)
 			n = pg.pin(tt, it.Key, t)
 		}
 	case it.Kind() == thread.ItemExchange:
@@ -330,6 +338,8 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if it.Lines && t.outcome == thread.StatusDone {
 			k.add(FamLines, "added", t.name, it.Added)
 			k.add(FamLines, "removed", t.name, it.Removed)
+			k.add(FamLinesByModel, "added", t.bucket, it.Added)
+			k.add(FamLinesByModel, "removed", t.bucket, it.Removed)
 		}
 		if it.Shell != "" {
 			k.add(FamShellCommands, it.Shell, "", 1)

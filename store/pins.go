@@ -29,7 +29,9 @@ import (
 // pinTuple is the labels an item was first counted under, folded. For an
 // assistant message: model, stop_reason ("" until it finishes) and context
 // bucket ("" until it is observed); for a ledger event: model; for a tool
-// result: tool and status; for an exchange: its bucket. none marks items
+// result: tool and status, and in bucket the model that made the call for
+// an edit that ran to the end (its lines count by model); for an exchange:
+// its bucket. none marks items
 // that count nothing, whatever later rewrites say: those a fork copied
 // from its parent, and those that left the file (their count is kept in
 // the thread's retired part, so if an older version of the file brings them
@@ -39,8 +41,8 @@ type pinTuple struct {
 	name string
 	// outcome is a message's stop reason, or a tool result's status.
 	outcome string
-	// bucket is a message's context-window bucket, or an exchange's
-	// duration bucket.
+	// bucket is a message's context-window bucket, an exchange's
+	// duration bucket, or an edit tool result's model.
 	bucket string
 	none   bool
 }

@@ -18,6 +18,7 @@ const (
 	NameBilledCost               = "amp_billed_cost_usd_total"
 	NameMessagesWithoutUsage     = "amp_messages_without_usage_total"
 	NameLinesChanged             = "amp_lines_changed_total"
+	NameLinesChangedByModel      = "amp_lines_changed_by_model_total"
 	NameShellCommands            = "amp_shell_commands_total"
 	NameExecutions               = "amp_executions_total"
 	NameExecutionDuration        = "amp_execution_duration_seconds"
@@ -95,6 +96,7 @@ var metricTypes = map[string]string{
 	NameBilledCost:               "counter",
 	NameMessagesWithoutUsage:     "counter",
 	NameLinesChanged:             "counter",
+	NameLinesChangedByModel:      "counter",
 	NameShellCommands:            "counter",
 	NameExecutions:               "counter",
 	NameExecutionDuration:        "histogram",

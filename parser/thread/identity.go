@@ -95,7 +95,9 @@ type Item struct {
 	Prompt bool
 
 	// Model names the model of a message or ledger event, "" when nothing
-	// does.
+	// does. On the result of an edit tool call (Lines) it is the model of
+	// the assistant message that made the call, for the lines by model;
+	// "" on other tool results.
 	Model string
 	// StopReason is a finished assistant message's stop_reason
 	// (FinishReason), "" while it is still moving.

@@ -307,9 +307,14 @@ func Summarize(t *Thread) *Summary {
 			seenResults[r.ToolUseIDHash] = true
 			it := Item{Copied: copied, Tool: toolname.Unknown, Status: status, At: at}
 			if at, ok := toolUses[r.ToolUseIDHash]; ok {
-				tu := &t.Messages[at>>32].ToolUses[uint32(at)]
+				um := &t.Messages[at>>32]
+				tu := &um.ToolUses[uint32(at)]
 				it.Tool = toolname.Normalize(tu.Name)
 				it.Added, it.Removed, it.Lines = tu.Added, tu.Removed, tu.Lines
+				if tu.Lines {
+					// The lines are the model's work: by model too.
+					it.Model = um.rawModel()
+				}
 			}
 			if it.Tool == toolname.Bash {
 				it.Shell = ShellOutcome(status, r.ExitCode, r.HasExit)
