@@ -279,6 +279,19 @@ remote_write:
 		})
 	}
 
+	// Per model: the edit threads' model has a ratio, and the lines by
+	// model add up to the lines (both families from the same scrape).
+	waitCond(t, 15*time.Second, "amp:usd_per_100_lines_changed_by_model:ratio1d", func() (bool, string) {
+		got, err := p.query("amp:usd_per_100_lines_changed_by_model:ratio1d", "model")
+		return err == nil && got["claude-opus-4-6"] > 0, fmt.Sprintf("%v (err %v)", got, err)
+	})
+	for _, kind := range []string{"added", "removed"} {
+		q := fmt.Sprintf(`sum(amp_lines_changed_by_model_total{kind=%q}) == sum(amp_lines_changed_total{kind=%q}) > 0`, kind, kind)
+		if _, n, err := p.queryRaw(q); err != nil || n != 1 {
+			t.Errorf("lines by model and lines (%s) not equal and above zero: %d samples of %s (err %v)", kind, n, q, err)
+		}
+	}
+
 	var rf ruleFile
 	data, err := os.ReadFile(rules)
 	if err != nil {

@@ -77,9 +77,17 @@ func (d *dash) repositoriesRow() {
 	lines := fleetIncrease("repository", NameLinesChanged, "", "$__range")
 	d.add(d.barGauge("USD per 100 lines changed",
 		fmt.Sprintf("Estimated spend per 100 lines added or removed over the dashboard's time range, for the %d repositories where it is highest (the recording rule amp:usd_per_100_lines_changed_by_repository:ratio1d keeps it over a rolling day). ", topRepositories)+
-			"Repositories without changed lines have no bar (no division by zero). Per repository only: lines carry no model label, so there is no honest per-model figure. "+linesCaveat,
+			"Repositories without changed lines have no bar (no division by zero). By model: the panel beside it. "+linesCaveat,
 		"currencyUSD",
 		t(fmt.Sprintf(`topk(%d, %s)`, topRepositories, namedRepository(fmt.Sprintf(`%s / (%s > 0) * 100`, cost, lines))), "{{repository}}")))
+	modelCost := fleetIncrease("model", NameCost, "", "$__range")
+	modelLines := fleetIncrease("model", NameLinesChangedByModel, "", "$__range")
+	d.add(d.barGauge("USD per 100 lines changed by model",
+		fmt.Sprintf("Estimated spend of each model (amp_cost_usd_total) per 100 lines its edit calls added or removed (amp_lines_changed_by_model_total: the lines of amp_lines_changed_total by the model of the message that made the call) over the dashboard's time range, for the %d models where it is highest (the recording rule amp:usd_per_100_lines_changed_by_model:ratio1d keeps it over a rolling day). ", topRepositories)+
+			"The spend is all of the model's spend, on turns that changed nothing too; models without changed lines have no bar (no division by zero). "+
+			"Models do different work: one that plans, reads and reviews for another that writes shows a high figure for good reasons. "+linesCaveat,
+		"currencyUSD",
+		t(fmt.Sprintf(`topk(%d, %s / (%s > 0) * 100)`, topRepositories, modelCost, modelLines), "{{model}}")))
 	d.add(d.barGauge("Top users by spend",
 		fmt.Sprintf("Estimated spend (amp_cost_usd_total) over the dashboard's time range of the %d users who spent most: the user label their exporters push with (remote_write external_labels, docs/team.md), each user's Amp server threads counted once across their machines. %s: exporters without a user label (a scraped exporter).", topRepositories, noUser),
 		"currencyUSD",
