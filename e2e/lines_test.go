@@ -17,27 +17,29 @@ import (
 
 // linesWant is what a generated corpus changed, keyed as the queries of
 // TestLinesChangedAgainstPrometheus key their results: by kind, by
-// "tool/kind", and shell commands by outcome. Zero values are left out
-// (the exporter may or may not expose a series that stays 0).
-func linesWant(g *threadgen.Generator) (byKind, byToolKind, shell map[string]float64) {
-	byKind, byToolKind, shell = map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for _, c := range g.Changes() {
+// "tool/kind", by "repository|kind" (the repository empty for threads
+// without a remote), and shell commands by outcome. Zero values are left
+// out (the exporter may or may not expose a series that stays 0).
+func linesWant(g *threadgen.Generator) (byKind, byToolKind, byRepoKind, shell map[string]float64) {
+	byKind, byToolKind, byRepoKind, shell = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for repo, c := range g.Changes() {
 		for k, v := range c.Lines {
 			byKind[k.Kind] += float64(v)
 			byToolKind[k.Tool+"/"+k.Kind] += float64(v)
+			byRepoKind[repo+"|"+k.Kind] += float64(v)
 		}
 		for o, v := range c.Shell {
 			shell[o] += float64(v)
 		}
 	}
-	for _, m := range []map[string]float64{byKind, byToolKind, shell} {
+	for _, m := range []map[string]float64{byKind, byToolKind, byRepoKind, shell} {
 		for k, v := range m {
 			if v == 0 {
 				delete(m, k)
 			}
 		}
 	}
-	return byKind, byToolKind, shell
+	return byKind, byToolKind, byRepoKind, shell
 }
 
 // withoutZeros drops the series whose value is 0.
@@ -52,8 +54,9 @@ func withoutZeros(m map[string]float64) map[string]float64 {
 }
 
 // TestLinesChangedAgainstPrometheus: a real Prometheus scraping the
-// exporter sees the lines the generator's edits changed and the shell
-// commands by outcome, exactly as the generator knows it wrote them
+// exporter sees the lines the generator's edits changed (by kind, by tool
+// and kind, by repository and kind) and the shell commands by outcome,
+// exactly as the generator knows it wrote them
 // (threadgen's Changes, not the exporter's own line counter), for thread
 // files (source="threads") and for threads on the Amp server stand-in
 // (source="server"). The legacy edit tools count no lines.
@@ -95,7 +98,10 @@ func TestLinesChangedAgainstPrometheus(t *testing.T) {
 	}
 	var checks []check
 	for source, g := range map[string]*threadgen.Generator{"threads": local, "server": remote} {
-		byKind, byToolKind, shell := linesWant(g)
+		byKind, byToolKind, byRepoKind, shell := linesWant(g)
+		if len(byRepoKind) < 6 {
+			t.Fatalf("%s: lines changed in too few repositories: %v", source, byRepoKind)
+		}
 		if len(byKind) != 2 || len(shell) != 3 || byToolKind["Edit/added"] == 0 || byToolKind["Write/added"] == 0 || byToolKind["apply_patch/added"] == 0 {
 			t.Fatalf("%s: the corpus does not change lines with every tool and run commands of every outcome: %v %v", source, byToolKind, shell)
 		}
@@ -103,6 +109,7 @@ func TestLinesChangedAgainstPrometheus(t *testing.T) {
 		checks = append(checks,
 			check{`sum by (kind) (amp_lines_changed_total` + sel + `)`, "kind", byKind},
 			check{`sum by (tk) (label_join(amp_lines_changed_total` + sel + `, "tk", "/", "tool", "kind"))`, "tk", byToolKind},
+			check{`sum by (rk) (label_join(amp_lines_changed_total` + sel + `, "rk", "|", "repository", "kind"))`, "rk", byRepoKind},
 			check{`sum by (outcome) (amp_shell_commands_total` + sel + `)`, "outcome", shell},
 		)
 	}
