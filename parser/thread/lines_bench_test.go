@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -24,10 +25,10 @@ func cpuTime(b *testing.B) time.Duration {
 // thread file of a corpus read from disk, parsed and summarized on one
 // goroutine, with the edit inputs read and diffed and the shell exit codes
 // read ("full"), with the exit codes only ("no-lines"), and with neither
-// ("neither"), one after the other in every iteration, in turns (A B C,
-// B C A, …) so that the machine's load falls on all alike. It reports the
-// process's CPU per pass of each mode and the ratios to "no-lines" and
-// "neither". The corpus is AMP_BENCH_CORPUS, e.g. the 1 GB one of
+// ("neither"): each file in the three modes one after the other, in turns
+// (A B C, B C A, …), so that the machine's load falls on all alike. It reports the
+// median of the process's CPU per pass of each mode, and the medians of
+// each round's ratios. The corpus is AMP_BENCH_CORPUS, e.g. the 1 GB one of
 // docs/performance.md:
 //
 //	go run ./cmd/amp-threadgen -dir /tmp/amp-corpus-1g -threads 2000 -total-bytes 1GB -seed 1
@@ -54,7 +55,7 @@ func BenchmarkCorpusLineCounting(b *testing.B) {
 	modes := []struct {
 		name              string
 		lines, exits      bool
-		cpu               time.Duration
+		cpu               []float64 // ms per round
 		edited, commanded int64
 	}{
 		{name: "full", lines: true, exits: true},
@@ -66,15 +67,28 @@ func BenchmarkCorpusLineCounting(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		for k := range modes {
-			m := &modes[(i+k)%len(modes)]
-			countLines, readExits = m.lines, m.exits
-			start := cpuTime(b)
-			n, edited, commanded, err := scanFiles(p, files)
-			if err != nil {
-				b.Fatal(err)
+			modes[k].cpu = append(modes[k].cpu, 0)
+			modes[k].edited, modes[k].commanded = 0, 0
+		}
+		total = 0
+		// File by file, each in the three modes in turn: a change of
+		// load elsewhere falls on all three within milliseconds.
+		for f, path := range files {
+			for k := range modes {
+				m := &modes[(i+f+k)%len(modes)]
+				countLines, readExits = m.lines, m.exits
+				start := cpuTime(b)
+				n, edited, commanded, err := scanFiles(p, files[f:f+1])
+				if err != nil {
+					b.Fatal(fmt.Errorf("%s: %w", path, err))
+				}
+				m.cpu[i] += (cpuTime(b) - start).Seconds() * 1000
+				m.edited += edited
+				m.commanded += commanded
+				if k == 0 {
+					total += n
+				}
 			}
-			m.cpu += cpuTime(b) - start
-			m.edited, m.commanded, total = edited, commanded, n
 		}
 	}
 	b.StopTimer()
@@ -83,11 +97,30 @@ func BenchmarkCorpusLineCounting(b *testing.B) {
 	if full.edited == 0 || noLines.edited != 0 || full.commanded == 0 || neither.commanded != 0 {
 		b.Fatalf("the switches did not switch: lines %d/%d, commands %d/%d", full.edited, noLines.edited, full.commanded, neither.commanded)
 	}
-	for _, m := range modes {
-		b.ReportMetric(m.cpu.Seconds()*1000/float64(b.N), m.name+"-cpu-ms/pass")
+	// Each pass's ratios, then their median.
+	ratio := func(a, b []float64) float64 {
+		r := make([]float64, len(a))
+		for i := range a {
+			r[i] = a[i] / b[i]
+		}
+		return median(r)
 	}
-	b.ReportMetric(full.cpu.Seconds()/noLines.cpu.Seconds(), "full/no-lines")
-	b.ReportMetric(full.cpu.Seconds()/neither.cpu.Seconds(), "full/neither")
+	for _, m := range modes {
+		b.ReportMetric(median(m.cpu), m.name+"-cpu-ms/pass")
+	}
+	b.ReportMetric(ratio(full.cpu, noLines.cpu), "full/no-lines")
+	b.ReportMetric(ratio(full.cpu, neither.cpu), "full/neither")
+	b.ReportMetric(ratio(noLines.cpu, neither.cpu), "no-lines/neither")
+}
+
+// median is the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // scanFiles parses and summarizes every file as the watcher does (through
