@@ -118,7 +118,13 @@ func (t *threadBuilder) tallyCall(c *call) {
 		if c.status != "done" || !t.edits {
 			return
 		}
-		tool := map[toolKind]string{tEdit: ToolEdit, tCreate: ToolWrite, tPatch: ToolPatch}[c.kind]
+		tool := ToolEdit
+		switch c.kind {
+		case tCreate:
+			tool = ToolWrite
+		case tPatch:
+			tool = ToolPatch
+		}
 		if t.lines == nil {
 			t.lines = map[LineKey]int64{}
 		}

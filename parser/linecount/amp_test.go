@@ -36,9 +36,7 @@ func ampDiff(old, new string) (added, deleted int64) {
 
 // ampLines is the CLI's MS.
 func ampLines(content string) int64 {
-	if strings.HasSuffix(content, "\n") {
-		content = content[:len(content)-1]
-	}
+	content = strings.TrimSuffix(content, "\n")
 	return int64(len(strings.Split(content, "\n")))
 }
 
