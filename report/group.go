@@ -123,9 +123,10 @@ func Build(entries []Entry, o Options) (*Report, error) {
 		m.add(e.Usage)
 	}
 	if o.Kind == Session {
-		// Threads in the order they began; the Last most recently
-		// active ones.
-		slices.SortFunc(r.Periods, func(a, b *Period) int { return cmp.Or(cmp.Compare(a.First, b.First), cmp.Compare(a.Key, b.Key)) })
+		// Threads by id, as ccusage lists them (Amp's ids are UUIDv7:
+		// the order they were created in); the Last most recently active
+		// ones.
+		slices.SortFunc(r.Periods, func(a, b *Period) int { return cmp.Compare(a.Key, b.Key) })
 		if o.Last > 0 && len(r.Periods) > o.Last {
 			byLast := slices.Clone(r.Periods)
 			slices.SortFunc(byLast, func(a, b *Period) int { return cmp.Or(cmp.Compare(b.Last, a.Last), cmp.Compare(a.Key, b.Key)) })

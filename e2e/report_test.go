@@ -1,0 +1,230 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+)
+
+// reportJSON is the JSON of `ccusage amp daily|monthly|session --json`,
+// which `amp-exporter report … --json` writes too.
+type reportJSON struct {
+	Daily    []reportPeriod `json:"daily"`
+	Monthly  []reportPeriod `json:"monthly"`
+	Sessions []reportPeriod `json:"sessions"`
+	Totals   reportUsage    `json:"totals"`
+}
+
+type reportUsage struct {
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	TotalTokens         int64   `json:"totalTokens"`
+	Credits             float64 `json:"credits"`
+	TotalCost           float64 `json:"totalCost"`
+}
+
+type reportPeriod struct {
+	reportUsage
+	Date            string   `json:"date"`
+	Month           string   `json:"month"`
+	SessionID       string   `json:"sessionId"`
+	ModelsUsed      []string `json:"modelsUsed"`
+	ModelBreakdowns []struct {
+		ModelName           string  `json:"modelName"`
+		InputTokens         int64   `json:"inputTokens"`
+		OutputTokens        int64   `json:"outputTokens"`
+		CacheCreationTokens int64   `json:"cacheCreationTokens"`
+		CacheReadTokens     int64   `json:"cacheReadTokens"`
+		Cost                float64 `json:"cost"`
+	} `json:"modelBreakdowns"`
+}
+
+func (r *reportJSON) periods() []reportPeriod {
+	return slices.Concat(r.Daily, r.Monthly, r.Sessions)
+}
+
+func (p *reportPeriod) key() string { return p.Date + p.Month + p.SessionID }
+
+// threeEraCorpus writes threads of the three CLI builds that kept local
+// thread files (January, February and March 2026; usage on messages and,
+// for some, a usageLedger) and the parser fixtures both tools count alike.
+func threeEraCorpus(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i, start := range []time.Time{
+		time.Date(2026, 1, 5, 7, 0, 0, 0, time.UTC),
+		time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC),
+		time.Date(2026, 3, 2, 18, 30, 0, 0, time.UTC),
+	} {
+		g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 6 << 20, Seed: int64(100 + i), Start: start})
+		if _, err := g.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFixtures(t, dir, "usage-era.json", "ledger-era.json", "both-eras.json", "cancelled-and-errors.json")
+	return dir
+}
+
+func ccusageReportJSON(t *testing.T, dir string, args ...string) reportJSON {
+	t.Helper()
+	data := t.TempDir()
+	if err := os.Symlink(dir, filepath.Join(data, "threads")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ccusageBin(t), append(append([]string{"amp"}, args...), "--json", "--offline")...)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_DATA_DIR=" + data, "TZ=UTC"}
+	return runReportJSON(t, cmd)
+}
+
+func exporterReportJSON(t *testing.T, dir string, args ...string) reportJSON {
+	t.Helper()
+	cmd := exec.Command(exporterBin, append(append([]string{"report"}, args...), "--json")...)
+	// TZ=UTC: the zone comes from --timezone, not the machine's.
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_THREADS_DIR=" + dir, "TZ=UTC"}
+	return runReportJSON(t, cmd)
+}
+
+func runReportJSON(t *testing.T, cmd *exec.Cmd) reportJSON {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	var r reportJSON
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return r
+}
+
+// credits are compared to the nano-credit (the exporter's fixed point);
+// ccusage sums floats.
+func sameCredits(a, b float64) bool { return math.Abs(a-b) < 1e-9*(1+math.Abs(b)) }
+
+// compareReports requires the same periods, in the same order; per period
+// and model the same tokens; per period the same credits; and for Claude
+// models the same dollars (to 1e-6: both price them by Anthropic's list
+// prices). It returns how many (period, model) pairs it compared.
+func compareReports(t *testing.T, what string, ours, theirs reportJSON) int {
+	t.Helper()
+	op, tp := ours.periods(), theirs.periods()
+	keys := func(ps []reportPeriod) []string {
+		var ks []string
+		for _, p := range ps {
+			ks = append(ks, p.key())
+		}
+		return ks
+	}
+	if ok, tk := keys(op), keys(tp); !slices.Equal(ok, tk) {
+		i := 0
+		for i < min(len(ok), len(tk)) && ok[i] == tk[i] {
+			i++
+		}
+		t.Errorf("%s: periods differ from the %dth on: amp-exporter %v…, ccusage %v…", what, i+1, ok[i:min(i+3, len(ok))], tk[i:min(i+3, len(tk))])
+		return 0
+	}
+	pairs := 0
+	for i := range tp {
+		o, c := &op[i], &tp[i]
+		if !sameCredits(o.Credits, c.Credits) {
+			t.Errorf("%s %s: credits: amp-exporter %v, ccusage %v", what, c.key(), o.Credits, c.Credits)
+		}
+		if o.TotalTokens != c.TotalTokens {
+			t.Errorf("%s %s: totalTokens: amp-exporter %d, ccusage %d", what, c.key(), o.TotalTokens, c.TotalTokens)
+		}
+		// modelsUsed: the same models; ccusage lists them in the order it
+		// read them, the exporter in the order they were used.
+		om, cm := slices.Clone(o.ModelsUsed), slices.Clone(c.ModelsUsed)
+		sort.Strings(om)
+		sort.Strings(cm)
+		if !slices.Equal(om, cm) {
+			t.Errorf("%s %s: modelsUsed: amp-exporter %v, ccusage %v", what, c.key(), o.ModelsUsed, c.ModelsUsed)
+		}
+		if len(o.ModelBreakdowns) != len(c.ModelBreakdowns) {
+			t.Errorf("%s %s: %d model breakdowns, ccusage %d", what, c.key(), len(o.ModelBreakdowns), len(c.ModelBreakdowns))
+			continue
+		}
+		for j, cb := range c.ModelBreakdowns {
+			ob := o.ModelBreakdowns[j] // both ordered by cost, highest first
+			pairs++
+			if ob.ModelName != cb.ModelName || ob.InputTokens != cb.InputTokens || ob.OutputTokens != cb.OutputTokens ||
+				ob.CacheCreationTokens != cb.CacheCreationTokens || ob.CacheReadTokens != cb.CacheReadTokens {
+				t.Errorf("%s %s: breakdown %d: amp-exporter %+v, ccusage %+v", what, c.key(), j, ob, cb)
+			}
+			if strings.HasPrefix(cb.ModelName, "claude-") && !closeEnough(ob.Cost, cb.Cost) {
+				t.Errorf("%s %s: cost of %s: amp-exporter $%.8f, ccusage $%.8f", what, c.key(), cb.ModelName, ob.Cost, cb.Cost)
+			}
+		}
+	}
+	ot, ct := ours.Totals, theirs.Totals
+	if ot.InputTokens != ct.InputTokens || ot.OutputTokens != ct.OutputTokens || ot.CacheCreationTokens != ct.CacheCreationTokens ||
+		ot.CacheReadTokens != ct.CacheReadTokens || ot.TotalTokens != ct.TotalTokens || !sameCredits(ot.Credits, ct.Credits) {
+		t.Errorf("%s: totals: amp-exporter %+v, ccusage %+v", what, ot, ct)
+	}
+	return pairs
+}
+
+// TestReportAgreesWithCcusage runs `report daily|monthly|session --json`
+// and `ccusage amp daily|monthly|session --json` on the same thread files
+// of the three local-file eras, in three time zones (UTC, India's +05:30,
+// New York's -05:00/-04:00 across the March change), and with date bounds:
+// the same periods, per period and model the same tokens, per period the
+// same credits, Claude models' dollars to 1e-6.
+func TestReportAgreesWithCcusage(t *testing.T) {
+	dir := threeEraCorpus(t)
+	for _, kind := range []string{"daily", "monthly", "session"} {
+		for _, zone := range []string{"UTC", "Asia/Kolkata", "America/New_York"} {
+			for _, bounds := range [][]string{nil, {"--since", "20260201", "--until", "2026-03-08"}} {
+				args := append([]string{kind, "--timezone", zone}, bounds...)
+				what := strings.Join(args, " ")
+				theirs := ccusageReportJSON(t, dir, args...)
+				ours := exporterReportJSON(t, dir, args...)
+				pairs := compareReports(t, what, ours, theirs)
+				if len(theirs.periods()) < 2 || theirs.Totals.Credits == 0 {
+					t.Errorf("%s: ccusage reports %d periods, %v credits: the corpus does not exercise it", what, len(theirs.periods()), theirs.Totals.Credits)
+				}
+				t.Logf("%-60s %3d periods, %4d period-model pairs, $%.4f (ccusage $%.4f)", what, len(theirs.periods()), pairs,
+					ours.Totals.TotalCost, theirs.Totals.TotalCost)
+			}
+		}
+	}
+}
+
+// TestReportLastAgreesWithCcusage checks --last against ccusage's on
+// threads of the last month: both count calendar periods back from today
+// (a run that straddles midnight in the zone may see them differ).
+func TestReportLastAgreesWithCcusage(t *testing.T) {
+	dir := t.TempDir()
+	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 3 << 20, Seed: 7, Start: time.Now().Add(-31 * 24 * time.Hour)})
+	if _, err := g.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"daily", "--last", "7"}, {"daily", "--last", "10", "--timezone", "Asia/Kathmandu"}, {"monthly", "--last", "2"},
+	} {
+		what := strings.Join(args, " ")
+		theirs := ccusageReportJSON(t, dir, args...)
+		ours := exporterReportJSON(t, dir, args...)
+		compareReports(t, what, ours, theirs)
+		if len(theirs.periods()) == 0 {
+			t.Errorf("%s: ccusage reports nothing: the corpus does not exercise it", what)
+		}
+		t.Logf("%s: %s", what, fmt.Sprint(len(theirs.periods()), " periods"))
+	}
+}
