@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -227,4 +228,65 @@ func TestReportLastAgreesWithCcusage(t *testing.T) {
 		}
 		t.Logf("%s: %s", what, fmt.Sprint(len(theirs.periods()), " periods"))
 	}
+}
+
+// TestReportReadsTheAmpServer: with the Amp server stand-in in the
+// configuration, `report daily --json` counts the threads it serves with
+// the thread files, per day exactly as generated (tokens, and dollars at
+// the configured prices to the micro-dollar); the same threads without
+// the server give only the files' part.
+func TestReportReadsTheAmpServer(t *testing.T) {
+	srv := ampservertest.New(standinKey, "dev@example.com")
+	defer srv.Close()
+	threadsDir := t.TempDir()
+	days := backfillCorpus(t, threadsDir, srv, time.Now())
+	work := t.TempDir()
+	keyFile := filepath.Join(work, "amp-key")
+	if err := os.WriteFile(keyFile, []byte(standinKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report := func(server string) map[string]reportPeriod {
+		cfg := filepath.Join(work, "amp-exporter-"+server+".yml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`threads:
+  dirs: [%q]
+amp_server:
+  enabled: %q
+  url: %q
+  api_key_file: %q
+pricing:
+  models:
+    test-model: {input: 3, output: 15, cache_read: 0.3, cache_creation: 3.75}
+`, threadsDir, server, srv.URL+"/", keyFile)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exporterBin, "report", "daily", "--json", "--timezone", "UTC", "--config.file="+cfg)
+		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "TZ=UTC", "XDG_DATA_HOME=" + filepath.Join(work, "no-amp-login-here")}
+		r := runReportJSON(t, cmd)
+		out := map[string]reportPeriod{}
+		for _, p := range r.Daily {
+			out[p.Date] = p
+		}
+		return out
+	}
+	both, files := report("true"), report("false")
+	var tokens, fileTokens int64
+	for _, d := range days {
+		day := d.start.Format("2006-01-02")
+		got := both[day]
+		tokens += got.TotalTokens
+		fileTokens += files[day].TotalTokens
+		if got.TotalTokens != d.tokens {
+			t.Errorf("%s: %d tokens, generated %d", day, got.TotalTokens, d.tokens)
+		}
+		if want := float64(d.micro) / 1e6; math.Abs(got.TotalCost-want) > 1e-9*(1+want) {
+			t.Errorf("%s: $%.6f, generated $%.6f", day, got.TotalCost, want)
+		}
+	}
+	if len(both) > len(days) {
+		t.Errorf("%d days reported, %d generated", len(both), len(days))
+	}
+	if fileTokens == 0 || fileTokens >= tokens {
+		t.Errorf("files alone: %d tokens of %d: the server's threads are not what makes the difference", fileTokens, tokens)
+	}
+	t.Logf("%d days, %d tokens (%d from the files, %d from the server)", len(both), tokens, fileTokens, tokens-fileTokens)
 }
