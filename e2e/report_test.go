@@ -245,6 +245,7 @@ func TestReportReadsTheAmpServer(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(standinKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cacheDir := filepath.Join(work, "cache")
 	report := func(server string) map[string]reportPeriod {
 		cfg := filepath.Join(work, "amp-exporter-"+server+".yml")
 		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`threads:
@@ -259,7 +260,7 @@ pricing:
 `, threadsDir, server, srv.URL+"/", keyFile)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exporterBin, "report", "daily", "--json", "--timezone", "UTC", "--config.file="+cfg)
+		cmd := exec.Command(exporterBin, "report", "daily", "--json", "--timezone", "UTC", "--config.file="+cfg, "--cache-dir="+cacheDir)
 		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "TZ=UTC", "XDG_DATA_HOME=" + filepath.Join(work, "no-amp-login-here")}
 		r := runReportJSON(t, cmd)
 		out := map[string]reportPeriod{}
@@ -289,4 +290,38 @@ pricing:
 		t.Errorf("files alone: %d tokens of %d: the server's threads are not what makes the difference", fileTokens, tokens)
 	}
 	t.Logf("%d days, %d tokens (%d from the files, %d from the server)", len(both), tokens, fileTokens, tokens-fileTokens)
+
+	// A second report, nothing changed: one listing, no thread read, the
+	// same report.
+	firstBytes := srv.BytesServed()
+	srv.Reset()
+	again := report("true")
+	if fmt.Sprint(again) != fmt.Sprint(both) {
+		t.Errorf("the second report differs from the first")
+	}
+	if f := srv.Fetched(); len(f) != 0 {
+		t.Errorf("the second report read %d threads again, none changed", len(f))
+	}
+	t.Logf("first report: %d bytes from the server; second: %d bytes, requests %v", firstBytes, srv.BytesServed(), srv.Requests())
+
+	// One thread grows: the third report reads it alone, and counts its
+	// new message in its day.
+	ids := srv.IDs()
+	id := ids[len(ids)-1]
+	at := time.Now().Add(-time.Hour).UTC()
+	srv.AppendMessage(id, []byte(fmt.Sprintf(`{"role": "assistant", "messageId": 999, "content": [{"type": "text", "text": "late"}],
+ "state": {"type": "complete", "stopReason": "end_turn"},
+ "usage": {"model": "test-model", "inputTokens": 1000, "outputTokens": 10, "timestamp": %q}}`, at.Format("2006-01-02T15:04:05.000Z"))), at.UnixMilli())
+	srv.Reset()
+	third := report("true")
+	if f := srv.Fetched(); len(f) != 1 || f[id] == 0 {
+		t.Errorf("the third report read %v, want %s alone", f, id)
+	}
+	var thirdTokens int64
+	for _, p := range third {
+		thirdTokens += p.TotalTokens
+	}
+	if thirdTokens != tokens+1010 {
+		t.Errorf("after one message of 1,010 tokens: %d tokens, want %d", thirdTokens, tokens+1010)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -22,17 +23,26 @@ type LoadOptions struct {
 	// Now: items stamped after it are left to a later report, as the
 	// backfill leaves them to the live counters.
 	Now time.Time
-	// Server, when set, replays the Amp server's threads into bf; owners
-	// holds the thread ids the files already gave (a thread both on disk
-	// and on the server is the file's, as in the live exporter).
-	Server func(ctx context.Context, bf *backfill.Backfill, owners *store.Owners) error
+	// Server, when set, syncs the Amp server's threads into c (the store
+	// the server source's syncer fills); owners holds the thread ids the
+	// files already gave (a thread both on disk and on the server is the
+	// file's, as in the live exporter).
+	Server func(ctx context.Context, c *ServerCache, owners *store.Owners) error
+	// Cache keeps the server's threads between reports (OpenServerCache);
+	// nil: an empty one, every thread is read.
+	Cache *ServerCache
 }
 
 // LoadStats say what was read.
 type LoadStats struct {
 	Files, Duplicates int
 	Failed            map[string]int // thread files that could not be read, by reason
-	Stats             backfill.Stats
+	// ServerThreads are the server's threads in the report, ServerFetched
+	// those of them read from the server this time (the others were
+	// unchanged since the cache kept them).
+	ServerThreads, ServerFetched int
+	// Later counts the items stamped after Now, left out.
+	Later int64
 }
 
 // Load reads the thread files (and, with Server, the Amp server's
@@ -59,10 +69,27 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if err != nil {
 		return nil, LoadStats{}, fmt.Errorf("thread files: %w", err)
 	}
+	st := LoadStats{Files: scan.Files, Duplicates: scan.Duplicates, Failed: scan.Failed}
 	if o.Server != nil {
-		if err := o.Server(ctx, bf, owners); err != nil {
+		c := o.Cache
+		if c == nil {
+			c, _ = OpenServerCache("")
+		}
+		sbf, err := backfill.New(backfill.Options{
+			Until: o.Now, Now: o.Now, Step: Bucket, Buckets: true,
+			Prices: o.Prices, Labels: o.Labels, PerThread: c.received,
+		})
+		if err != nil {
+			return nil, LoadStats{}, fmt.Errorf("report: %w", err)
+		}
+		c.count = func(path string, sum *thread.Summary) error { return sbf.AddThread(store.SourceAmpServer, path, sum) }
+		if err := o.Server(ctx, c, owners); err != nil {
 			return nil, LoadStats{}, err
 		}
+		c.AddTo(l, owners)
+		st.ServerThreads, st.ServerFetched = c.Threads()
+		st.Later += sbf.Stats().Later
 	}
-	return l, LoadStats{Files: scan.Files, Duplicates: scan.Duplicates, Failed: scan.Failed, Stats: bf.Stats()}, nil
+	st.Later += bf.Stats().Later
+	return l, st, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -15,7 +16,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 
-	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/app"
 	"github.com/amp-exporter/amp-exporter/pricing"
@@ -30,6 +30,7 @@ type reportFlags struct {
 	timezone     string
 	last         int
 	workers      int
+	cacheDir     string
 }
 
 // addReportCommand declares the report subcommands.
@@ -42,6 +43,8 @@ func addReportCommand(app *kingpin.Application, r *reportFlags) {
 	cmd.Flag("timezone", "Time zone days and months are taken in (IANA, e.g. Asia/Kolkata; default: the machine's).").Short('z').StringVar(&r.timezone)
 	cmd.Flag("last", "Only the last N periods up to now (1: today, this month; for session: the N most recently active threads).").IntVar(&r.last)
 	cmd.Flag("workers", "Thread files parsed at once.").Default(fmt.Sprint(runtime.GOMAXPROCS(0))).IntVar(&r.workers)
+	cmd.Flag("cache-dir", "Where what the Amp server's threads spent is kept between reports, so that the next one downloads only the threads that changed (empty: nowhere).").
+		Default(defaultCacheDir()).StringVar(&r.cacheDir)
 	cmd.Command("daily", "Usage per day (the default).").Default()
 	cmd.Command("monthly", "Usage per month.")
 	cmd.Command("session", "Usage per thread.")
@@ -85,24 +88,39 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	cachePath := ""
+	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
+		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
+	}
+	cache, err := report.OpenServerCache(cachePath)
+	if err != nil {
+		logger.Warn("the Amp server's threads are read anew", "err", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bar := newProgress(stderr)
 	ledger, st, err := report.Load(ctx, report.LoadOptions{
 		Dirs: cfg.Threads.Dirs, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
 		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Now: opts.Now,
-		Server: func(ctx context.Context, bf *backfill.Backfill, owners *ampstore.Owners) error {
-			var n int64
-			return backfillServer(ctx, cfg, env, logger, bf, owners, bar, &n)
+		Cache: cache,
+		Server: func(ctx context.Context, c *report.ServerCache, owners *ampstore.Owners) error {
+			return syncServer(ctx, cfg, env, logger, c, owners, bar, func() int { _, n := c.Threads(); return n })
 		},
 	})
+	// What was read is kept, even when the sync then failed.
+	if serr := cache.Save(cachePath); serr != nil {
+		logger.Warn("cannot keep the Amp server's threads for the next report", "err", serr)
+	}
 	if err != nil {
 		return err
+	}
+	if st.ServerThreads > 0 {
+		logger.Debug("Amp server threads", "in_report", st.ServerThreads, "read_now", st.ServerFetched)
 	}
 	for reason, n := range st.Failed {
 		logger.Warn("thread files that could not be read are left out of the report", "reason", reason, "files", n)
 	}
-	if n := st.Stats.Later; n > 0 {
+	if n := st.Later; n > 0 {
 		logger.Warn("items stamped after now are left out of the report", "items", n)
 	}
 	rep, err := report.Build(ledger.Entries(), opts)
@@ -116,6 +134,17 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 		return report.WriteJSON(stdout, rep)
 	}
 	return report.WriteTable(stdout, rep, report.TableOptions{Color: colorOn(stdout)})
+}
+
+// defaultCacheDir is amp-exporter's directory in the user's cache
+// directory ($XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LocalAppData%),
+// "" when there is none.
+func defaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "amp-exporter")
 }
 
 // colorOn reports whether a table on w is drawn in color: w is a terminal
