@@ -31,6 +31,9 @@ type reportFlags struct {
 	last         int
 	workers      int
 	cacheDir     string
+	offline      bool
+	color        bool
+	colorSet     bool
 }
 
 // addReportCommand declares the report subcommands.
@@ -45,6 +48,11 @@ func addReportCommand(app *kingpin.Application, r *reportFlags) {
 	cmd.Flag("workers", "Thread files parsed at once.").Default(fmt.Sprint(runtime.GOMAXPROCS(0))).IntVar(&r.workers)
 	cmd.Flag("cache-dir", "Where what the Amp server's threads spent is kept between reports, so that the next one downloads only the threads that changed (empty: nowhere).").
 		Default(defaultCacheDir()).StringVar(&r.cacheDir)
+	// ccusage's flags that scripts pass: --offline (the price table is
+	// always the embedded one, or the configuration's), --color and
+	// --no-color.
+	cmd.Flag("offline", "Accepted for ccusage's scripts: prices always come from the embedded table and the configuration.").Short('O').BoolVar(&r.offline)
+	cmd.Flag("color", "Draw the table in color (--no-color: never; default: on a terminal, unless NO_COLOR is set).").IsSetByUser(&r.colorSet).BoolVar(&r.color)
 	cmd.Command("daily", "Usage per day (the default).").Default()
 	cmd.Command("monthly", "Usage per month.")
 	cmd.Command("session", "Usage per thread.")
@@ -133,7 +141,11 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.json {
 		return report.WriteJSON(stdout, rep)
 	}
-	return report.WriteTable(stdout, rep, report.TableOptions{Color: colorOn(stdout)})
+	color := colorOn(stdout)
+	if r.colorSet {
+		color = r.color
+	}
+	return report.WriteTable(stdout, rep, report.TableOptions{Color: color})
 }
 
 // defaultCacheDir is amp-exporter's directory in the user's cache

@@ -57,6 +57,17 @@ func TestReportCommand(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "Date ") || !strings.Contains(out.String(), "\nTotal ") {
 		t.Errorf("the default report is not the daily table:\n%s", out.String())
 	}
+	if strings.Contains(out.String(), "\x1b[") {
+		t.Errorf("color on a buffer:\n%q", out.String())
+	}
+	// ccusage's --offline is accepted; --color forces color.
+	out.Reset()
+	if code := run([]string{"report", "monthly", "--offline", "--color", "--config.file=" + cfg}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "\x1b[33mTotal") {
+		t.Errorf("--color: no color:\n%q", out.String())
+	}
 
 	for _, args := range [][]string{{"--timezone", "Mars/Olympus"}, {"--since", "2026-13-01"}, {"--since", "20260301", "--until", "20260201"}} {
 		errOut.Reset()
