@@ -70,6 +70,10 @@ type Options struct {
 	// Labels is the label cap shared by every thread, as in the live
 	// exporter (nil: a cap of 100 per label).
 	Labels *store.LabelCap
+	// Repositories is the repository label's configuration, as in the
+	// live exporter, so that history and live series join (nil: no
+	// thread has a repository).
+	Repositories *store.Repositories
 	// Now is when the backfill runs (default: Until): an item stamped
 	// after it is not history (BoundFuture).
 	Now time.Time
@@ -353,7 +357,7 @@ func trueUp(grew []Growth, want map[store.SeriesKey]int64, last int64) []Growth 
 // newStore returns a store of a thread's own; the label cap and prices are
 // shared, so labels fold as in one store holding every thread.
 func (b *Backfill) newStore() *store.ThreadStore {
-	st := store.NewThreadStore(store.StoreOptions{Labels: b.opts.Labels, Now: func() time.Time { return time.Time{} }})
+	st := store.NewThreadStore(store.StoreOptions{Labels: b.opts.Labels, Repositories: b.opts.Repositories, Now: func() time.Time { return time.Time{} }})
 	if b.opts.Prices != nil {
 		st.SetPrices(b.opts.Prices)
 	}

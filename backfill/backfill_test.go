@@ -170,19 +170,22 @@ func TestLastSampleIsLiveValue(t *testing.T) {
 }
 
 // testLastSampleIsLiveValue: with maxValues 2, most models and tools fold
-// into other, whose dollars mix models.
+// into other, whose dollars mix models, and most repositories too. The
+// threads' remotes are spread over 6 repositories in every form, some
+// threads without one: the backfilled series carry the repository the
+// live exporter gives them, so that history and live series join.
 func testLastSampleIsLiveValue(t *testing.T, maxValues int) {
-	g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 4_000_000, Seed: 3})
+	g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 4_000_000, Seed: 3, Repositories: 6})
 	pr, err := pricing.Embedded(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
-	b, err := New(Options{Until: time.Now(), Prices: prices, Labels: store.NewLabelCap(maxValues, nil)})
+	b, err := New(Options{Until: time.Now(), Prices: prices, Labels: store.NewLabelCap(maxValues, nil), Repositories: store.NewRepositories(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := store.NewThreadStore(store.StoreOptions{MaxLabelValues: maxValues})
+	live := store.NewThreadStore(store.StoreOptions{MaxLabelValues: maxValues, Repositories: store.NewRepositories(nil)})
 	live.SetPrices(prices)
 	p := thread.NewParser()
 	for i := range g.Len() {
@@ -204,6 +207,15 @@ func testLastSampleIsLiveValue(t *testing.T, maxValues int) {
 	}
 	if other := `amp_cost_usd_total{model="other",source="threads"}`; maxValues == 2 && want[other] == 0 {
 		t.Fatalf("nothing folded into %s", other)
+	}
+	repos := map[string]bool{}
+	for k := range want {
+		if _, v, ok := strings.Cut(k, `repository="`); ok {
+			repos[v[:strings.IndexByte(v, '"')]] = true
+		}
+	}
+	if wantRepos := min(6, maxValues+1); len(repos) != wantRepos {
+		t.Fatalf("repositories in the live series %v, want %d", repos, wantRepos)
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -47,7 +47,7 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // The names the metrics carry themselves, and names starting with __, are
 // refused: they would replace the series' own labels.
 func ParseLabels(pairs []string) ([]Label, error) {
-	own := map[string]bool{"source": true, "le": true}
+	own := map[string]bool{"source": true, "le": true, store.RepositoryLabel: true}
 	for _, m := range metrics {
 		own[m.l1], own[m.l2] = true, true
 	}
@@ -70,8 +70,9 @@ func ParseLabels(pairs []string) ([]Label, error) {
 }
 
 // Labels returns a series' labels (without __name__): the target labels,
-// source, and the family's own, sorted by name. Empty values are left out,
-// as Prometheus drops them.
+// source, and the family's own (the repository for the families that carry
+// it, as live), sorted by name. Empty values are left out, as Prometheus
+// drops them and the live exporter does not render them.
 func Labels(id SeriesID, target []Label) []Label {
 	m := metrics[id.Key.Fam]
 	ls := append([]Label(nil), target...)
@@ -81,6 +82,9 @@ func Labels(id SeriesID, target []Label) []Label {
 	}
 	if m.l2 != "" {
 		ls = append(ls, Label{m.l2, id.Key.L2})
+	}
+	if store.RepositoryFamily(id.Key.Fam) {
+		ls = append(ls, Label{store.RepositoryLabel, id.Key.Repo})
 	}
 	ls = slices.DeleteFunc(ls, func(l Label) bool { return l.Value == "" })
 	slices.SortFunc(ls, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })

@@ -20,6 +20,23 @@ type AmpCollector struct {
 	// SourceStream), whether that source has finished its first complete
 	// pass; a source without one is always ready. See SetReady.
 	ready map[string]func() bool
+	// repos is the repository label's switch (SetRepositories); nil: on.
+	repos *store.Repositories
+}
+
+// SetRepositories makes the collector follow the repository label's
+// switch: while it is off, the series of every repository are shown
+// merged, without the label (threads pinned to a repository before it was
+// turned off keep it in the store, and show it again once it is on).
+func (c *AmpCollector) SetRepositories(r *store.Repositories) { c.repos = r }
+
+// totals are a snapshot's series as shown: merged over repositories while
+// the label is off.
+func (c *AmpCollector) totals(t map[store.SeriesKey]int64) map[store.SeriesKey]int64 {
+	if c.repos.On() {
+		return t
+	}
+	return store.WithoutRepository(t)
 }
 
 // NewAmpCollector returns a collector over the stores; stream may be nil.
@@ -72,7 +89,7 @@ func (c *AmpCollector) Describe(ch chan<- *prometheus.Desc) {
 // its first pass is left out (SetReady).
 func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 	r := newRenderer(ch)
-	threads := map[string]int{}
+	threads := map[store.ThreadsKey]int{}
 	var lastActivity time.Time
 	filesReady := c.isReady(store.SourceThreads)
 	serverReady := c.ampServer != nil && c.isReady(store.SourceAmpServer)
@@ -88,20 +105,24 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		snap := ts.st.Snapshot()
-		for mode, n := range snap.Threads {
-			threads[mode] += n
+		repoOn := c.repos.On()
+		for tk, n := range snap.Threads {
+			if !repoOn {
+				tk.Repository = ""
+			}
+			threads[tk] += n
 		}
 		if snap.LastActivity.After(lastActivity) {
 			lastActivity = snap.LastActivity
 		}
 		c.collectThreadStore(r, snap, ts.src)
 		if ts.src == store.SourceAmpServer {
-			r.zero(snap.Totals(), store.FamBilled, store.SourceAmpServer, store.BilledKinds...)
+			r.zero(c.totals(snap.Totals()), store.FamBilled, store.SourceAmpServer, store.BilledKinds...)
 		}
 	}
 	r.unscoped = true
-	for mode, n := range threads {
-		r.gauge(NameThreads, float64(n), mode)
+	for tk, n := range threads {
+		r.gauge(NameThreads, float64(n), tk.AgentMode, tk.Repository)
 	}
 	if !lastActivity.IsZero() {
 		r.gauge(NameLastActivity, float64(lastActivity.UnixMilli())/1000)
@@ -116,7 +137,7 @@ func (c *AmpCollector) Collect(ch chan<- prometheus.Metric) {
 // server) counted under source src. Its context observations join the other
 // thread store's: amp_context_window_utilization_ratio has no source label.
 func (c *AmpCollector) collectThreadStore(r *renderer, snap store.ThreadSnapshot, src string) {
-	totals := snap.Totals()
+	totals := c.totals(snap.Totals())
 	r.series(totals, src)
 	zeroShared(r, totals, src)
 	r.zeroHist(store.FamExchangeBucket, src)

@@ -42,7 +42,7 @@ amp_billed_cost_usd_total{kind="free",source="server"} 0.65
 amp_billed_cost_usd_total{kind="paid",source="server"} 0.5
 amp_billed_cost_usd_total{kind="subscription",source="server"} 0
 amp_billed_cost_usd_total{kind="total",source="server"} 0
-# HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode.
+# HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository.
 # TYPE amp_threads gauge
 amp_threads{agent_mode="smart"} 2
 # HELP amp_messages_total Amp messages seen, by role (user, assistant).
@@ -52,7 +52,7 @@ amp_messages_total{role="assistant",source="threads"} 1
 amp_messages_total{role="user",source="server"} 1
 amp_messages_total{role="user",source="threads"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "amp_billed_cost_usd_total", "amp_threads", "amp_messages_total"); err != nil {
+	if err := testutil.GatherAndCompare(WithoutEmptyRepository(reg), strings.NewReader(want), "amp_billed_cost_usd_total", "amp_threads", "amp_messages_total"); err != nil {
 		t.Fatal(err)
 	}
 	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -35,6 +36,7 @@ type ExporterMetrics struct {
 	stateSaveTime prometheus.Histogram
 	dirsMissing   prometheus.Gauge
 	pricingInfo   *prometheus.GaugeVec
+	unreadable    *prometheus.CounterVec
 }
 
 // NewExporterMetrics creates and registers the exporter's own metrics.
@@ -55,6 +57,7 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 		stateSaveTime: newHistogram(NameStateSaveDuration),
 		pricingInfo:   NewGaugeVec(NamePricingInfo),
 		dirsMissing:   newGauge(NameThreadDirsMissing),
+		unreadable:    NewCounterVec(NameRepositoryUnreadable),
 	}
 	for _, r := range []string{thread.ReasonNotThread, thread.ReasonTruncated, thread.ReasonSyntax, thread.ReasonTooLarge, thread.ReasonRead} {
 		m.parseErrors.WithLabelValues(store.SourceThreads, r)
@@ -63,8 +66,11 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 		m.parseErrors.WithLabelValues(store.SourceStream, r)
 	}
 	m.parseDuration.WithLabelValues(store.SourceThreads)
-	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode", "agent"} {
+	for _, l := range []string{"model", "tool", "stop_reason", "agent_mode", "agent", store.RepositoryLabel} {
 		m.folded.WithLabelValues(l)
+	}
+	for _, r := range gitremote.Reasons {
+		m.unreadable.WithLabelValues(string(r))
 	}
 	for _, r := range []string{FallbackOverflow, FallbackWatchError, FallbackAddFailed} {
 		m.fallbacks.WithLabelValues(r)
@@ -78,7 +84,7 @@ func NewExporterMetrics(reg prometheus.Registerer) *ExporterMetrics {
 	}
 	reg.MustRegister(m.parseErrors, m.filesParsed, m.parseDuration, m.reloadOK, m.reloadTime,
 		m.folded, m.fallbacks, m.polling, m.stateErrors, m.dirsMissing, m.pricingInfo,
-		m.stateDamage, m.stateWritten, m.stateCompacts, m.stateSaveTime)
+		m.stateDamage, m.stateWritten, m.stateCompacts, m.stateSaveTime, m.unreadable)
 	return m
 }
 
@@ -93,6 +99,12 @@ func (m *ExporterMetrics) Parsed(source string, d time.Duration) {
 		m.filesParsed.Inc()
 	}
 	m.parseDuration.WithLabelValues(source).Observe(d.Seconds())
+}
+
+// RepositoryUnreadable counts a thread whose git remote gave no
+// repository value, by gitremote's reason (store.NewRepositories).
+func (m *ExporterMetrics) RepositoryUnreadable(reason string) {
+	m.unreadable.WithLabelValues(reason).Inc()
 }
 
 // LabelFolded counts a distinct value folded into "other".

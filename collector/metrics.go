@@ -34,25 +34,26 @@ const (
 	NameAmyStreamUp      = "amy_stream_up"
 
 	// The exporter itself.
-	NameBuildInfo          = "amp_exporter_build_info"
-	NameParseErrors        = "amp_exporter_parse_errors_total"
-	NameFilesParsed        = "amp_exporter_files_parsed_total"
-	NameParseDuration      = "amp_exporter_parse_duration_seconds"
-	NameReloadSuccessful   = "amp_exporter_config_last_reload_successful"
-	NameReloadSuccessTime  = "amp_exporter_config_last_reload_success_timestamp_seconds"
-	NameLabelValuesFolded  = "amp_exporter_label_values_folded_total"
-	NameWatcherFallbacks   = "amp_exporter_watcher_fallbacks_total"
-	NameWatcherPolling     = "amp_exporter_watcher_polling"
-	NameThreadDirsMissing  = "amp_exporter_thread_dirs_missing"
-	NameStateErrors        = "amp_exporter_state_errors_total"
-	NameStateBytesWritten  = "amp_exporter_state_bytes_written_total"
-	NameStateCompactions   = "amp_exporter_state_compactions_total"
-	NameStateSaveDuration  = "amp_exporter_state_save_duration_seconds"
-	NameStateLoadErrors    = "amp_exporter_state_load_errors_total"
-	NamePricingInfo        = "amp_exporter_pricing_info"
-	NameSourceLastChange   = "amp_exporter_source_last_change_timestamp_seconds"
-	NameRemoteWriteSamples = "amp_exporter_remote_write_samples_total"
-	NameRemoteWriteLastOK  = "amp_exporter_remote_write_last_success_timestamp_seconds"
+	NameBuildInfo            = "amp_exporter_build_info"
+	NameParseErrors          = "amp_exporter_parse_errors_total"
+	NameFilesParsed          = "amp_exporter_files_parsed_total"
+	NameParseDuration        = "amp_exporter_parse_duration_seconds"
+	NameReloadSuccessful     = "amp_exporter_config_last_reload_successful"
+	NameReloadSuccessTime    = "amp_exporter_config_last_reload_success_timestamp_seconds"
+	NameLabelValuesFolded    = "amp_exporter_label_values_folded_total"
+	NameRepositoryUnreadable = "amp_exporter_repository_unreadable_total"
+	NameWatcherFallbacks     = "amp_exporter_watcher_fallbacks_total"
+	NameWatcherPolling       = "amp_exporter_watcher_polling"
+	NameThreadDirsMissing    = "amp_exporter_thread_dirs_missing"
+	NameStateErrors          = "amp_exporter_state_errors_total"
+	NameStateBytesWritten    = "amp_exporter_state_bytes_written_total"
+	NameStateCompactions     = "amp_exporter_state_compactions_total"
+	NameStateSaveDuration    = "amp_exporter_state_save_duration_seconds"
+	NameStateLoadErrors      = "amp_exporter_state_load_errors_total"
+	NamePricingInfo          = "amp_exporter_pricing_info"
+	NameSourceLastChange     = "amp_exporter_source_last_change_timestamp_seconds"
+	NameRemoteWriteSamples   = "amp_exporter_remote_write_samples_total"
+	NameRemoteWriteLastOK    = "amp_exporter_remote_write_last_success_timestamp_seconds"
 )
 
 // Type is a metric type as the exposition format names it.
@@ -131,8 +132,8 @@ func familyRows() []Metric {
 
 // codeRows are the rows of the metrics set by code.
 var codeRows = []Metric{
-	{Name: NameThreads, Type: Gauge, Labels: []string{"agent_mode"}, Source: fromThreads,
-		Help: "Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode."},
+	{Name: NameThreads, Type: Gauge, Labels: []string{"agent_mode", store.RepositoryLabel}, Source: fromThreads,
+		Help: "Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository."},
 	{Name: NameLastActivity, Type: Gauge, Source: fromThreads,
 		Help: "Newest activity seen in any Amp thread (prompt sent, inference finished, thread created)."},
 
@@ -177,6 +178,8 @@ var codeRows = []Metric{
 		Help: "When the configuration was last loaded successfully."},
 	{Name: NameLabelValuesFolded, Type: Counter, Labels: []string{"label"}, Source: fromSelf,
 		Help: "Distinct data values folded into \"other\" because their label reached limits.max_label_values."},
+	{Name: NameRepositoryUnreadable, Type: Counter, Labels: []string{"reason"}, Source: fromSelf,
+		Help: "Threads whose git remote gave no repository label value, once per thread when first counted, by reason: local (a path on a file system), invalid (not a remote that can be read without guessing), too_long."},
 	{Name: NameWatcherFallbacks, Type: Counter, Labels: []string{"reason"}, Source: fromSelf,
 		Help: "Times the thread watcher fell back to polling a directory (inotify overflow, watcher error, failed watch)."},
 	{Name: NameWatcherPolling, Type: Gauge, Labels: []string{"source"}, Source: fromSelf,

@@ -53,21 +53,32 @@ func (r *renderer) series(totals map[store.SeriesKey]int64, scope string) {
 			}
 			continue
 		}
-		r.emit(m, store.Unfixed(k.Fam, v), scope, k.L1, k.L2)
+		r.emit(m, store.Unfixed(k.Fam, v), scope, k.L1, k.L2, k.Repo)
 	}
 }
 
 // zero sends, for each of values that totals has no series of, a zero
 // series of family f: known series start at zero, so rate() and alerts work
 // from the first scrape. No values: the family's one series without labels.
+// A value with a series under any repository has its series: the zero
+// one, under none, would only be noise.
 func (r *renderer) zero(totals map[store.SeriesKey]int64, f store.Family, scope string, values ...string) {
 	m := byFamily[f]
 	if len(values) == 0 {
 		values = []string{""}
 	}
+	var seen map[string]bool
+	if store.RepositoryFamily(f) {
+		seen = map[string]bool{}
+		for k := range totals {
+			if k.Fam == f && k.L2 == "" {
+				seen[k.L1] = true
+			}
+		}
+	}
 	for _, v := range values {
-		if _, ok := totals[store.SeriesKey{Fam: f, L1: v}]; !ok {
-			r.emit(m, 0, scope, v, "")
+		if _, ok := totals[store.SeriesKey{Fam: f, L1: v}]; !ok && !seen[v] {
+			r.emit(m, 0, scope, v, "", "")
 		}
 	}
 }
@@ -98,18 +109,23 @@ func (r *renderer) hist(m *Metric, scope, label string) *histAcc {
 }
 
 // emit sends one series of m: the scope value first, then as many of l1, l2
-// as m has labels.
-func (r *renderer) emit(m *Metric, v float64, scope, l1, l2 string) {
-	var buf [3]string
+// as m has labels, and repo for its repository label ("" renders as no
+// label: WithoutEmptyRepository).
+func (r *renderer) emit(m *Metric, v float64, scope, l1, l2, repo string) {
+	var buf [4]string
 	values := buf[:0]
 	if m.Scope != "" {
 		values = append(values, scope)
 	}
-	switch len(m.Labels) {
-	case 1:
-		values = append(values, l1)
-	case 2:
-		values = append(values, l1, l2)
+	for i, name := range m.Labels {
+		switch {
+		case name == store.RepositoryLabel:
+			values = append(values, repo)
+		case i == 0:
+			values = append(values, l1)
+		default:
+			values = append(values, l2)
+		}
 	}
 	emit(r.ch, descs[m.Name], valueType(m.Type), v, values...)
 }

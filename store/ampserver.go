@@ -74,8 +74,9 @@ func (s *ThreadStore) applyBilledLocked(id string, usd map[string]float64) bool 
 			want[i] = fixed(FamBilled, v)
 			target += want[i]
 		}
-		sid := s.series.id(SeriesKey{FamBilled, kind, ""})
 		for _, r := range recs {
+			// Under the repository each record is pinned to.
+			sid := s.series.id(SeriesKey{Fam: FamBilled, L1: kind, Repo: r.repo})
 			if j, ok := r.contrib.find(sid); ok {
 				have[i] = satAdd(have[i], r.contrib[j].v)
 			}
@@ -116,7 +117,7 @@ func (s *ThreadStore) applyBilledLocked(id string, usd map[string]float64) bool 
 	rec.contrib = slices.Clone(rec.contrib)
 	for i, kind := range kinds {
 		if add[i] > 0 {
-			s.addTo(rec, SeriesKey{FamBilled, kind, ""}, add[i])
+			s.addTo(rec, SeriesKey{Fam: FamBilled, L1: kind, Repo: rec.repo}, add[i])
 		}
 	}
 	s.lastChange = s.now()

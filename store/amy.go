@@ -168,7 +168,7 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amyturn.Record, r
 	u := s.upstream(upstream)
 	add := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			key := SeriesKey{f, l1, l2}
+			key := SeriesKey{Fam: f, L1: l1, L2: l2}
 			u.totals[key] = satAdd(u.totals[key], v)
 		}
 	}
@@ -299,7 +299,7 @@ func (s *AmyStore) skipped(upstream, turnID, eventID string, f Family, l1 string
 	if refused != "" && f != FamAmyRefused {
 		f, l1 = FamAmyRefused, refused
 	}
-	key := SeriesKey{f, l1, ""}
+	key := SeriesKey{Fam: f, L1: l1}
 	u.totals[key] = satAdd(u.totals[key], 1)
 }
 
@@ -325,7 +325,7 @@ func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
 	if !t.Finished {
 		t.Finished = true
 		u := s.upstream(upstream)
-		key := SeriesKey{FamAmyGivenUp, reason, ""}
+		key := SeriesKey{Fam: FamAmyGivenUp, L1: reason}
 		u.totals[key] = satAdd(u.totals[key], 1)
 		s.generation++
 	}
@@ -335,7 +335,7 @@ func (s *AmyStore) count(upstream string, f Family, l1 string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.upstream(upstream)
-	key := SeriesKey{f, l1, ""}
+	key := SeriesKey{Fam: f, L1: l1}
 	u.totals[key] = satAdd(u.totals[key], 1)
 	s.generation++
 }

@@ -14,7 +14,7 @@ import (
 func amyCount(s *AmyStore, upstream string, f Family, l1 string) int64 {
 	for _, u := range s.Snapshot() {
 		if u.Name == upstream {
-			return u.Totals[SeriesKey{f, l1, ""}]
+			return u.Totals[SeriesKey{f, l1, "", ""}]
 		}
 	}
 	return 0

@@ -32,8 +32,11 @@ func (s *ThreadStore) BilledAt(id string) (FileVersion, bool) {
 // ApplyOthersBill records the bill of thread id, which another source
 // counts, read when the server listed the thread as at (the thread's bill
 // is read again when that changes). Like ApplyBilled it only ever adds
-// what the bill grew by.
-func (s *ThreadStore) ApplyOthersBill(id string, usd map[string]float64, at FileVersion) bool {
+// what the bill grew by. repo is the thread's repository as the server
+// lists it (gitremote's host/path, "" for none): the bill is pinned to its
+// label value when first kept, as a thread is when first counted.
+func (s *ThreadStore) ApplyOthersBill(id string, usd map[string]float64, at FileVersion, repo string) bool {
+	value := s.repos.value(s.labels, repo)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := billKey(id)
@@ -41,6 +44,10 @@ func (s *ThreadStore) ApplyOthersBill(id string, usd map[string]float64, at File
 	if rec == nil {
 		rec = &threadRecord{}
 		s.threads[key] = rec
+	}
+	if !rec.repoSet {
+		rec.repo, rec.repoSet = value, true
+		s.changedThreads[key] = struct{}{}
 	}
 	if rec.billedAt == nil || *rec.billedAt != at {
 		rec.billedAt = &at // replaced, never changed in place (threadRecord)

@@ -23,10 +23,10 @@ func billedTotal(s *ThreadStore) float64 {
 func TestOthersBillKeptAndRestored(t *testing.T) {
 	s := newTestStore(0)
 	at := FileVersion{AmpServerV: 3, AmpServerCount: 4, AmpServerLast: 5}
-	if !s.ApplyOthersBill("T-a", map[string]float64{"paid": 1.25}, at) {
+	if !s.ApplyOthersBill("T-a", map[string]float64{"paid": 1.25}, at, "") {
 		t.Fatal("bill not counted")
 	}
-	if s.ApplyOthersBill("T-a", map[string]float64{"paid": 1.25}, at) {
+	if s.ApplyOthersBill("T-a", map[string]float64{"paid": 1.25}, at, "") {
 		t.Fatal("the same bill counted twice")
 	}
 	if got := billedTotal(s); got != 1.25 {
@@ -65,7 +65,7 @@ func TestOthersBillKeptAndRestored(t *testing.T) {
 // state) is billed once: its bill is the sum of both records.
 func TestOthersBillThenCountedBilledOnce(t *testing.T) {
 	s := newTestStore(0)
-	s.ApplyOthersBill("T-a", map[string]float64{"free": 0.5, "paid": 1}, FileVersion{AmpServerV: 1})
+	s.ApplyOthersBill("T-a", map[string]float64{"free": 0.5, "paid": 1}, FileVersion{AmpServerV: 1}, "")
 	s.Apply(AmpServerPath("T-a"), FileVersion{AmpServerV: 2}, threadtest.Summary(threadtest.Thread{ID: "T-a", Users: 1, Prompts: 1}))
 	if s.ApplyBilled("T-a", map[string]float64{"free": 0.5, "paid": 1}) {
 		t.Fatal("a bill counted again")

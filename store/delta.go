@@ -169,7 +169,8 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
-	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt}
+	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt,
+		Repository: rec.repo}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -193,9 +194,12 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	if _, ok := s.threads[key]; ok {
 		return dropped, fmt.Errorf("thread %q restored twice", key)
 	}
+	// The thread stays under the repository it was counted under: a state
+	// written before the label puts it under none.
+	repo := restoredLabel(ts.Repository)
 	c := make(compactContribution, 0, len(kept))
 	for _, sv := range kept {
-		k := sv.key()
+		k := sv.keyIn(repo)
 		s.totals[k] = satAdd(s.totals[k], sv.Value)
 		c = append(c, seriesValue{s.series.id(k), sv.Value})
 	}
@@ -210,10 +214,10 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		}
 		out = append(out, e)
 	}
-	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt}
+	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true}
 	if identityOK {
 		s.restoreIdentity(rec, ts)
-		rec.win = s.restoreWindow(ts.Window)
+		rec.win = s.restoreWindow(ts.Window, repo)
 	}
 	s.threads[key] = rec
 	s.lastActivity = max(s.lastActivity, ts.LastActivity)

@@ -137,7 +137,7 @@ func TestImportThreadReadsAsFarAsKnown(t *testing.T) {
 	if err != nil || dropped != 1 {
 		t.Fatalf("dropped %d, err %v", dropped, err)
 	}
-	if got := s.Snapshot().totals[SeriesKey{FamTokens, "m", "output"}]; got != 5 {
+	if got := s.Snapshot().totals[SeriesKey{FamTokens, "m", "output", ""}]; got != 5 {
 		t.Fatalf("known series = %d, want 5", got)
 	}
 	if _, err := s.ImportThread("T-2", ThreadState{Series: []SeriesValue{{Family: "tokens", Value: -1}}}); err == nil {

@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // family names a counter (or histogram part) that a store keeps. The names
 // are persisted in state files: never rename one.
 type Family string
@@ -108,6 +110,10 @@ type familySpec struct {
 	// metric is how the family is exposed; nil for a family kept for
 	// counting only, and for a histogram's sum (its buckets' row names it).
 	metric *Metric
+	// repo: the family's series carry the repository label (SeriesKey.Repo)
+	// although it is not exposed (tokens_long, which prices tokens). An
+	// exposed family carries it when its metric lists the label.
+	repo bool
 }
 
 // Metric is how a store family is exposed on /metrics: the collector
@@ -121,6 +127,9 @@ type Metric struct {
 	Scope string
 	// Labels name the series' first and second label (SeriesKey L1, L2);
 	// for a histogram the first only, the second being the bucket.
+	// "repository", always last, is SeriesKey.Repo: only the families money
+	// is summed from carry it (repository.go), never a histogram, so that
+	// its series stay a bounded product.
 	Labels []string
 	// Sum and Buckets make the family a histogram's buckets (per bucket,
 	// by index): Sum is the family of its sum, Buckets the upper bounds.
@@ -146,11 +155,11 @@ const (
 var families = []familySpec{
 	{name: FamMessages, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_messages_total", Scope: "source", Labels: []string{"role"}, From: FromAmp,
 		Help: "Amp messages seen, by role (user, assistant)."}},
-	{name: FamPrompts, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_prompts_total", Scope: "source", From: FromAmp,
+	{name: FamPrompts, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_prompts_total", Scope: "source", Labels: []string{"repository"}, From: FromAmp,
 		Help: "Amp user messages that are prompts (not tool-result carriers)."}},
-	{name: FamTokens, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_tokens_total", Scope: "source", Labels: []string{"model", "token_type"}, From: FromAmp,
+	{name: FamTokens, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_tokens_total", Scope: "source", Labels: []string{"model", "token_type", "repository"}, From: FromAmp,
 		Help: "Amp tokens by model and type, as the files report them (for non-Anthropic providers cache_creation holds the uncached prompt)."}},
-	{name: FamCredits, scale: scaleNano, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_credits_total", Scope: "source", Labels: []string{"model"}, From: FromThreads,
+	{name: FamCredits, scale: scaleNano, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_credits_total", Scope: "source", Labels: []string{"model", "repository"}, From: FromThreads,
 		Help: "Amp credits charged, where the files carry them."}},
 	{name: FamFinished, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_assistant_messages_total", Scope: "source", Labels: []string{"model", "stop_reason"}, From: FromAmp,
 		Help: "Finished Amp model turns by stop reason; cancelled and error turns under those names."}},
@@ -162,16 +171,16 @@ var families = []familySpec{
 	{name: FamExchangeBucket, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_exchange_duration_seconds", Scope: "source", Sum: FamExchangeSum, Buckets: ExchangeBuckets, From: FromThreads,
 		Help: "Time from a prompt being sent to the last assistant message of its exchange."}},
 	{name: FamExchangeSum, scale: scaleMillis, owners: ownerThreads, items: true},
-	{name: FamCost, scale: scaleUSD, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_cost_usd_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+	{name: FamCost, scale: scaleUSD, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_cost_usd_total", Scope: "source", Labels: []string{"model", "repository"}, From: FromAmp,
 		Help: "Estimated spend in US dollars: tokens times list prices (amp_exporter_pricing_info says which table), counted at the prices in effect when the tokens were seen. An estimate, not a bill."}},
-	{name: FamUnpriced, scale: scaleCount, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_unpriced_tokens_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+	{name: FamUnpriced, scale: scaleCount, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_unpriced_tokens_total", Scope: "source", Labels: []string{"model", "repository"}, From: FromAmp,
 		Help: "Tokens of models the price table does not know; they are missing from amp_cost_usd_total."}},
-	{name: FamTokensLong, scale: scaleCount, owners: ownerThreads, items: true},
-	{name: FamBilled, scale: scaleUSD, owners: ownerThreads, metric: &Metric{Name: "amp_billed_cost_usd_total", Scope: "source", Labels: []string{"kind"}, From: FromServer,
+	{name: FamTokensLong, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamBilled, scale: scaleUSD, owners: ownerThreads, metric: &Metric{Name: "amp_billed_cost_usd_total", Scope: "source", Labels: []string{"kind", "repository"}, From: FromServer,
 		Help: "What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate."}},
 	{name: FamNoUsage, scale: scaleCount, owners: ownerThreads, metric: &Metric{Name: "amp_messages_without_usage_total", Scope: "source", From: FromThreads,
 		Help: "Finished Amp assistant messages that carry no usage block: their tokens and cost are unknown, so they are missing from amp_tokens_total and amp_cost_usd_total."}},
-	{name: FamLines, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_total", Scope: "source", Labels: []string{"kind", "tool"}, From: FromThreads,
+	{name: FamLines, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_total", Scope: "source", Labels: []string{"kind", "tool", "repository"}, From: FromThreads,
 		Help: "Lines Amp's edit tools added and removed (kind), counted from each tool call's input as Amp's UI counts them: edit_file by a line diff of old_str and new_str, create_file by the lines of content, apply_patch by the lines of patchText; only calls whose run is done."}},
 	{name: FamShellCommands, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_shell_commands_total", Scope: "source", Labels: []string{"outcome"}, From: FromThreads,
 		Help: "Shell commands Amp ran (Bash, shell_command), by outcome: success (exit code 0), failure (another exit code, or the run failed), stopped (exit code -1 or none, or cancelled)."}},
@@ -253,6 +262,9 @@ func init() {
 		familyNames[string(f.name)] = string(f.name)
 		if f.items {
 			itemFamilies[f.name] = true
+		}
+		if f.repo || f.metric != nil && slices.Contains(f.metric.Labels, RepositoryLabel) {
+			repoFamily[f.name] = true
 		}
 	}
 }

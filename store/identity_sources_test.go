@@ -23,7 +23,7 @@ func TestStreamLabelsCountOnceAcrossCapChanges(t *testing.T) {
 	}
 	s.Apply([]streamjson.Increments{line("m1"), line("m2")})
 	want := s.Snapshot().totals
-	if want[SeriesKey{FamTokens, "other", "output"}] != 100 {
+	if want[SeriesKey{FamTokens, "other", "output", ""}] != 100 {
 		t.Fatalf("m2 not folded: %v", want)
 	}
 	labels.SetMax(10)
@@ -43,10 +43,10 @@ func TestStreamLabelsCountOnceAcrossCapChanges(t *testing.T) {
 	assertSameTotals(t, "after a restart with a higher cap", want, restored.Snapshot().totals)
 	// What arrives from now on is a new line, counted under its own label.
 	restored.Apply([]streamjson.Increments{line("m2")})
-	if got := restored.Snapshot().totals[SeriesKey{FamTokens, "m2", "output"}]; got != 100 {
+	if got := restored.Snapshot().totals[SeriesKey{FamTokens, "m2", "output", ""}]; got != 100 {
 		t.Errorf("a new m2 line: %d output tokens under m2, want 100", got)
 	}
-	if got := restored.Snapshot().totals[SeriesKey{FamTokens, "other", "output"}]; got != 100 {
+	if got := restored.Snapshot().totals[SeriesKey{FamTokens, "other", "output", ""}]; got != 100 {
 		t.Errorf("other moved to %d", got)
 	}
 }
@@ -67,7 +67,7 @@ func TestAmyEventCountsOnceUnderItsFirstLabels(t *testing.T) {
 		t.Fatal("a replayed event id was counted")
 	}
 	totals := s.upstream("prod").totals
-	if got := totals[SeriesKey{FamAmyAgentRuns, "other", ""}]; got != 1 {
+	if got := totals[SeriesKey{FamAmyAgentRuns, "other", "", ""}]; got != 1 {
 		t.Errorf("agent runs under other: %d, want 1", got)
 	}
 	var runs int64

@@ -29,7 +29,7 @@ func familySum(s *ThreadStore, f Family) int64 {
 }
 
 func series(s *ThreadStore, f Family, l1, l2 string) int64 {
-	return s.Snapshot().totals[SeriesKey{f, l1, l2}]
+	return s.Snapshot().totals[SeriesKey{f, l1, l2, ""}]
 }
 
 // thread builds a thread document from its messages.
@@ -348,7 +348,7 @@ func TestPricesSetDuringItemApplyAreUsed(t *testing.T) {
 	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 1.7, Output: 9}}))
 	close(old.release)
 	<-done
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); got != 1.7 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", "", ""}]); got != 1.7 {
 		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
 	}
 }

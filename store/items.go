@@ -44,11 +44,13 @@ type counted struct {
 	reidentified bool
 }
 
-// contribute counts sum's items on top of the pins base. A partial summary
-// (a window of the thread, window.go) lacks items by design: none of its
-// thread's items is taken for missing.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool) counted {
+// contribute counts sum's items on top of the pins base, under the
+// thread's repository repo (its pinned value, repository.go). A partial
+// summary (a window of the thread, window.go) lacks items by design: none
+// of its thread's items is taken for missing.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool, repo string) counted {
 	k := newItemCounter(s, sum, prices, base)
+	k.repo = repo
 	return k.count(partial)
 }
 
@@ -60,6 +62,9 @@ type itemCounter struct {
 	prices Prices
 	pg     *pinning
 	d      *decodedPins // pg.dec
+	// repo is the thread's repository, pinned per thread (repository.go):
+	// the series of the families that carry the label go under it.
+	repo string
 
 	// series and rates are what the pass under way gives.
 	series contribution
@@ -115,10 +120,15 @@ func (k *itemCounter) count(partial bool) counted {
 	return res
 }
 
-// key is the series of family f under labels l1, l2. Every series the
-// counter adds goes through it.
+// key is the series of family f under labels l1, l2, and the thread's
+// repository for the families that carry it. Every series the counter
+// adds goes through it.
 func (k *itemCounter) key(f Family, l1, l2 string) SeriesKey {
-	return SeriesKey{f, l1, l2}
+	sk := SeriesKey{Fam: f, L1: l1, L2: l2}
+	if repoFamily[f] {
+		sk.Repo = k.repo
+	}
+	return sk
 }
 
 // add adds v (when positive) to a series.
@@ -659,7 +669,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 	if len(ts.Retired) > 0 {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
-			k := sv.key()
+			k := sv.keyIn(rec.repo)
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)

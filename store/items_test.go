@@ -109,7 +109,7 @@ func TestCounterAddItemAndFlush(t *testing.T) {
 	}
 	k := counterFor(s, nil, nil, items...)
 	k.pass(true, nil) // sets up the sums; then add one more by hand
-	if got := k.series[SeriesKey{FamToolCalls, "Bash", "done"}]; got != 2 {
+	if got := k.series[SeriesKey{FamToolCalls, "Bash", "done", ""}]; got != 2 {
 		t.Fatalf("pass: Bash done %d, want 2", got)
 	}
 	clear(k.series)
@@ -119,10 +119,10 @@ func TestCounterAddItemAndFlush(t *testing.T) {
 		t.Errorf("addItem wrote series %v before flush", k.series)
 	}
 	k.flush()
-	if got := k.series[SeriesKey{FamToolCalls, "Bash", "done"}]; got != 3 {
+	if got := k.series[SeriesKey{FamToolCalls, "Bash", "done", ""}]; got != 3 {
 		t.Errorf("flush: Bash done %d, want 3 (the pass's 2 and one more)", got)
 	}
-	if got := k.series[SeriesKey{FamToolCalls, "Read", "error"}]; got != 1 {
+	if got := k.series[SeriesKey{FamToolCalls, "Read", "error", ""}]; got != 1 {
 		t.Errorf("flush: Read error %d, want 1", got)
 	}
 	k.pg.result()
@@ -160,11 +160,11 @@ func TestCounterMissingAndFreshShare(t *testing.T) {
 	if !res.vanished || res.reidentified {
 		t.Fatalf("vanished %v, reidentified %v; want true, false", res.vanished, res.reidentified)
 	}
-	want := contribution{{FamToolCalls, "Read", "done"}: 1}
-	if len(res.fresh) != len(want) || res.fresh[SeriesKey{FamToolCalls, "Read", "done"}] != 1 {
+	want := contribution{{FamToolCalls, "Read", "done", ""}: 1}
+	if len(res.fresh) != len(want) || res.fresh[SeriesKey{FamToolCalls, "Read", "done", ""}] != 1 {
 		t.Errorf("fresh share %v, want %v", res.fresh, want)
 	}
-	if res.series[SeriesKey{FamPrompts, "", ""}] != 1 || res.series[SeriesKey{FamToolCalls, "Read", "done"}] != 1 {
+	if res.series[SeriesKey{FamPrompts, "", "", ""}] != 1 || res.series[SeriesKey{FamToolCalls, "Read", "done", ""}] != 1 {
 		t.Errorf("series %v: want the whole snapshot's", res.series)
 	}
 	// The item that left is pinned to count nothing from now on.
@@ -207,22 +207,22 @@ func TestCounterLinesAndShellCommands(t *testing.T) {
 	k := counterFor(s, nil, nil, items...)
 	res := k.count(false)
 	want := map[SeriesKey]int64{
-		{FamLines, "added", "Edit"}:                 3,
-		{FamLines, "removed", "Edit"}:               2,
-		{FamShellCommands, thread.ShellFailure, ""}: 1,
+		{FamLines, "added", "Edit", ""}:                 3,
+		{FamLines, "removed", "Edit", ""}:               2,
+		{FamShellCommands, thread.ShellFailure, "", ""}: 1,
 	}
 	for sk, v := range want {
 		if got := res.series[sk]; got != v {
 			t.Errorf("%v = %d, want %d", sk, got, v)
 		}
 	}
-	if got := res.series[SeriesKey{FamLines, "added", "Write"}]; got != 0 {
+	if got := res.series[SeriesKey{FamLines, "added", "Write", ""}]; got != 0 {
 		t.Errorf("a rejected create counted %d lines", got)
 	}
 	items[0].Status = "error"
 	k = counterFor(s, nil, res.pins, items...)
 	res = k.count(false)
-	if got := res.series[SeriesKey{FamLines, "added", "Edit"}]; got != 3 {
+	if got := res.series[SeriesKey{FamLines, "added", "Edit", ""}]; got != 3 {
 		t.Errorf("after the rewrite: Edit added %d, want 3 (pinned done)", got)
 	}
 }

@@ -38,7 +38,7 @@ func TestRestoredLabelValuesAreSanitized(t *testing.T) {
 			t.Errorf("thread series restored with %q", k.L1+" "+k.L2)
 		}
 	}
-	if threads.totals[SeriesKey{FamTokens, clean, "input"}] != 5 {
+	if threads.totals[SeriesKey{FamTokens, clean, "input", ""}] != 5 {
 		t.Errorf("totals %v, want 5 under %q", threads.totals, clean)
 	}
 

@@ -59,19 +59,19 @@ func TestCostFollowsTokenGrowthAtCurrentPrices(t *testing.T) {
 	s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, withTail("")))
 	// 10 input × $2/M + 100 output × $10/M
 	want := 10*2e-6 + 100*10e-6
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", "", ""}]); math.Abs(got-want) > 1e-12 {
 		t.Fatalf("cost %v, want %v", got, want)
 	}
 	// New prices apply to new tokens only.
 	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 4, Output: 20}}))
 	s.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, withTail("")))
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", "", ""}]); math.Abs(got-want) > 1e-12 {
 		t.Fatalf("an identical rewrite re-priced old tokens: %v", got)
 	}
 	grown := withTail(`,{"role":"assistant","messageId":3,"content":[],"state":{"type":"complete","stopReason":"end_turn"},"usage":{"model":"m1","inputTokens":5,"outputTokens":50}}`)
 	s.Apply("/d/T-1.json", FileVersion{Size: 2}, summaryOf(t, grown))
 	want += 5*4e-6 + 50*20e-6
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); math.Abs(got-want) > 1e-12 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", "", ""}]); math.Abs(got-want) > 1e-12 {
 		t.Fatalf("cost after growth %v, want %v", got, want)
 	}
 	// A model nobody prices is counted as unpriced, never as $0.
@@ -79,10 +79,10 @@ func TestCostFollowsTokenGrowthAtCurrentPrices(t *testing.T) {
 	unknown = strings.Replace(unknown, `"T-1"`, `"T-2"`, 1)
 	s.Apply("/d/T-2.json", FileVersion{}, summaryOf(t, unknown))
 	snap := s.Snapshot()
-	if got := snap.totals[SeriesKey{FamUnpriced, "mystery-model", ""}]; got != 110 {
+	if got := snap.totals[SeriesKey{FamUnpriced, "mystery-model", "", ""}]; got != 110 {
 		t.Fatalf("unpriced tokens %v, want 110", got)
 	}
-	if _, ok := snap.totals[SeriesKey{FamCost, "mystery-model", ""}]; ok {
+	if _, ok := snap.totals[SeriesKey{FamCost, "mystery-model", "", ""}]; ok {
 		t.Fatal("an unpriced model got a cost series")
 	}
 }
@@ -98,7 +98,7 @@ const baseThread = `{"v":1,"id":"T-1","agentMode":"smart","messages":[
 func withTail(tail string) string { return strings.Replace(baseThread, "%s", tail, 1) }
 
 func tokens(s *ThreadStore, model, typ string) float64 {
-	return float64(s.Snapshot().totals[SeriesKey{FamTokens, model, typ}])
+	return float64(s.Snapshot().totals[SeriesKey{FamTokens, model, typ, ""}])
 }
 
 func TestCountingRules(t *testing.T) {
@@ -130,7 +130,7 @@ func TestCountingRules(t *testing.T) {
 	if got := tokens(s, "m1", "output"); got != 150 {
 		t.Errorf("a copy of the thread was counted again: %v", got)
 	}
-	if got := s.Snapshot().Threads["smart"]; got != 1 {
+	if got := s.Snapshot().Threads[ThreadsKey{AgentMode: "smart"}]; got != 1 {
 		t.Errorf("two files of one thread counted as %d threads", got)
 	}
 	s.Remove("/d/T-1.json")
@@ -316,7 +316,7 @@ func TestLongContextRequestsArePricedAtTheirTier(t *testing.T) {
 	// past 200k are charged at the long-context $0.6, the rest flat (as
 	// ccusage and LiteLLM price tiers).
 	want := (10*3+1000*15+150000*0.3+1000*3.75)/1e6 + (10*3+1000*15+200000*0.3+50000*0.6+1000*3.75)/1e6
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "claude-sonnet-4-5-20250929", ""}]); math.Abs(got-want) > 1e-9 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "claude-sonnet-4-5-20250929", "", ""}]); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("cost %v, want %v", got, want)
 	}
 }
@@ -351,7 +351,7 @@ func TestPricesSetDuringApplyAreUsed(t *testing.T) {
 	s.SetPrices(pricing.New(nil, "test", "2", map[string]pricing.Price{"m1": {Input: 1.7, Output: 9}}))
 	close(old.release)
 	<-done
-	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", ""}]); got != 1.7 {
+	if got := Unfixed(FamCost, s.Snapshot().totals[SeriesKey{FamCost, "m1", "", ""}]); got != 1.7 {
 		t.Fatalf("1M input tokens counted after the price change cost $%v, want $1.7 (the new price)", got)
 	}
 }

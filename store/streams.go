@@ -155,7 +155,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	}
 	total := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := SeriesKey{f, l1, l2}
+			k := SeriesKey{Fam: f, L1: l1, L2: l2}
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 	}

@@ -90,7 +90,7 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, 
 	}
 	return func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
-			k := SeriesKey{f, l1, l2}
+			k := SeriesKey{Fam: f, L1: l1, L2: l2}
 			h.c[k] = satAdd(h.c[k], v)
 		}
 	}

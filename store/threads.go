@@ -22,9 +22,13 @@ const (
 // Token types, the values of amp_tokens_total's token_type label.
 var TokenTypes = []string{"input", "output", "cache_read", "cache_creation"}
 
+// SeriesKey names a series: its family, its first and second label, and
+// for the families money is summed from (RepositoryFamily) the thread's
+// repository ("" for none, and for every other family).
 type SeriesKey struct {
 	Fam    Family
 	L1, L2 string
+	Repo   string
 }
 
 // contribution is one thread's share of every counter. Histograms are kept
@@ -92,6 +96,12 @@ type threadRecord struct {
 	// how the server listed the thread when the bill was read; nil for a
 	// thread's own record.
 	billedAt *FileVersion
+	// repo is the thread's repository label value, pinned when the thread
+	// is first counted (repoSet) and never changed after (repository.go);
+	// a record restored from a state file is pinned to the value saved
+	// with it ("" for states written before the label).
+	repo    string
+	repoSet bool
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -148,6 +158,7 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
+	repos        *Repositories // the repository label's configuration; nil: none
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -187,6 +198,9 @@ type StoreOptions struct {
 	// with the label's name.
 	OnFold func(label string)
 	Now    func() time.Time
+	// Repositories is the repository label's configuration, shared with
+	// the other thread stores; nil: no thread has a repository.
+	Repositories *Repositories
 }
 
 // NewThreadStore returns an empty store.
@@ -202,6 +216,7 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	}
 	return &ThreadStore{
 		labels:  opts.Labels,
+		repos:   opts.Repositories,
 		threads: map[string]*threadRecord{},
 		series:  seriesIndex{ids: map[SeriesKey]uint32{}},
 		files:   map[string]*FileRecord{},
@@ -270,11 +285,16 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	key := threadKey(path, sum)
 	var base pinBlob
 	var baseGen uint64
+	repo, repoSet := "", false
 	if rec := s.threads[key]; rec != nil {
 		base, baseGen = rec.pins, rec.pinGen
+		repo, repoSet = rec.repo, rec.repoSet
 	}
 	s.mu.RUnlock()
-	res := s.contribute(sum, prices, base, partial)
+	if !repoSet {
+		repo = s.repos.value(s.labels, sum.Repository)
+	}
+	res := s.contribute(sum, prices, base, partial, repo)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -284,11 +304,14 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		rec = &threadRecord{}
 		s.threads[key] = rec
 	}
-	if s.pricesGen != gen || rec.pinGen != baseGen {
+	if s.pricesGen != gen || rec.pinGen != baseGen || rec.repoSet && rec.repo != repo {
 		// New prices arrived meanwhile (SetPrices promises them for every
 		// token counted once it has returned), or another file of the
-		// thread pinned items first.
-		res = s.contribute(sum, s.prices, rec.pins, partial)
+		// thread pinned items, or its repository, first.
+		if rec.repoSet {
+			repo = rec.repo
+		}
+		res = s.contribute(sum, s.prices, rec.pins, partial, repo)
 	}
 	c, pinned := res.series, res.pins
 	var win *windowRec
@@ -304,11 +327,18 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 			k := s.series.keys[e.id]
 			c[k] = satAdd(c[k], e.v)
 		}
-		win = s.nextWindow(pinned, c, sum, w.next)
+		win = s.nextWindow(pinned, repo, c, sum, w.next)
 	}
-	// identityMoved: the thread's pins or retired part changed, which a
-	// save must write even when no counter moved.
+	// identityMoved: the thread's pins, repository or retired part
+	// changed, which a save must write even when no counter moved.
 	identityMoved := false
+	if !rec.repoSet {
+		// The thread's first count pins its repository; a remote that
+		// could not be read is counted once, here.
+		rec.repo, rec.repoSet = repo, true
+		s.repos.unreadable(sum.RepositoryReason)
+		identityMoved = true
+	}
 	if res.vanished {
 		// A thread whose messages all changed identity at once, into
 		// protocol ids, while the snapshot counts at least what the thread
@@ -465,11 +495,15 @@ func (s *ThreadStore) Remove(path string) {
 	s.generation++
 }
 
+// ThreadsKey is a series of amp_threads: the threads present of one agent
+// mode and repository.
+type ThreadsKey struct{ AgentMode, Repository string }
+
 // ThreadSnapshot is a consistent copy of the store for one scrape.
 type ThreadSnapshot struct {
 	totals       contribution
-	Threads      map[string]int // agent mode → distinct threads present
-	LastActivity time.Time      // zero when no thread has a timestamp
+	Threads      map[ThreadsKey]int // distinct threads present
+	LastActivity time.Time          // zero when no thread has a timestamp
 	LastChange   time.Time
 }
 
@@ -482,14 +516,18 @@ func (s *ThreadStore) Snapshot() ThreadSnapshot {
 	defer s.mu.RUnlock()
 	snap := ThreadSnapshot{
 		totals:     maps.Clone(s.totals),
-		Threads:    map[string]int{},
+		Threads:    map[ThreadsKey]int{},
 		LastChange: s.lastChange,
 	}
 	seen := make(map[string]bool, len(s.files))
 	for _, f := range s.files {
 		if !seen[f.Key] {
 			seen[f.Key] = true
-			snap.Threads[f.AgentMode]++
+			tk := ThreadsKey{AgentMode: f.AgentMode}
+			if rec := s.threads[f.Key]; rec != nil {
+				tk.Repository = rec.repo
+			}
+			snap.Threads[tk]++
 		}
 	}
 	if s.lastActivity > 0 {

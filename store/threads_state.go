@@ -51,7 +51,7 @@ func contributionOf(series []SeriesValue) contribution {
 // are sanitized as they are read: a state saved before they were
 // sanitized at ingest must not bring control characters back.
 func (sv SeriesValue) key() SeriesKey {
-	return SeriesKey{Family(sv.Family), restoredLabel(sv.L1), restoredLabel(sv.L2)}
+	return SeriesKey{Fam: Family(sv.Family), L1: restoredLabel(sv.L1), L2: restoredLabel(sv.L2)}
 }
 
 // restoredLabel sanitizes a persisted label value ("" stays "": no label).
@@ -92,6 +92,11 @@ type ThreadState struct {
 	// BilledAt is set on the bill of a thread another source counts
 	// (bills.go): how the server listed the thread when it was read.
 	BilledAt *FileVersion `json:"billed_at,omitempty"`
+	// Repository is the repository label value the thread is pinned to
+	// (repository.go); its series of the families that carry the label
+	// are under it, so they are saved without it. Absent: none (and every
+	// thread of a state written before the label).
+	Repository string `json:"repo,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -152,12 +157,13 @@ func (s *ThreadStore) Import(st *State) error {
 	}
 	s.labels.restore(st.Labels)
 	for key, ts := range st.Threads {
-		c := contributionOf(ts.Series)
+		repo := restoredLabel(ts.Repository)
+		c := contributionIn(ts.Series, repo)
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window),
-			billedAt: ts.BilledAt}
+		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
+			billedAt: ts.BilledAt, repo: repo, repoSet: true}
 		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)

@@ -80,12 +80,13 @@ func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
 func chargeGrowth(rates map[SeriesKey]rate, grown map[SeriesKey]int64, add func(SeriesKey, int64)) {
 	for k, r := range rates {
 		if delta := grown[k]; delta > 0 {
-			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2}])
+			// The thread's repository goes with its tokens' dollars.
+			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2, k.Repo}])
 			if cost > 0 {
-				add(SeriesKey{FamCost, k.L1, ""}, cost)
+				add(SeriesKey{FamCost, k.L1, "", k.Repo}, cost)
 			}
 			if unpriced > 0 {
-				add(SeriesKey{FamUnpriced, k.L1, ""}, unpriced)
+				add(SeriesKey{FamUnpriced, k.L1, "", k.Repo}, unpriced)
 			}
 		}
 	}

@@ -161,7 +161,7 @@ func (s *ThreadStore) windowBase(rec *threadRecord, sum *thread.Summary, w Windo
 // are not all in the snapshot, or would pin something new), and the thread
 // is then read whole next time. pins are the thread's pins after the
 // apply. Callers hold the write lock.
-func (s *ThreadStore) nextWindow(pins pinBlob, c contribution, sum *thread.Summary, next *NextWindow) *windowRec {
+func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, sum *thread.Summary, next *NextWindow) *windowRec {
 	if next == nil || next.Start <= 0 {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (s *ThreadStore) nextWindow(pins pinBlob, c contribution, sum *thread.Summa
 	}
 	slices.Sort(region)
 	region = slices.Compact(region)
-	res := s.contribute(next.Sum, s.prices, pins, true)
+	res := s.contribute(next.Sum, s.prices, pins, true, repo)
 	cn, pinned := res.series, res.pins
 	if len(pinned) != len(pins) || len(pinned) > 0 && &pinned[0] != &pins[0] {
 		return nil
@@ -227,8 +227,8 @@ func windowStateOf(keys []SeriesKey, w *windowRec) *WindowState {
 
 // restoreWindow turns a persisted window into a record's; a damaged one
 // is left out (the thread is read whole next time). Callers hold the write
-// lock.
-func (s *ThreadStore) restoreWindow(st *WindowState) *windowRec {
+// lock. repo is the thread's repository.
+func (s *ThreadStore) restoreWindow(st *WindowState, repo string) *windowRec {
 	if st == nil || st.Start <= 0 || st.Count < st.Start || checkSeries(st.Prefix, knownFamilies) != nil {
 		return nil
 	}
@@ -244,5 +244,5 @@ func (s *ThreadStore) restoreWindow(st *WindowState) *windowRec {
 		region = append(region, prev)
 	}
 	return &windowRec{Window: Window{Start: st.Start, Anchor: st.Anchor, Count: st.Count},
-		region: region, prefix: s.series.compact(contributionOf(st.Prefix))}
+		region: region, prefix: s.series.compact(contributionIn(st.Prefix, repo))}
 }

@@ -118,12 +118,21 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	// The repository label as the live exporter has it: the switch and
+	// the rules of the same configuration.
+	rules, err := cfg.RepositoryMapper()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	repos := ampstore.NewRepositories(nil)
+	repos.Set(cfg.Labels.Repository, rules)
 	bf, err := backfill.New(backfill.Options{
-		Until:  until,
-		Step:   b.step,
-		Prices: pricer,
-		Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
-		Now:    time.Now(),
+		Until:        until,
+		Step:         b.step,
+		Prices:       pricer,
+		Labels:       ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
+		Repositories: repos,
+		Now:          time.Now(),
 	})
 	if err != nil {
 		return fmt.Errorf("--step: %w", err)

@@ -65,6 +65,7 @@ const (
 	NameReloadSuccessful         = "amp_exporter_config_last_reload_successful"
 	NameReloadSuccessTime        = "amp_exporter_config_last_reload_success_timestamp_seconds"
 	NameLabelValuesFolded        = "amp_exporter_label_values_folded_total"
+	NameRepositoryUnreadable     = "amp_exporter_repository_unreadable_total"
 	NameWatcherFallbacks         = "amp_exporter_watcher_fallbacks_total"
 	NameWatcherPolling           = "amp_exporter_watcher_polling"
 	NameThreadDirsMissing        = "amp_exporter_thread_dirs_missing"
@@ -141,6 +142,7 @@ var metricTypes = map[string]string{
 	NameReloadSuccessful:         "gauge",
 	NameReloadSuccessTime:        "gauge",
 	NameLabelValuesFolded:        "counter",
+	NameRepositoryUnreadable:     "counter",
 	NameWatcherFallbacks:         "counter",
 	NameWatcherPolling:           "gauge",
 	NameThreadDirsMissing:        "gauge",

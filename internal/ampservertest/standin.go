@@ -695,6 +695,11 @@ func (s *Server) entry(t *Thread) map[string]any {
 	if s.noVersion[t.ID] {
 		delete(e, "v")
 	}
+	// The server lists a thread's env with it, as in its document: where
+	// it ran (its workspace's trees and their git remotes).
+	if env, ok := t.head["env"]; ok {
+		e["env"] = env
+	}
 	return e
 }
 

@@ -87,7 +87,9 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		return nil, fmt.Errorf("amp_server: %w", err)
 	}
 	owners := ampstore.NewOwners()
-	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels})
+	// The repository label's configuration is the local store's: one
+	// switch, one set of rules for every thread.
+	store := ampstore.NewThreadStore(ampstore.StoreOptions{Labels: labels, Repositories: local.Repositories()})
 	store.SetClaim(owners, ampstore.SourceAmpServer)
 	local.SetClaim(owners, ampstore.SourceThreads)
 	streams.EnableAmpServerDedupe(owners)

@@ -151,9 +151,11 @@ func New(o Options) (a *App, err error) {
 	)
 	a.metrics = collector.NewExporterMetrics(a.reg)
 	a.labels = ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, a.metrics.LabelFolded)
-	a.threads = ampstore.NewThreadStore(ampstore.StoreOptions{Labels: a.labels})
+	repos := ampstore.NewRepositories(a.metrics.RepositoryUnreadable)
+	a.threads = ampstore.NewThreadStore(ampstore.StoreOptions{Labels: a.labels, Repositories: repos})
 	a.streams = ampstore.NewStreamStore(a.labels, nil)
 	amp := collector.NewAmpCollector(a.threads, a.streams)
+	amp.SetRepositories(repos)
 	a.amp = amp
 	// The server source's store must exist before the state is restored
 	// and before the Amp collector is registered (ampserver.go).

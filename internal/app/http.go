@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/app/landing"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 )
@@ -37,7 +38,9 @@ type routeDeps struct {
 const IngestPath = "/api/v1/ingest/stream-json"
 
 func routes(mux *http.ServeMux, d routeDeps) error {
-	mux.Handle(d.telemetryPath, promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{
+	// Every reader of the registry sees the series as a scrape does.
+	gatherer := collector.WithoutEmptyRepository(d.registry)
+	mux.Handle(d.telemetryPath, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(d.logger.Handler(), slog.LevelError),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: d.maxRequests,
@@ -106,7 +109,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 				{Address: "/-/healthy", Text: "Health"},
 				{Address: "/-/ready", Text: "Readiness"},
 			},
-		}, d.registry, nil, d.sources...)
+		}, gatherer, nil, d.sources...)
 		if err != nil {
 			return fmt.Errorf("landing page: %w", err)
 		}

@@ -148,7 +148,7 @@ func (rw *remoteWriters) sender(c config.RemoteWriteConfig) (*remotewrite.Sender
 		Timeout:        time.Duration(c.Timeout),
 		ExternalLabels: c.ExternalLabels,
 		Client:         client,
-		Gatherer:       rw.reg,
+		Gatherer:       collector.WithoutEmptyRepository(rw.reg),
 		Ready:          rw.ready,
 		UserAgent:      UserAgent(),
 		Clock:          clock.Real{},

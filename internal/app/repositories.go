@@ -5,36 +5,30 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/repomap"
 )
 
-// repositorySteps are the apply steps of labels and repositories.
-//
-// The store does not put the repository label on series yet
-// (docs/repositories.md): the steps check a reloaded configuration's rules
-// as Load does — a reload whose rules do not compile is refused before
-// anything changes — and keep the switch and the compiled rules in
-// effect, which the store's wiring will read. What a reload changes then
-// applies to what is counted afterwards.
+// repositorySteps are the apply steps of labels and repositories: the
+// switch and the compiled rules go to the stores' shared configuration of
+// the repository label (store.Repositories). A reload whose rules do not
+// compile is refused before anything changes. What a reload changes
+// applies to threads counted afterwards: a thread keeps the repository it
+// was first counted under (the switch turned off hides it on /metrics at
+// once).
 func (a *App) repositorySteps() []applyStep {
 	var (
-		rules    repositoryConfig
+		on       bool
 		prepared *repomap.Mapper
 	)
 	return []applyStep{
 		{name: "labels", apply: func(cfg *config.Config) error {
-			rules.label = cfg.Labels.Repository
+			on = cfg.Labels.Repository
+			a.threads.Repositories().Set(on, prepared)
 			return nil
 		}},
 		{name: "repositories", prepare: func(cfg *config.Config) (err error) {
 			prepared, err = cfg.RepositoryMapper()
 			return err
 		}, apply: func(*config.Config) error {
-			rules.mapper = prepared
+			a.threads.Repositories().Set(on, prepared)
 			return nil
 		}},
 	}
-}
-
-// repositoryConfig is the repository label's configuration in effect.
-type repositoryConfig struct {
-	label  bool
-	mapper *repomap.Mapper
 }

@@ -15,7 +15,7 @@ import (
 // changes, and counted in amp_billed_cost_usd_total.
 type BillStore interface {
 	BilledAt(id string) (store.FileVersion, bool)
-	ApplyOthersBill(id string, usd map[string]float64, at store.FileVersion) bool
+	ApplyOthersBill(id string, usd map[string]float64, at store.FileVersion, repo string) bool
 }
 
 // othersBillDue reports whether the bill of a listed thread another
@@ -47,14 +47,14 @@ func (s *Syncer) othersBill(ctx context.Context, t Summary) (outcome, error) {
 	ci, err := s.client.ThreadDisplayCostInfo(ctx, t.ID)
 	switch {
 	case err == nil:
-		bs.ApplyOthersBill(t.ID, billSplit(ci), at)
+		bs.ApplyOthersBill(t.ID, billSplit(ci), at, t.Repository)
 		s.billed(t.ID, ci) // the entitlement it carries
 	case errors.Is(err, ErrThreadNotFound):
 		// Gone from the server: the source that counts it says so.
 	case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge) || errors.Is(err, ErrInvalidArgument):
 		s.noteBug(err)
 		s.log.Debug("no billed cost for a thread", "err", err)
-		bs.ApplyOthersBill(t.ID, nil, at)
+		bs.ApplyOthersBill(t.ID, nil, at, t.Repository)
 	default:
 		return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 	}

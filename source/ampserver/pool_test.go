@@ -12,6 +12,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
+
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -23,12 +25,18 @@ import (
 // (overwritten when given back, so a use after release shows) count what
 // the documents read as files count: on a first sync over pages, after
 // growth read by window, whatever the encoding, with workers in parallel.
+//
+// The documents are 2 MiB in all at the short size, 6 MiB at the long.
 func TestPooledBodiesCountAsFiles(t *testing.T) {
 	t.Cleanup(bodies.Scribble())
+	total := int64(2 << 20)
+	if testsize.Long() {
+		total = 6 << 20
+	}
 	for _, enc := range []string{"gzip", "zstd", "identity"} {
 		t.Run(enc, func(t *testing.T) {
 			h := newHarness(t, 1, SyncConfig{ListLimit: 500, MaxConcurrency: 3, WindowOverlap: 4})
-			g := threadgen.New(threadgen.Options{Threads: 9, TotalBytes: 6 << 20, Seed: 23})
+			g := threadgen.New(threadgen.Options{Threads: 9, TotalBytes: total, Seed: 23})
 			if err := h.srv.PutGenerated(g, 0, g.Len()); err != nil {
 				t.Fatal(err)
 			}

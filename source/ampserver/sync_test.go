@@ -220,7 +220,7 @@ func TestSyncDeletedAndArchived(t *testing.T) {
 		t.Fatalf("%d present, want 4", got)
 	}
 	after := h.store.Snapshot()
-	total := func(m map[string]int) (n int) {
+	total := func(m map[store.ThreadsKey]int) (n int) {
 		for _, v := range m {
 			n += v
 		}
