@@ -42,6 +42,8 @@ type Period struct {
 	Usage
 	// Models is the usage per model.
 	Models map[string]*Usage
+	// Repos is the usage per repository ("" for threads without one).
+	Repos map[string]*Usage
 	// First and Last are the first and last buckets with usage (epoch ms).
 	First, Last int64
 	order       []string // models in the order first used
@@ -56,6 +58,19 @@ func (p *Period) Breakdown() []string {
 	names := slices.Clone(p.order)
 	slices.SortStableFunc(names, func(a, b string) int {
 		return cmp.Or(cmp.Compare(p.Models[b].Cost, p.Models[a].Cost), cmp.Compare(a, b))
+	})
+	return names
+}
+
+// Repositories lists the period's repositories by estimated cost, highest
+// first, then by name; "" (threads without one) among them.
+func (p *Period) Repositories() []string {
+	names := make([]string, 0, len(p.Repos))
+	for r := range p.Repos {
+		names = append(names, r)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(p.Repos[b].Cost, p.Repos[a].Cost), cmp.Compare(a, b))
 	})
 	return names
 }
@@ -108,7 +123,7 @@ func Build(entries []Entry, o Options) (*Report, error) {
 		}
 		p := byKey[key]
 		if p == nil {
-			p = &Period{Key: key, Models: map[string]*Usage{}, First: e.Start}
+			p = &Period{Key: key, Models: map[string]*Usage{}, Repos: map[string]*Usage{}, First: e.Start}
 			byKey[key] = p
 			r.Periods = append(r.Periods, p)
 		}
@@ -121,6 +136,12 @@ func Build(entries []Entry, o Options) (*Report, error) {
 			p.order = append(p.order, e.Model)
 		}
 		m.add(e.Usage)
+		rp := p.Repos[e.Repo]
+		if rp == nil {
+			rp = &Usage{}
+			p.Repos[e.Repo] = rp
+		}
+		rp.add(e.Usage)
 	}
 	if o.Kind == Session {
 		// Threads by id, as ccusage lists them (Amp's ids are UUIDv7:

@@ -22,6 +22,18 @@ type jsonBreakdown struct {
 	OutputTokens        int64   `json:"outputTokens"`
 }
 
+// jsonRepository is a period's spending in one repository (added to
+// ccusage's fields; present when the repository label is on).
+type jsonRepository struct {
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	Cost                float64 `json:"cost"`
+	Credits             float64 `json:"credits,omitempty"`
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	Repository          string  `json:"repository"`
+}
+
 type jsonPeriod struct {
 	CacheCreationTokens int64           `json:"cacheCreationTokens"`
 	CacheReadTokens     int64           `json:"cacheReadTokens"`
@@ -32,9 +44,11 @@ type jsonPeriod struct {
 	ModelsUsed          []string        `json:"modelsUsed"`
 	Month               string          `json:"month,omitempty"`
 	OutputTokens        int64           `json:"outputTokens"`
-	SessionID           string          `json:"sessionId,omitempty"`
-	TotalCost           float64         `json:"totalCost"`
-	TotalTokens         int64           `json:"totalTokens"`
+	// Repositories: added; absent when no thread has a repository.
+	Repositories []jsonRepository `json:"repositories,omitempty"`
+	SessionID    string           `json:"sessionId,omitempty"`
+	TotalCost    float64          `json:"totalCost"`
+	TotalTokens  int64            `json:"totalTokens"`
 }
 
 type jsonTotals struct {
@@ -87,6 +101,20 @@ func WriteJSON(w io.Writer, r *Report) error {
 				ModelName:           name,
 				OutputTokens:        m.Output,
 			})
+		}
+		if len(p.Repos) > 1 || p.Repos[""] == nil {
+			for _, name := range p.Repositories() {
+				u := p.Repos[name]
+				jp.Repositories = append(jp.Repositories, jsonRepository{
+					CacheCreationTokens: u.CacheCreation,
+					CacheReadTokens:     u.CacheRead,
+					Cost:                dollars(u.Cost),
+					Credits:             credits(u.Credits),
+					InputTokens:         u.Input,
+					OutputTokens:        u.Output,
+					Repository:          name,
+				})
+			}
 		}
 		periods = append(periods, jp)
 	}

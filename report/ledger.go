@@ -51,12 +51,15 @@ type Entry struct {
 	Start   int64
 	Session string
 	Model   string
+	// Repo is the thread's repository as the exporter's repository label
+	// gives it; "" for none (or with the label off).
+	Repo string
 	Usage
 }
 
 type entryKey struct {
-	start          int64
-	session, model string
+	start                int64
+	session, model, repo string
 }
 
 // Ledger collects the usage of threads per bucket, thread and model. It is
@@ -103,7 +106,7 @@ func (l *Ledger) AddThread(tg backfill.ThreadGrowth) {
 		default:
 			continue
 		}
-		k := entryKey{g.At, session, g.Key.L1}
+		k := entryKey{g.At, session, g.Key.L1, g.Key.Repo}
 		if r := l.rows[k]; r != nil {
 			r.add(u)
 		} else {
@@ -116,7 +119,7 @@ func (l *Ledger) AddThread(tg backfill.ThreadGrowth) {
 func (l *Ledger) Add(e Entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := entryKey{e.Start, e.Session, e.Model}
+	k := entryKey{e.Start, e.Session, e.Model, e.Repo}
 	if r := l.rows[k]; r != nil {
 		r.add(e.Usage)
 	} else {
@@ -131,10 +134,10 @@ func (l *Ledger) Entries() []Entry {
 	defer l.mu.Unlock()
 	out := make([]Entry, 0, len(l.rows))
 	for k, u := range l.rows {
-		out = append(out, Entry{Start: k.start, Session: k.session, Model: k.model, Usage: *u})
+		out = append(out, Entry{Start: k.start, Session: k.session, Model: k.model, Repo: k.repo, Usage: *u})
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model))
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Repo, b.Repo))
 	})
 	return out
 }

@@ -20,6 +20,9 @@ type LoadOptions struct {
 	// cap): the ledger then holds what its counters hold.
 	Prices store.Prices
 	Labels *store.LabelCap
+	// Repositories: the repository label's switch and rules, as the
+	// exporter's (nil: no thread has a repository).
+	Repositories *store.Repositories
 	// Now: items stamped after it are left to a later report, as the
 	// backfill leaves them to the live counters.
 	Now time.Time
@@ -55,7 +58,7 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	}
 	bf, err := backfill.New(backfill.Options{
 		Until: o.Now, Now: o.Now, Step: Bucket, Buckets: true,
-		Prices: o.Prices, Labels: o.Labels, PerThread: l.AddThread,
+		Prices: o.Prices, Labels: o.Labels, Repositories: o.Repositories, PerThread: l.AddThread,
 	})
 	if err != nil {
 		return nil, LoadStats{}, fmt.Errorf("report: %w", err)
@@ -77,7 +80,7 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 		}
 		sbf, err := backfill.New(backfill.Options{
 			Until: o.Now, Now: o.Now, Step: Bucket, Buckets: true,
-			Prices: o.Prices, Labels: o.Labels, PerThread: c.received,
+			Prices: o.Prices, Labels: o.Labels, Repositories: o.Repositories, PerThread: c.received,
 		})
 		if err != nil {
 			return nil, LoadStats{}, fmt.Errorf("report: %w", err)

@@ -57,6 +57,7 @@ type cachedThread struct {
 type cachedEntry struct {
 	Start int64    `json:"t"`
 	Model string   `json:"m"`
+	Repo  string   `json:"r,omitempty"`
 	U     [6]int64 `json:"u"`
 }
 
@@ -183,7 +184,7 @@ func (c *ServerCache) Apply(path string, v store.FileVersion, sum *thread.Summar
 	t := &cachedThread{ID: id, Version: v}
 	for _, e := range l.Entries() {
 		u := e.Usage
-		t.Entries = append(t.Entries, cachedEntry{e.Start, e.Model, [6]int64{u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost}})
+		t.Entries = append(t.Entries, cachedEntry{e.Start, e.Model, e.Repo, [6]int64{u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost}})
 	}
 	c.threads[path] = t
 	c.dirty = true
@@ -228,7 +229,7 @@ func (c *ServerCache) AddTo(l *Ledger, owners *store.Owners) {
 			continue
 		}
 		for _, e := range t.Entries {
-			l.Add(Entry{Start: e.Start, Session: t.ID, Model: e.Model, Usage: Usage{
+			l.Add(Entry{Start: e.Start, Session: t.ID, Model: e.Model, Repo: e.Repo, Usage: Usage{
 				Input: e.U[0], Output: e.U[1], CacheCreation: e.U[2], CacheRead: e.U[3], Credits: e.U[4], Cost: e.U[5]}})
 		}
 	}

@@ -96,6 +96,12 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	rules, err := cfg.RepositoryMapper()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	repos := ampstore.NewRepositories(nil)
+	repos.Set(cfg.Labels.Repository, rules)
 	cachePath := ""
 	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
 		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
@@ -109,7 +115,7 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	bar := newProgress(stderr)
 	ledger, st, err := report.Load(ctx, report.LoadOptions{
 		Dirs: cfg.Threads.Dirs, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
-		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Now: opts.Now,
+		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Repositories: repos, Now: opts.Now,
 		Cache: cache,
 		Server: func(ctx context.Context, c *report.ServerCache, owners *ampstore.Owners) error {
 			return syncServer(ctx, cfg, env, logger, c, owners, bar, func() int { _, n := c.Threads(); return n })
