@@ -82,20 +82,31 @@ func threeEraCorpus(t *testing.T) string {
 
 func ccusageReportJSON(t *testing.T, dir string, args ...string) reportJSON {
 	t.Helper()
+	return ccusageReportJSONIn(t, "UTC", dir, args...)
+}
+
+// ccusageReportJSONIn runs ccusage on a machine whose zone is tz.
+func ccusageReportJSONIn(t *testing.T, tz, dir string, args ...string) reportJSON {
+	t.Helper()
 	data := t.TempDir()
 	if err := os.Symlink(dir, filepath.Join(data, "threads")); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(ccusageBin(t), append(append([]string{"amp"}, args...), "--json", "--offline")...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_DATA_DIR=" + data, "TZ=UTC"}
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_DATA_DIR=" + data, "TZ=" + tz}
 	return runReportJSON(t, cmd)
 }
 
 func exporterReportJSON(t *testing.T, dir string, args ...string) reportJSON {
 	t.Helper()
+	return exporterReportJSONIn(t, "UTC", dir, args...)
+}
+
+// exporterReportJSONIn runs the report on a machine whose zone is tz.
+func exporterReportJSONIn(t *testing.T, tz, dir string, args ...string) reportJSON {
+	t.Helper()
 	cmd := exec.Command(exporterBin, append(append([]string{"report"}, args...), "--json")...)
-	// TZ=UTC: the zone comes from --timezone, not the machine's.
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_THREADS_DIR=" + dir, "TZ=UTC"}
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "AMP_THREADS_DIR=" + dir, "TZ=" + tz}
 	return runReportJSON(t, cmd)
 }
 
@@ -184,9 +195,10 @@ func compareReports(t *testing.T, what string, ours, theirs reportJSON) int {
 // TestReportAgreesWithCcusage runs `report daily|monthly|session --json`
 // and `ccusage amp daily|monthly|session --json` on the same thread files
 // of the three local-file eras, in three time zones (UTC, India's +05:30,
-// New York's -05:00/-04:00 across the March change), and with date bounds:
-// the same periods, per period and model the same tokens, per period the
-// same credits, Claude models' dollars to 1e-6.
+// New York's -05:00/-04:00 across the March change), with date bounds, and
+// without --timezone on machines in India and New York: the same periods,
+// per period and model the same tokens, per period the same credits,
+// Claude models' dollars to 1e-6.
 func TestReportAgreesWithCcusage(t *testing.T) {
 	dir := threeEraCorpus(t)
 	for _, kind := range []string{"daily", "monthly", "session"} {
@@ -205,6 +217,24 @@ func TestReportAgreesWithCcusage(t *testing.T) {
 			}
 		}
 	}
+	// Without --timezone, both take the machine's zone (TZ).
+	for _, tz := range []string{"Asia/Kolkata", "America/New_York"} {
+		theirs := ccusageReportJSONIn(t, tz, dir, "daily")
+		ours := exporterReportJSONIn(t, tz, dir, "daily")
+		compareReports(t, "daily with TZ="+tz, ours, theirs)
+		if utc := ccusageReportJSON(t, dir, "daily"); slices.Equal(dailyKeys(utc), dailyKeys(theirs)) &&
+			fmt.Sprint(utc.Daily) == fmt.Sprint(theirs.Daily) {
+			t.Errorf("TZ=%s: ccusage's days are UTC's: the zone is not exercised", tz)
+		}
+	}
+}
+
+func dailyKeys(r reportJSON) []string {
+	var ks []string
+	for _, p := range r.Daily {
+		ks = append(ks, p.Date)
+	}
+	return ks
 }
 
 // TestReportLastAgreesWithCcusage checks --last against ccusage's on
