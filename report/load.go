@@ -34,6 +34,9 @@ type LoadOptions struct {
 	// Cache keeps the server's threads between reports (OpenServerCache);
 	// nil: an empty one, every thread is read.
 	Cache *ServerCache
+	// Progress, if not nil, is told how many thread files of total were
+	// read, after each.
+	Progress func(done, total int)
 }
 
 // LoadStats say what was read.
@@ -68,7 +71,11 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 		return nil, LoadStats{}, err
 	}
 	owners := store.NewOwners()
-	scan, err := backfill.ScanFiles(ctx, bf, files, o.MaxFileBytes, o.Workers, owners, nil)
+	var progress func(int)
+	if o.Progress != nil {
+		progress = func(done int) { o.Progress(done, len(files)) }
+	}
+	scan, err := backfill.ScanFiles(ctx, bf, files, o.MaxFileBytes, o.Workers, owners, progress)
 	if err != nil {
 		return nil, LoadStats{}, fmt.Errorf("thread files: %w", err)
 	}

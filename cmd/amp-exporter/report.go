@@ -82,6 +82,10 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if opts.Until, err = report.ParseDate(r.until); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
+	// The options are checked before anything is read.
+	if _, err := report.Build(nil, opts); err != nil {
+		return err
+	}
 	logger := promslog.New(f.log)
 	env := config.OSEnv()
 	cfg, err := config.Load(f.configFile, env)
@@ -116,11 +120,13 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	ledger, st, err := report.Load(ctx, report.LoadOptions{
 		Dirs: cfg.Threads.Dirs, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
 		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Repositories: repos, Now: opts.Now,
-		Cache: cache,
+		Cache:    cache,
+		Progress: func(done, total int) { bar.show("thread files", done, total) },
 		Server: func(ctx context.Context, c *report.ServerCache, owners *ampstore.Owners) error {
 			return syncServer(ctx, cfg, env, logger, c, owners, bar, func() int { _, n := c.Threads(); return n })
 		},
 	})
+	bar.done()
 	// What was read is kept, even when the sync then failed.
 	if serr := cache.Save(cachePath); serr != nil {
 		logger.Warn("cannot keep the Amp server's threads for the next report", "err", serr)
