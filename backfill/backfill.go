@@ -298,16 +298,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		grew = trueUp(grew, b.counter.Count(&prefix), steps[len(steps)-1])
 	}
 
-	if b.opts.PerThread != nil {
-		kept := grew[:0]
-		for _, g := range grew {
-			if g.V > 0 && slices.Contains(Families, g.Key.Fam) {
-				kept = append(kept, g)
-			}
-		}
-		b.opts.PerThread(ThreadGrowth{Source: source, Path: path, ID: sum.ID, Growth: kept})
-		grew = nil
-	}
+	grew = b.handOut(source, path, sum.ID, grew)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.threads++
@@ -326,6 +317,23 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			b.first = g.At
 		}
 	}
+	return nil
+}
+
+// handOut gives a thread's growths of the backfilled families to
+// Options.PerThread, when it is set, and returns what is left to merge:
+// nothing then, else all of them.
+func (b *Backfill) handOut(source, path, id string, grew []Growth) []Growth {
+	if b.opts.PerThread == nil {
+		return grew
+	}
+	kept := grew[:0]
+	for _, g := range grew {
+		if g.V > 0 && slices.Contains(Families, g.Key.Fam) {
+			kept = append(kept, g)
+		}
+	}
+	b.opts.PerThread(ThreadGrowth{Source: source, Path: path, ID: id, Growth: kept})
 	return nil
 }
 
