@@ -499,6 +499,12 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// samples, and the rule was evaluated up to a second before the query
 	// (a percent or two, against a factor of two).
 	addServerThread("T-5e2b9c3d-0000-4000-8000-0000000000a1", 2500, 0.25)
+	// An existing thread's bill grows too: the new thread (no git remote)
+	// may be the first under its repository value, and a series' first
+	// sample is no growth to rate(); the grown bill is, in a series both
+	// laptops already push.
+	bill(ids[0], paid[ids[0]]+0.25)
+	srv.Touch(ids[0], time.Now().UnixMilli()+1)
 	checkTeam()
 	waitCond(t, 30*time.Second, "amp:billed_usd_per_hour:rate15m counts alice once", func() (bool, string) {
 		got, err := rcv.query(`sum(rate(amp_billed_cost_usd_total{source="server"}[15m])) * 3600 / amp:billed_usd_per_hour:rate15m`, "")
