@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -143,40 +145,77 @@ func TestLinesByModelSumToLinesOverACorpus(t *testing.T) {
 		}
 		s.Apply(fmt.Sprintf("/d/T-%d.json", i), FileVersion{Size: int64(len(data))}, thread.Summarize(th))
 	}
-	check := func(when string) {
-		t.Helper()
-		byKind := map[string][2]int64{}
-		models := map[string]bool{}
-		for sk, v := range s.Snapshot().totals {
-			c := byKind[sk.L1]
-			switch sk.Fam {
-			case FamLines:
-				c[0] += v
-			case FamLinesByModel:
-				c[1] += v
-				models[sk.L2] = true
-			default:
-				continue
-			}
-			byKind[sk.L1] = c
-		}
-		if byKind["added"][0] == 0 || byKind["removed"][0] == 0 || len(models) < 3 {
-			t.Fatalf("%s: the corpus gives too little to compare: %v, models %v", when, byKind, models)
-		}
-		for kind, c := range byKind {
-			if c[0] != c[1] {
-				t.Errorf("%s: %s: lines %d, lines by model %d", when, kind, c[0], c[1])
-			}
-		}
-	}
 	for i, msgs := range docs {
 		apply(i, msgs[:len(msgs)/2])
 	}
-	check("prefixes")
+	linesByKind(t, "prefixes", s)
 	for range 2 {
 		for i, msgs := range docs {
 			apply(i, msgs)
 		}
-		check("whole")
+		linesByKind(t, "whole", s)
 	}
+}
+
+// Over threadgen's corpus with known edits (every edit tool and era, in
+// three repositories and none, by the generator's models), the lines by
+// model sum to the lines, and both to the lines the generator wrote.
+func TestLinesByModelOverThreadgen(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 80, TotalBytes: 80 * 30_000, Seed: 29, Repositories: 3, Edits: true,
+		Start: time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC)})
+	s := newTestStore(0)
+	p := thread.NewParser()
+	for i := range g.Len() {
+		name, data := g.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Apply("/d/"+name, FileVersion{Size: int64(len(data))}, thread.Summarize(th))
+	}
+	got := linesByKind(t, "threadgen", s)
+	want := map[string]int64{}
+	for _, c := range g.Changes() {
+		for k, v := range c.Lines {
+			want[k.Kind] += v
+		}
+	}
+	for _, kind := range []string{"added", "removed"} {
+		if got[kind] != want[kind] {
+			t.Errorf("%s: %d lines by model, the generator wrote %d", kind, got[kind], want[kind])
+		}
+	}
+}
+
+// linesByKind checks that the store's lines by model sum to its lines,
+// kind by kind, over at least three models, and returns the sums.
+func linesByKind(t *testing.T, when string, s *ThreadStore) map[string]int64 {
+	t.Helper()
+	byKind := map[string][2]int64{}
+	models := map[string]bool{}
+	for sk, v := range s.Snapshot().totals {
+		c := byKind[sk.L1]
+		switch sk.Fam {
+		case FamLines:
+			c[0] += v
+		case FamLinesByModel:
+			c[1] += v
+			models[sk.L2] = true
+		default:
+			continue
+		}
+		byKind[sk.L1] = c
+	}
+	if byKind["added"][0] == 0 || byKind["removed"][0] == 0 || len(models) < 3 {
+		t.Fatalf("%s: the corpus gives too little to compare: %v, models %v", when, byKind, models)
+	}
+	out := map[string]int64{}
+	for kind, c := range byKind {
+		if c[0] != c[1] {
+			t.Errorf("%s: %s: lines %d, lines by model %d", when, kind, c[0], c[1])
+		}
+		out[kind] = c[1]
+	}
+	t.Logf("%s: %v over %d models", when, out, len(models))
+	return out
 }
