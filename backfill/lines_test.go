@@ -9,9 +9,9 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// TestLinesAndShellCommandsByTime: the lines an edit changed and the shell
-// commands count from the sample of their tool result's time, as the
-// other families do. The counts are worked out by hand: create_file of
+// TestLinesAndShellCommandsByTime: the lines an edit changed (by tool and
+// by model) and the shell commands count from the sample of their tool
+// result's time, as the other families do. The counts are worked out by hand: create_file of
 // three lines (+3), edit_file "x\ny" → "x\nz\nw" (+2 −1), Bash exit 1
 // (failure), Bash exit 0 (success), a cancelled shell_command (stopped),
 // a rejected edit (nothing).
@@ -67,9 +67,12 @@ func TestLinesAndShellCommandsByTime(t *testing.T) {
 		`amp_lines_changed_total{kind="added",source="threads",tool="Write"}`:  {3, 3, 3},
 		`amp_lines_changed_total{kind="added",source="threads",tool="Edit"}`:   {0, 2, 2},
 		`amp_lines_changed_total{kind="removed",source="threads",tool="Edit"}`: {0, 1, 1},
-		`amp_shell_commands_total{outcome="failure",source="threads"}`:         {0, 1, 1},
-		`amp_shell_commands_total{outcome="success",source="threads"}`:         {0, 0, 1},
-		`amp_shell_commands_total{outcome="stopped",source="threads"}`:         {0, 0, 1},
+		// The same lines by the model of the message that made each call.
+		`amp_lines_changed_by_model_total{kind="added",model="test-model",source="threads"}`:   {3, 5, 5},
+		`amp_lines_changed_by_model_total{kind="removed",model="test-model",source="threads"}`: {0, 1, 1},
+		`amp_shell_commands_total{outcome="failure",source="threads"}`:                         {0, 1, 1},
+		`amp_shell_commands_total{outcome="success",source="threads"}`:                         {0, 0, 1},
+		`amp_shell_commands_total{outcome="stopped",source="threads"}`:                         {0, 0, 1},
 	} {
 		g := got[name]
 		if len(g) < len(vals) {

@@ -34,6 +34,8 @@ var metrics = map[store.Family]metric{
 		"tool", "status"},
 	store.FamLines: {"amp_lines_changed", "Lines Amp's edit tools added and removed (kind), counted from each done tool call's input as Amp's UI counts them.",
 		"kind", "tool"},
+	store.FamLinesByModel: {"amp_lines_changed_by_model", "The lines of amp_lines_changed_total by the model of the assistant message that made the edit call.",
+		"kind", "model"},
 	store.FamShellCommands: {"amp_shell_commands", "Shell commands Amp ran (Bash, shell_command), by outcome: success, failure, stopped.",
 		"outcome", ""},
 }
