@@ -161,15 +161,15 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 // kept for threads whose files are gone, so a file that comes back is not
 // counted twice.
 type ThreadStore struct {
-	mu           sync.RWMutex
-	labels       *LabelCap
-	repos        *Repositories // the repository label's configuration; nil: none
-	threads      map[string]*threadRecord
-	tuples       tupleTable // the label tuples items are pinned to (pins.go)
+	mu      sync.RWMutex
+	labels  *LabelCap
+	repos   *Repositories // the repository label's configuration; nil: none
+	threads map[string]*threadRecord
+	tuples  tupleTable // the label tuples items are pinned to (pins.go)
 	// tkeys numbers the amp_threads series of the files present
 	// (FileRecord.tk), tkIndex finds a series' number.
-	tkeys   []ThreadsKey
-	tkIndex map[ThreadsKey]uint32
+	tkeys        []ThreadsKey
+	tkIndex      map[ThreadsKey]uint32
 	series       seriesIndex
 	files        map[string]*FileRecord // replaced on change, never changed in place
 	totals       contribution
