@@ -161,15 +161,11 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 // kept for threads whose files are gone, so a file that comes back is not
 // counted twice.
 type ThreadStore struct {
-	mu      sync.RWMutex
-	labels  *LabelCap
-	repos   *Repositories // the repository label's configuration; nil: none
-	threads map[string]*threadRecord
-	tuples  tupleTable // the label tuples items are pinned to (pins.go)
-	// tkeys numbers the amp_threads series of the files present
-	// (FileRecord.tk), tkIndex finds a series' number.
-	tkeys        []ThreadsKey
-	tkIndex      map[ThreadsKey]uint32
+	mu           sync.RWMutex
+	labels       *LabelCap
+	repos        *Repositories // the repository label's configuration; nil: none
+	threads      map[string]*threadRecord
+	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
 	files        map[string]*FileRecord // replaced on change, never changed in place
 	totals       contribution
@@ -186,6 +182,10 @@ type ThreadStore struct {
 	changedThreads map[string]struct{}
 	changedFiles   map[string]struct{}
 	exportHook     func() // tests: called between two chunks of ExportDelta
+	// tkeys numbers the amp_threads series of the files present
+	// (FileRecord.tk), tkIndex finds a series' number.
+	tkeys   []ThreadsKey
+	tkIndex map[ThreadsKey]uint32
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
