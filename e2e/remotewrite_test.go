@@ -364,8 +364,24 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// addServerThread gives the account a new billed thread, as using Amp
 	// on any of alice's laptops does. The touch after the bill makes a
 	// laptop that fetched the thread before it was billed fetch it again.
+	// It runs in the repository of the first billed thread: a bill in a
+	// repository not billed before starts a series of its own, whose
+	// first value rate() does not see.
+	var first map[string]json.RawMessage
+	if err := json.Unmarshal(srv.Document(ids[0]), &first); err != nil || first["env"] == nil {
+		t.Fatalf("the first server thread has no env: %v", err)
+	}
 	addServerThread := func(id string, output int, usd float64) {
-		if _, err := srv.Put(threadJSON(id, "claude-sonnet-4-5-20250929", 1, output), time.Now().UnixMilli()); err != nil {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(threadJSON(id, "claude-sonnet-4-5-20250929", 1, output), &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["env"] = first["env"]
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.Put(data, time.Now().UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 		bill(id, usd)
