@@ -59,6 +59,83 @@ func instantiate(expr string) string {
 	return r.Replace(expr)
 }
 
+// repositoryPanels are the overview's panels whose series are per
+// repository and whose data the edit threads make (the Amp server
+// stand-in's billed threads have no remote: the table's billed column is
+// checked for data only).
+var repositoryPanels = map[string]bool{
+	"Top repositories by spend":         true,
+	"Top repositories by lines changed": true,
+	"Spend by repository":               true,
+	"USD per 100 lines changed":         true,
+}
+
+// dashRepositories are the values dashRemotes give: every form of a remote
+// one value.
+var dashRepositories = []string{"github.com/acme/web", "github.com/acme/api"}
+
+// checkRepositoryPanels: the per-repository panels show each repository
+// the edit threads ran in, under one value per repository, with spend or
+// lines above zero.
+func checkRepositoryPanels(t *testing.T, p *prometheus, queries []panelQuery) {
+	t.Helper()
+	seen := 0
+	for _, q := range queries {
+		if q.uid != "amp-overview" || !repositoryPanels[q.title] || strings.Contains(q.expr, "amp_billed_cost_usd_total") {
+			continue
+		}
+		seen++
+		got, err := p.query(instantiate(q.expr), "repository")
+		if err != nil {
+			t.Errorf("%q: %v", q.title, err)
+			continue
+		}
+		for _, repo := range dashRepositories {
+			if got[repo] <= 0 {
+				t.Errorf("%q shows %v for repository %s (all: %v): %s", q.title, got[repo], repo, got, q.expr)
+			}
+		}
+		for repo := range got {
+			if strings.Contains(repo, "acme/web") && repo != "github.com/acme/web" {
+				t.Errorf("%q: a second value %q for github.com/acme/web", q.title, repo)
+			}
+		}
+	}
+	if seen < 6 {
+		t.Errorf("only %d per-repository panel queries checked", seen)
+	}
+}
+
+// dashRemotes are the git remotes of the threads the dashboards test
+// writes: two repositories, one written in two forms.
+var dashRemotes = []string{"https://github.com/acme/web.git", "git@github.com:acme/api.git", "ssh://git@github.com/acme/web"}
+
+// editThreadJSON is a thread in a git checkout whose one assistant message
+// creates a file of three lines (create_file) and replaces two lines by
+// one (edit_file), both done, with the given output tokens.
+func editThreadJSON(id, remote string, outputTokens int) []byte {
+	return []byte(fmt.Sprintf(`{
+  "v": 1,
+  "id": %[1]q,
+  "created": 1780000000000,
+  "agentMode": "smart",
+  "env": {"initial": {"trees": [{"displayName": "w", "uri": "file:///w", "repository": {"type": "git", "url": %[2]q, "ref": "refs/heads/main"}}]}},
+  "messages": [
+    {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "add notes"}], "meta": {"sentAt": 1780000001000}},
+    {"role": "assistant", "messageId": 1,
+     "content": [{"type": "tool_use", "complete": true, "id": "toolu_%[1]s_c", "name": "create_file", "input": {"path": "NOTES.md", "content": "a\nb\nc\n"}},
+                 {"type": "tool_use", "complete": true, "id": "toolu_%[1]s_e", "name": "edit_file", "input": {"path": "main.go", "old_str": "x\ny", "new_str": "z"}}],
+     "state": {"type": "complete", "stopReason": "tool_use"},
+     "usage": {"model": "claude-opus-4-6", "maxInputTokens": 200000, "inputTokens": 10, "outputTokens": %[3]d,
+               "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0, "totalInputTokens": 10}},
+    {"role": "user", "messageId": 2,
+     "content": [{"type": "tool_result", "toolUseID": "toolu_%[1]s_c", "run": {"status": "done", "result": "ok"}},
+                 {"type": "tool_result", "toolUseID": "toolu_%[1]s_e", "run": {"status": "done", "result": {"diff": "-x\n-y\n+z"}}}]}
+  ]
+}
+`, id, remote, outputTokens))
+}
+
 type ruleFile struct {
 	Groups []struct {
 		Name  string `yaml:"name"`
@@ -122,6 +199,9 @@ remote_write:
 		proxy := fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		for i := 0; ctx.Err() == nil; i++ {
 			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-%04d.json", i), threadJSON(fmt.Sprintf("T-e2e-%04d", i), "claude-opus-4-6", 1, 100+i))
+			// An agent editing in a repository, so that the repository and
+			// lines-changed panels have spend and lines to show.
+			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-edit-%04d.json", i), editThreadJSON(fmt.Sprintf("T-e2e-edit-%04d", i), dashRemotes[i%len(dashRemotes)], 100+i))
 			// Each run its own thread id: the captures' id is also a local
 			// fixture thread, which (with the server source on) would count
 			// the run's tokens from the file instead.
@@ -151,6 +231,8 @@ remote_write:
 			`sum(rate(amp_tokens_total{source="stream"}[1m])) > 0`,
 			`sum(rate(amy_turns_finished_total[1m])) > 0`,
 			`sum(rate(amp_billed_cost_usd_total[1m])) > 0`,
+			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/web"}[1m])) > 0`,
+			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/api"}[1m])) > 0`,
 		} {
 			if _, n, err := p.queryRaw(q); err != nil || n == 0 {
 				ok = false
@@ -177,6 +259,24 @@ remote_write:
 		case n == 0 && typ != "scalar":
 			t.Errorf("%s / %q shows no data: %s", q.uid, q.title, expr)
 		}
+	}
+
+	checkRepositoryPanels(t, p, readPanelQueries(t))
+	// The chargeback recording rules, as Prometheus evaluates them.
+	for _, rule := range []string{
+		"amp:spend_usd_by_repository:increase1d",
+		"sum by (repository) (amp:lines_changed_by_repository:increase1d)",
+		"amp:usd_per_100_lines_changed_by_repository:ratio1d",
+	} {
+		waitCond(t, 15*time.Second, rule+" per repository", func() (bool, string) {
+			got, err := p.query(rule, "repository")
+			for _, repo := range dashRepositories {
+				if err != nil || got[repo] <= 0 {
+					return false, fmt.Sprintf("%v (err %v)", got, err)
+				}
+			}
+			return true, ""
+		})
 	}
 
 	var rf ruleFile

@@ -116,11 +116,13 @@ amy:
 		t.Fatal(err)
 	}
 	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg}})
-	var tokens, cost, threadCount float64
+	var tokens, cost, threadCount, added, removed float64
 	e.waitFor(t, 15*time.Second, "thread tokens counted", func(mfs map[string]*dto.MetricFamily) (bool, string) {
 		tokens, _ = value(mfs, "amp_tokens_total", map[string]string{"source": "threads"})
 		cost, _ = value(mfs, "amp_cost_usd_total", map[string]string{"source": "threads"})
 		threadCount, _ = value(mfs, "amp_threads", nil)
+		added, _ = value(mfs, "amp_lines_changed_total", map[string]string{"source": "threads", "kind": "added"})
+		removed, _ = value(mfs, "amp_lines_changed_total", map[string]string{"source": "threads", "kind": "removed"})
 		return tokens > 0 && threadCount > 0, fmt.Sprintf("tokens %v, threads %v", tokens, threadCount)
 	})
 
@@ -136,7 +138,7 @@ amy:
 		}
 	}
 	for _, want := range []string{
-		fmt.Sprintf("Counted so far: %s tokens, $%.2f estimated.", grouped(tokens), cost),
+		fmt.Sprintf("Counted so far: %s tokens, $%.2f estimated; the agents' edits added %s lines and removed %s.", grouped(tokens), cost, grouped(added), grouped(removed)),
 		"Needs attention: Thread files (threads): watching, 1 of 2 missing.",
 	} {
 		if !strings.Contains(page, want) {
@@ -149,7 +151,7 @@ amy:
 
 	rows := sourceRows(dom)
 	header := rows["Source"]
-	wantHeader := []string{"Source", "Configured", "State", "Last change", "Threads", "Tokens", "Estimated USD", "Billed USD"}
+	wantHeader := []string{"Source", "Configured", "State", "Last change", "Threads", "Tokens", "Estimated USD", "Billed USD", "Lines added / removed"}
 	if strings.Join(header, "|") != strings.Join(wantHeader, "|") {
 		t.Fatalf("table header %q, want %q", header, wantHeader)
 	}
@@ -167,13 +169,14 @@ amy:
 		}
 	}
 	check("Thread files (threads)", map[string]string{
-		"Configured":    threads + " " + missing + " (missing)",
-		"State":         "watching, 1 of 2 missing",
-		"Threads":       grouped(threadCount),
-		"Tokens":        grouped(tokens),
-		"Estimated USD": fmt.Sprintf("$%.2f", cost),
-		"Billed USD":    "—",
-		"Last change":   "UTC",
+		"Configured":            threads + " " + missing + " (missing)",
+		"State":                 "watching, 1 of 2 missing",
+		"Threads":               grouped(threadCount),
+		"Tokens":                grouped(tokens),
+		"Estimated USD":         fmt.Sprintf("$%.2f", cost),
+		"Billed USD":            "—",
+		"Last change":           "UTC",
+		"Lines added / removed": fmt.Sprintf("%s / %s", grouped(added), grouped(removed)),
 	})
 	if strings.Contains(rows["Thread files (threads)"][3], "never") {
 		t.Errorf("thread files: last change %q after counting", rows["Thread files (threads)"][3])
@@ -183,6 +186,8 @@ amy:
 		"State":       "tailing",
 		"Tokens":      "0",
 		"Last change": "never",
+		// stream-json carries no edits.
+		"Lines added / removed": "—",
 	})
 	check("Amy upstream main", map[string]string{
 		"Configured": fmt.Sprintf("http://127.0.0.1:1/amy proxy on 127.0.0.1:%d", proxyPort),

@@ -364,24 +364,8 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// addServerThread gives the account a new billed thread, as using Amp
 	// on any of alice's laptops does. The touch after the bill makes a
 	// laptop that fetched the thread before it was billed fetch it again.
-	// It runs in the repository of the first billed thread: a bill in a
-	// repository not billed before starts a series of its own, whose
-	// first value rate() does not see.
-	var first map[string]json.RawMessage
-	if err := json.Unmarshal(srv.Document(ids[0]), &first); err != nil || first["env"] == nil {
-		t.Fatalf("the first server thread has no env: %v", err)
-	}
 	addServerThread := func(id string, output int, usd float64) {
-		var doc map[string]json.RawMessage
-		if err := json.Unmarshal(threadJSON(id, "claude-sonnet-4-5-20250929", 1, output), &doc); err != nil {
-			t.Fatal(err)
-		}
-		doc["env"] = first["env"]
-		data, err := json.Marshal(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.Put(data, time.Now().UnixMilli()); err != nil {
+		if _, err := srv.Put(threadJSON(id, "claude-sonnet-4-5-20250929", 1, output), time.Now().UnixMilli()); err != nil {
 			t.Fatal(err)
 		}
 		bill(id, usd)
@@ -515,6 +499,12 @@ func TestRemoteWriteTeamCountsEachUserOnce(t *testing.T) {
 	// samples, and the rule was evaluated up to a second before the query
 	// (a percent or two, against a factor of two).
 	addServerThread("T-5e2b9c3d-0000-4000-8000-0000000000a1", 2500, 0.25)
+	// An existing thread's bill grows too: the new thread (no git remote)
+	// may be the first under its repository value, and a series' first
+	// sample is no growth to rate(); the grown bill is, in a series both
+	// laptops already push.
+	bill(ids[0], paid[ids[0]]+0.25)
+	srv.Touch(ids[0], time.Now().UnixMilli()+1)
 	checkTeam()
 	waitCond(t, 30*time.Second, "amp:billed_usd_per_hour:rate15m counts alice once", func() (bool, string) {
 		got, err := rcv.query(`sum(rate(amp_billed_cost_usd_total{source="server"}[15m])) * 3600 / amp:billed_usd_per_hour:rate15m`, "")

@@ -46,7 +46,8 @@ func overview() *dash {
 		t(fleetRate("model", NameCredits, "")+perHour, "{{model}}")).
 		AxisLabel("credits per hour"))
 
-	d.serverRow() // server.go
+	d.repositoriesRow() // repositories.go
+	d.serverRow()       // server.go
 
 	d.row("Tokens")
 	d.add(d.stacked("Tokens by type",

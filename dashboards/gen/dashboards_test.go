@@ -353,11 +353,21 @@ func TestNoFixedDatasourceUID(t *testing.T) {
 	}
 }
 
+// The durations the window variables stand for in the checks: distinct, so
+// that a window's variable can be told from a fixed window.
+const (
+	rateIntervalStandIn = 5 * time.Minute  // $__rate_interval
+	rangeStandIn        = 61 * time.Minute // $__range: tables and bars over the time range
+	intervalStandIn     = 59 * time.Minute // $__interval: per-day bars
+)
+
 // Substitutions that make a dashboard expression plain PromQL ($user and
 // $host take the instance value).
 func substitute(expr, job, instance, upstream string) string {
 	return strings.NewReplacer(
 		"$__rate_interval", "5m",
+		"$__range", "61m",
+		"$__interval", "59m",
 		"$job", job,
 		"$instance", instance,
 		"$user", instance,
@@ -375,8 +385,9 @@ const (
 )
 
 // (d) Every expression parses as PromQL; every selector in it carries the
-// variable filters; rates run over $__rate_interval, or over the fixed day
-// of the calendar-period stats.
+// variable filters; rates run over $__rate_interval, increases over the
+// time range ($__range) or the bar's interval ($__interval), or over the
+// fixed day of the calendar-period stats.
 func TestExpressionsParse(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	n := 0
@@ -444,12 +455,35 @@ func checkSelectors(t *testing.T, what, uid string, expr parser.Expr) {
 			}
 		case *parser.MatrixSelector:
 			fixedDay := n.Range == 24*time.Hour && n.VectorSelector.(*parser.VectorSelector).StartOrEnd == parser.START
-			if n.Range != 5*time.Minute && !fixedDay {
+			switch {
+			case fixedDay, n.Range == rateIntervalStandIn:
+			case n.Range == rangeStandIn || n.Range == intervalStandIn:
+				// Only increase() over the range or the interval: a rate
+				// over it would be a fixed window in disguise.
+				if call, ok := parentCall(path); !ok || call != "increase" {
+					t.Errorf("%s: $__range or $__interval outside increase()", what)
+				}
+			default:
 				t.Errorf("%s: range %s; use $__rate_interval", what, n.Range)
 			}
 		}
 		return nil
 	})
+}
+
+// parentCall names the function whose argument the last node of path is.
+func parentCall(path []parser.Node) (string, bool) {
+	for i := len(path) - 1; i >= 0; i-- {
+		switch n := path[i].(type) {
+		case *parser.Call:
+			return n.Func.Name, true
+		case *parser.ParenExpr:
+			continue
+		default:
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // (e) queries.txt lists exactly the committed dashboards' targets, sorted.

@@ -15,6 +15,12 @@ import (
 // sourceServer is the `source` label of the Amp server source (docs/metrics.md).
 const sourceServer = "server"
 
+// The `kind` values of amp_lines_changed_total (docs/metrics.md).
+const (
+	linesAdded   = "added"
+	linesRemoved = "removed"
+)
+
 // landingInputs is what the landing page's rows read besides the metrics.
 type landingInputs struct {
 	// cfg returns the configuration in effect.
@@ -96,6 +102,17 @@ func ampCounts(m landing.Metrics, source string) landing.Counts {
 	}
 }
 
+// withLines adds the lines the source's edit tools changed
+// (amp_lines_changed_total by kind): sources that read edits (thread
+// files, the Amp server) show zeros rather than dashes before the first
+// edit.
+func withLines(c landing.Counts, m landing.Metrics, source string) landing.Counts {
+	name := collector.NameOf(store.FamLines)
+	c.LinesAdded = orZero(m.SumPtr(name, map[string]string{"source": source, "kind": linesAdded}))
+	c.LinesRemoved = orZero(m.SumPtr(name, map[string]string{"source": source, "kind": linesRemoved}))
+	return c
+}
+
 // serverProvider is the slot of the Amp server source (today's Amp threads,
 // through the user's Amp login). Until that source registers its metrics
 // (amp_server_up) the row says "not configured"; account, when not nil,
@@ -122,7 +139,7 @@ func serverProvider(account func() string, turnedOff func() bool, threads func()
 			}
 		}
 		if shown() {
-			row.Counted = ampCounts(m, sourceServer)
+			row.Counted = withLines(ampCounts(m, sourceServer), m, sourceServer)
 			row.Counted.BilledUSD = orZero(row.Counted.BilledUSD)
 			if threads != nil {
 				row.Counted.Threads = threads()
@@ -219,7 +236,7 @@ func threadsProvider(cfg func() *config.Config, ready func() bool, defaultDirs [
 			row.Attention = true
 		}
 		if shown() {
-			row.Counted = ampCounts(m, store.SourceThreads)
+			row.Counted = withLines(ampCounts(m, store.SourceThreads), m, store.SourceThreads)
 			if threads != nil {
 				row.Counted.Threads = threads()
 			}

@@ -57,6 +57,10 @@ type Counts struct {
 	Tokens       *float64
 	EstimatedUSD *float64
 	BilledUSD    *float64
+	// LinesAdded and LinesRemoved are what the agents' edit tools changed
+	// (nil for sources that read no edits).
+	LinesAdded   *float64
+	LinesRemoved *float64
 }
 
 // Provider returns the rows of one source, reading what it needs from a
@@ -79,17 +83,19 @@ table.sources ul { margin: 0; padding-left: 1.1em; }
 `
 
 var table = template.Must(template.New("sources").Funcs(template.FuncMap{
-	"num":  formatNumber,
-	"usd":  formatUSD,
-	"when": formatWhen,
+	"num":   formatNumber,
+	"usd":   formatUSD,
+	"when":  formatWhen,
+	"lines": formatLines,
 }).Parse(`<h3>Sources</h3>
-{{with .Summary}}{{if .Tokens}}<p>Counted so far: <strong>{{num .Tokens}} tokens</strong>, {{usd .EstimatedUSD}} estimated.</p>
+{{with .Summary}}{{if .Tokens}}<p>Counted so far: <strong>{{num .Tokens}} tokens</strong>, {{usd .EstimatedUSD}} estimated
+{{- if .LinesAdded}}; the agents' edits added <strong>{{num .LinesAdded}} lines</strong> and removed {{num .LinesRemoved}}{{end}}.</p>
 {{- else if .Pending}}<p>Reading what is there; the totals are shown when the first pass is complete.</p>
 {{- else}}<p class="attention">Nothing counted yet: no source has seen any usage (the table says why).</p>{{end}}
 {{- with .Pending}}<p>First pass running: {{range $i, $s := .}}{{if $i}}; {{end}}{{$s}}{{end}} (not in the totals yet).</p>{{end}}
 {{- with .Attention}}<p class="attention">Needs attention: {{range $i, $s := .}}{{if $i}}; {{end}}{{$s}}{{end}}.</p>{{end}}{{end}}
 <table class="sources">
-<thead><tr><th>Source</th><th>Configured</th><th>State</th><th>Last change</th><th>Threads</th><th>Tokens</th><th>Estimated USD</th><th>Billed USD</th></tr></thead>
+<thead><tr><th>Source</th><th>Configured</th><th>State</th><th>Last change</th><th>Threads</th><th>Tokens</th><th>Estimated USD</th><th>Billed USD</th><th>Lines added / removed</th></tr></thead>
 <tbody>
 {{- range .Rows}}
 <tr>
@@ -101,11 +107,12 @@ var table = template.Must(template.New("sources").Funcs(template.FuncMap{
 <td class="num">{{num .Counted.Tokens}}</td>
 <td class="num">{{usd .Counted.EstimatedUSD}}</td>
 <td class="num">{{usd .Counted.BilledUSD}}</td>
+<td class="num">{{lines .Counted.LinesAdded .Counted.LinesRemoved}}</td>
 </tr>
 {{- end}}
 </tbody>
 </table>
-<p class="note">Estimated USD: tokens times list prices (an estimate, not a bill). Billed USD: what the service itself reports. The page does not refresh itself; reload it.</p>
+<p class="note">Estimated USD: tokens times list prices (an estimate, not a bill). Billed USD: what the service itself reports. Lines: added and removed by the agents' edit tools, as Amp counts them; lines are not value. The page does not refresh itself; reload it.</p>
 `))
 
 // Page is the landing page handler.
@@ -188,15 +195,23 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type Summary struct {
 	Tokens       *float64 // nil: nothing counted
 	EstimatedUSD *float64
-	Attention    []string // "Thread files: missing"
-	Pending      []string // sources whose first pass is running
+	// LinesAdded and LinesRemoved: nil when no source reads edits.
+	LinesAdded, LinesRemoved *float64
+	Attention                []string // "Thread files: missing"
+	Pending                  []string // sources whose first pass is running
 }
 
 // Summarize adds up the rows.
 func Summarize(rows []SourceStatus) Summary {
 	var s Summary
-	var tokens, usd float64
+	var tokens, usd, added, removed float64
+	linesKnown := false
 	for _, r := range rows {
+		if r.Counted.LinesAdded != nil || r.Counted.LinesRemoved != nil {
+			linesKnown = true
+			added += deref(r.Counted.LinesAdded)
+			removed += deref(r.Counted.LinesRemoved)
+		}
 		if r.Counted.Tokens != nil {
 			tokens += *r.Counted.Tokens
 		}
@@ -212,8 +227,28 @@ func Summarize(rows []SourceStatus) Summary {
 	}
 	if tokens > 0 {
 		s.Tokens, s.EstimatedUSD = &tokens, &usd
+		if linesKnown {
+			s.LinesAdded, s.LinesRemoved = &added, &removed
+		}
 	}
 	return s
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// formatLines shows lines added and removed as "12 / 3" (the column says
+// which is which); a dash when the source reads no edits.
+func formatLines(added, removed *float64) string {
+	if added == nil && removed == nil {
+		return "—"
+	}
+	a, r := deref(added), deref(removed)
+	return formatNumber(&a) + " / " + formatNumber(&r)
 }
 
 func formatNumber(v *float64) string {
