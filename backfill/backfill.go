@@ -79,6 +79,36 @@ type Options struct {
 	Now time.Time
 	// Floor is the earliest time an item can have (default AmpBegan).
 	Floor time.Time
+	// Buckets places each growth at the start of the step its items'
+	// time falls in ([start, start+Step)) instead of at the first sample
+	// that counts it: the usage report groups growths into periods, and an
+	// item stamped exactly on a step's boundary belongs to the step it
+	// opens. Items without any time stay at math.MinInt64.
+	Buckets bool
+	// PerThread, when set, receives each thread's growths instead of the
+	// Backfill merging them into its series: the usage report keeps them
+	// per thread (its sessions). It is called from the workers that call
+	// AddThread, possibly at once.
+	PerThread func(ThreadGrowth)
+}
+
+// ThreadGrowth is what one thread counted, step by step (Options.PerThread).
+type ThreadGrowth struct {
+	Source string
+	Path   string
+	// ID is the thread's id, "" when its document has none.
+	ID     string
+	Growth []Growth
+}
+
+// Growth is what one series of a thread grew by at one step: At is the
+// sample time (epoch ms; the step's start with Options.Buckets), or
+// math.MinInt64 for items without any time; V is in the store's fixed
+// point (store.Unfixed).
+type Growth struct {
+	At  int64
+	Key store.SeriesKey
+	V   int64
 }
 
 // SeriesID names one output series: the source label and the store's key.
@@ -147,6 +177,9 @@ func (b *Backfill) sampleAt(at int64) int64 {
 	if at <= 0 {
 		return math.MinInt64
 	}
+	if b.opts.Buckets {
+		return min(floorDiv(at, b.stepMs)*b.stepMs, b.until)
+	}
 	t := (at + b.stepMs - 1) / b.stepMs * b.stepMs
 	return min(t, b.until)
 }
@@ -200,7 +233,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	prefix.Tokens, prefix.ToolCalls, prefix.Credits, prefix.Finished = nil, nil, nil, nil
 	prefix.TokensOverThreshold, prefix.ContextUtil, prefix.ExchangeSeconds = nil, nil, nil
 	buf := make([]thread.Item, 0, len(order))
-	var grew []growth
+	var grew []Growth
 	var steps []int64
 	// The stateful modes (tests) keep one store for the thread and take
 	// the growth of its totals at each step.
@@ -231,7 +264,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			// What the step's items count on their own, as a store that
 			// never saw the thread would count them.
 			for k, v := range b.counter.Count(&prefix) {
-				grew = append(grew, growth{s, k, v})
+				grew = append(grew, Growth{s, k, v})
 				// Dollars of a series that mixes models are shared out
 				// in proportion: rounded too.
 				rounded = rounded || k.L1 == store.OtherValue
@@ -243,7 +276,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 			st.Apply(path, store.FileVersion{Size: int64(len(steps))}, &prefix)
 			for k, v := range st.Snapshot().Totals() {
 				if d := v - prev[k]; d > 0 {
-					grew = append(grew, growth{s, k, d})
+					grew = append(grew, Growth{s, k, d})
 					prev[k] = v
 				}
 			}
@@ -265,6 +298,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		grew = trueUp(grew, b.counter.Count(&prefix), steps[len(steps)-1])
 	}
 
+	grew = b.handOut(source, path, sum.ID, grew)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.threads++
@@ -274,45 +308,55 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		b.bounded[why] += n
 	}
 	for _, g := range grew {
-		if g.v <= 0 || !slices.Contains(Families, g.k.Fam) {
+		if g.V <= 0 || !slices.Contains(Families, g.Key.Fam) {
 			continue
 		}
-		id := SeriesID{source, g.k}
-		b.deltas[id] = append(b.deltas[id], Point{g.at, g.v})
-		if g.at != math.MinInt64 && (b.first == 0 || g.at < b.first) {
-			b.first = g.at
+		id := SeriesID{source, g.Key}
+		b.deltas[id] = append(b.deltas[id], Point{g.At, g.V})
+		if g.At != math.MinInt64 && (b.first == 0 || g.At < b.first) {
+			b.first = g.At
 		}
 	}
 	return nil
 }
 
-// growth is what one series of a thread grew by at one sample.
-type growth struct {
-	at int64
-	k  store.SeriesKey
-	v  int64
+// handOut gives a thread's growths of the backfilled families to
+// Options.PerThread, when it is set, and returns what is left to merge:
+// nothing then, else all of them.
+func (b *Backfill) handOut(source, path, id string, grew []Growth) []Growth {
+	if b.opts.PerThread == nil {
+		return grew
+	}
+	kept := grew[:0]
+	for _, g := range grew {
+		if g.V > 0 && slices.Contains(Families, g.Key.Fam) {
+			kept = append(kept, g)
+		}
+	}
+	b.opts.PerThread(ThreadGrowth{Source: source, Path: path, ID: id, Growth: kept})
+	return nil
 }
 
 // trueUp makes the steps' growth add up to want, the whole thread counted
 // at once (the live value): what the steps fall short by is added at the
 // last step, what they exceed it by is taken back from the latest growth
 // first, never turning one negative.
-func trueUp(grew []growth, want map[store.SeriesKey]int64, last int64) []growth {
+func trueUp(grew []Growth, want map[store.SeriesKey]int64, last int64) []Growth {
 	got := make(map[store.SeriesKey]int64, len(want))
 	for _, g := range grew {
-		got[g.k] += g.v
+		got[g.Key] += g.V
 	}
 	for k, w := range want {
 		if d := w - got[k]; d > 0 {
-			grew = append(grew, growth{last, k, d})
+			grew = append(grew, Growth{last, k, d})
 		}
 	}
 	for i := len(grew) - 1; i >= 0; i-- {
 		g := &grew[i]
-		if d := got[g.k] - want[g.k]; d > 0 {
-			take := min(d, g.v) // a growth never turns negative
-			g.v -= take
-			got[g.k] -= take
+		if d := got[g.Key] - want[g.Key]; d > 0 {
+			take := min(d, g.V) // a growth never turns negative
+			g.V -= take
+			got[g.Key] -= take
 		}
 	}
 	return grew

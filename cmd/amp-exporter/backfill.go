@@ -244,6 +244,24 @@ func hasLabel(ls []backfill.Label, name string) bool {
 // turns that source on (as the live exporter decides it).
 func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, logger *slog.Logger,
 	bf *backfill.Backfill, owners *ampstore.Owners, bar *progress, n *int64) error {
+	rec := &backfill.ServerStore{B: bf}
+	err := syncServer(ctx, cfg, env, logger, rec, owners, bar, func() int { return int(rec.Threads.Load()) })
+	*n = rec.Threads.Load()
+	if err != nil {
+		return err
+	}
+	if err := rec.FirstErr(); err != nil {
+		return fmt.Errorf("amp_server: %w", err)
+	}
+	return nil
+}
+
+// syncServer reads the Amp server's threads into rec once (every listed
+// thread rec does not have at its listed version), when the configuration
+// turns that source on (as the live exporter decides it); done tells the
+// progress line how many were read.
+func syncServer(ctx context.Context, cfg *config.Config, env config.Env, logger *slog.Logger,
+	rec ampserver.Store, owners *ampstore.Owners, bar *progress, done func() int) error {
 	a := cfg.AmpServer
 	if a.Enabled == config.AmpServerOff {
 		return nil
@@ -265,34 +283,29 @@ func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, log
 	if err != nil {
 		return fmt.Errorf("amp_server: %w", err)
 	}
-	rec := &backfill.ServerStore{B: bf}
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
 		IncludeArchived: a.IncludeArchived,
 		InstallationID:  a.InstallationID,
 		MaxConcurrency:  a.MaxConcurrency,
 		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
 	}, rec, ampserver.SyncOptions{Owners: owners, Logger: logger})
-	done := make(chan struct{})
+	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-stop:
 				return
 			case <-t.C:
-				bar.show("server threads", int(rec.Threads.Load()), 0)
+				bar.show("server threads", done(), 0)
 			}
 		}
 	}()
 	stats, err := syncer.Sync(ctx)
-	close(done)
+	close(stop)
 	bar.done()
-	*n = rec.Threads.Load()
 	if err != nil {
-		return fmt.Errorf("amp_server: %w", err)
-	}
-	if err := rec.FirstErr(); err != nil {
 		return fmt.Errorf("amp_server: %w", err)
 	}
 	logger.Debug("server threads read", "stats", fmt.Sprintf("%+v", stats))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +55,7 @@ type flags struct {
 	server        app.ServerLimits
 	log           *promslog.Config
 	backfill      backfillFlags
+	report        reportFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
@@ -84,6 +86,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	ingest.Flag("retry.max-wait", "Longest wait before one retry, whatever Retry-After says.").
 		Default(defaultIngestMaxWait.String()).DurationVar(&f.ingest.maxWait)
 	addBackfillCommand(cli, &f.backfill) // backfill.go
+	addReportCommand(cli, &f.report)     // report.go
 	cli.Version(version.Print("amp-exporter"))
 	cli.HelpFlag.Short('h')
 	exited := false
@@ -111,6 +114,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.command == "backfill" {
 		return runBackfill(f, stdout, stderr)
+	}
+	if strings.HasPrefix(f.command, "report ") {
+		return runReport(f, stdout, stderr)
 	}
 	logger := promslog.New(f.log)
 	env := config.OSEnv()

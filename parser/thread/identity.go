@@ -129,8 +129,9 @@ type Item struct {
 	HasRatio bool
 	// Seconds is an exchange's duration.
 	Seconds float64
-	// At is when the item happened, epoch ms, for history (backfill): its
-	// own time (a usage block's timestamp, else the message's sentAt; a
+	// At is when the item happened, epoch ms, for history (backfill, the
+	// usage report): its own time (the message's createdAt, which the Amp
+	// server sets, else its usage block's timestamp, else its sentAt; a
 	// ledger event's timestamp; an exchange's end), else the nearest
 	// earlier one in the thread, else the thread's created; 0 when there
 	// is none of these.

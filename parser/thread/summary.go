@@ -251,7 +251,7 @@ func Summarize(t *Thread) *Summary {
 		for j, tu := range m.ToolUses {
 			toolUses[tu.IDHash] = uint64(i)<<32 | uint64(uint32(j))
 		}
-		s.LastActivity = max(s.LastActivity, m.SentAt)
+		s.LastActivity = max(s.LastActivity, m.SentAt, m.CreatedAt)
 		if m.Usage != nil {
 			s.LastActivity = max(s.LastActivity, m.Usage.Timestamp)
 		}
@@ -274,9 +274,14 @@ func Summarize(t *Thread) *Summary {
 			continue
 		}
 		copied := i < first
-		if m.Usage != nil && m.Usage.Timestamp > 0 {
+		// The server's createdAt first: usage.timestamp is the client's
+		// (the CLI never reads it), sentAt only on prompts.
+		switch {
+		case m.CreatedAt > 0:
+			at = m.CreatedAt
+		case m.Usage != nil && m.Usage.Timestamp > 0:
 			at = m.Usage.Timestamp
-		} else if m.SentAt > 0 {
+		case m.SentAt > 0:
 			at = m.SentAt
 		}
 		it := Item{Key: messageKey(m), Alias: messageAlias(m), AliasFromZero: messageAliasFromZero(m), Copied: copied, Role: m.Role, Prompt: m.Prompt, At: at}

@@ -109,6 +109,11 @@ type Message struct {
 	// messages the exporter does not record (info, unknown roles, entries
 	// that are not objects) take their places too.
 	Index int
+	// CreatedAt is the server's time of the message (createdAt, an ISO
+	// 8601 string in documents from the Amp server; local files never
+	// carry it), epoch ms; 0 when absent or unparseable. It is the
+	// message's time before any other (Item.At).
+	CreatedAt int64
 
 	// User messages.
 	Prompt      bool  // at least one block that is not a tool_result
@@ -482,6 +487,11 @@ func (p *Parser) message() Message {
 				}
 			default:
 				sc.Skip()
+			}
+		case "createdAt":
+			m.CreatedAt = 0
+			if v, ok := sc.String(); ok {
+				m.CreatedAt = parseTimestamp(v)
 			}
 		case "meta":
 			p.meta(&m)

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+	_ "time/tzdata" // --timezone takes IANA names on systems without a zone database (Windows)
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+
+	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/internal/app"
+	"github.com/amp-exporter/amp-exporter/pricing"
+	"github.com/amp-exporter/amp-exporter/report"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
+)
+
+// reportFlags are the flags of `amp-exporter report`.
+type reportFlags struct {
+	json         bool
+	since, until string
+	timezone     string
+	last         int
+	workers      int
+	cacheDir     string
+	offline      bool
+	color        bool
+	colorSet     bool
+}
+
+// addReportCommand declares the report subcommands.
+func addReportCommand(app *kingpin.Application, r *reportFlags) {
+	cmd := app.Command("report", "Print what was spent per day, month or thread, from the thread files and the Amp server the configuration names; "+
+		"with --json, the JSON of `ccusage amp daily|monthly|session --json`. See docs/report.md.")
+	cmd.Flag("json", "Print JSON (as ccusage does).").Short('j').BoolVar(&r.json)
+	cmd.Flag("since", "First day, YYYY-MM-DD or YYYYMMDD.").Short('s').StringVar(&r.since)
+	cmd.Flag("until", "Last day (inclusive), YYYY-MM-DD or YYYYMMDD.").Short('u').StringVar(&r.until)
+	cmd.Flag("timezone", "Time zone days and months are taken in (IANA, e.g. Asia/Kolkata; default: the machine's).").Short('z').StringVar(&r.timezone)
+	cmd.Flag("last", "Only the last N periods up to now (1: today, this month; for session: the N most recently active threads).").IntVar(&r.last)
+	cmd.Flag("workers", "Thread files parsed at once.").Default(fmt.Sprint(runtime.GOMAXPROCS(0))).IntVar(&r.workers)
+	cmd.Flag("cache-dir", "Where what the Amp server's threads spent is kept between reports, so that the next one downloads only the threads that changed (empty: nowhere).").
+		Default(defaultCacheDir()).StringVar(&r.cacheDir)
+	// ccusage's flags that scripts pass: --offline (the price table is
+	// always the embedded one, or the configuration's), --color and
+	// --no-color.
+	cmd.Flag("offline", "Accepted for ccusage's scripts: prices always come from the embedded table and the configuration.").Short('O').BoolVar(&r.offline)
+	cmd.Flag("color", "Draw the table in color (--no-color: never; default: on a terminal, unless NO_COLOR is set).").IsSetByUser(&r.colorSet).BoolVar(&r.color)
+	cmd.Command("daily", "Usage per day (the default).").Default()
+	cmd.Command("monthly", "Usage per month.")
+	cmd.Command("session", "Usage per thread.")
+}
+
+// runReport runs `amp-exporter report daily|monthly|session`.
+func runReport(f *flags, stdout, stderr io.Writer) int {
+	if err := reportMain(f, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "amp-exporter report: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func reportMain(f *flags, stdout, stderr io.Writer) error {
+	r := f.report
+	opts := report.Options{Kind: report.Kind(strings.TrimPrefix(f.command, "report ")), Last: r.last, Now: time.Now(), Location: time.Local}
+	var err error
+	if r.timezone != "" {
+		if opts.Location, err = time.LoadLocation(r.timezone); err != nil {
+			return fmt.Errorf("--timezone: %w", err)
+		}
+	}
+	if opts.Since, err = report.ParseDate(r.since); err != nil {
+		return fmt.Errorf("--since: %w", err)
+	}
+	if opts.Until, err = report.ParseDate(r.until); err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	// The options are checked before anything is read.
+	if _, err := report.Build(nil, opts); err != nil {
+		return err
+	}
+	logger := promslog.New(f.log)
+	env := config.OSEnv()
+	cfg, err := config.Load(f.configFile, env)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	embedded, err := pricing.Embedded(nil)
+	if err != nil {
+		return fmt.Errorf("embedded price table: %w", err)
+	}
+	pricer, err := app.BuildPricer(cfg.Pricing, embedded)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	rules, err := cfg.RepositoryMapper()
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	repos := ampstore.NewRepositories(nil)
+	repos.Set(cfg.Labels.Repository, rules)
+	cachePath := ""
+	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
+		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
+	}
+	cache, err := report.OpenServerCache(cachePath)
+	if err != nil {
+		logger.Warn("the Amp server's threads are read anew", "err", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bar := newProgress(stderr)
+	ledger, st, err := report.Load(ctx, report.LoadOptions{
+		Dirs: cfg.Threads.Dirs, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
+		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Repositories: repos, Now: opts.Now,
+		Cache:    cache,
+		Progress: func(done, total int) { bar.show("thread files", done, total) },
+		Server: func(ctx context.Context, c *report.ServerCache, owners *ampstore.Owners) error {
+			return syncServer(ctx, cfg, env, logger, c, owners, bar, func() int { _, n := c.Threads(); return n })
+		},
+	})
+	bar.done()
+	// What was read is kept, even when the sync then failed.
+	if serr := cache.Save(cachePath); serr != nil {
+		logger.Warn("cannot keep the Amp server's threads for the next report", "err", serr)
+	}
+	if err != nil {
+		return err
+	}
+	if st.ServerThreads > 0 {
+		logger.Debug("Amp server threads", "in_report", st.ServerThreads, "read_now", st.ServerFetched)
+	}
+	for reason, n := range st.Failed {
+		logger.Warn("thread files that could not be read are left out of the report", "reason", reason, "files", n)
+	}
+	if n := st.Later; n > 0 {
+		logger.Warn("items stamped after now are left out of the report", "items", n)
+	}
+	rep, err := report.Build(ledger.Entries(), opts)
+	if err != nil {
+		return err
+	}
+	if n := rep.Undated.Tokens(); n > 0 {
+		logger.Warn("usage without any time is in no period (the exporter's counters have it)", "tokens", n)
+	}
+	if r.json {
+		return report.WriteJSON(stdout, rep)
+	}
+	color := colorOn(stdout)
+	if r.colorSet {
+		color = r.color
+	}
+	return report.WriteTable(stdout, rep, report.TableOptions{Color: color})
+}
+
+// defaultCacheDir is amp-exporter's directory in the user's cache
+// directory ($XDG_CACHE_HOME or ~/.cache, ~/Library/Caches, %LocalAppData%),
+// "" when there is none.
+func defaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "amp-exporter")
+}
+
+// colorOn reports whether a table on w is drawn in color: w is a terminal
+// and NO_COLOR (no-color.org) is not set to anything.
+func colorOn(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

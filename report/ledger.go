@@ -1,0 +1,143 @@
+package report
+
+import (
+	"cmp"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+// Bucket is the ledger's unit of time. Every zone offset in use is a
+// multiple of it, so a day in any zone is a whole number of buckets.
+const Bucket = 15 * time.Minute
+
+// Undated is the bucket of usage that carries no time at all (an item of a
+// thread without any timestamp): it is in the totals of the exporter's
+// counters but in no period.
+const Undated = math.MinInt64
+
+// Usage is what was spent: tokens by type, credits in nano-credits and the
+// estimated cost in 1e-10 USD (the stores' fixed point: sums are exact
+// whatever order they are made in).
+type Usage struct {
+	Input, Output, CacheCreation, CacheRead int64
+	Credits                                 int64 // 1e-9 credits
+	Cost                                    int64 // 1e-10 USD
+}
+
+// add adds u to v.
+func (v *Usage) add(u Usage) {
+	v.Input += u.Input
+	v.Output += u.Output
+	v.CacheCreation += u.CacheCreation
+	v.CacheRead += u.CacheRead
+	v.Credits += u.Credits
+	v.Cost += u.Cost
+}
+
+// Tokens is the sum of the four token types (ccusage's totalTokens).
+func (v Usage) Tokens() int64 { return v.Input + v.Output + v.CacheCreation + v.CacheRead }
+
+// Entry is one row of the ledger: what one thread spent on one model in
+// one bucket.
+type Entry struct {
+	// Start is the bucket's start, epoch ms (UTC), or Undated.
+	Start   int64
+	Session string
+	Model   string
+	// Repo is the thread's repository as the exporter's repository label
+	// gives it; "" for none (or with the label off).
+	Repo string
+	Usage
+}
+
+type entryKey struct {
+	start                int64
+	session, model, repo string
+}
+
+// Ledger collects the usage of threads per bucket, thread and model. It is
+// safe for concurrent use.
+type Ledger struct {
+	mu   sync.Mutex
+	rows map[entryKey]*Usage
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger { return &Ledger{rows: map[entryKey]*Usage{}} }
+
+// AddThread adds what one thread counted, as the backfill replays it with
+// 15-minute buckets (backfill.Options.Buckets, PerThread): every growth is
+// the store's own count of the items of one bucket, under the counters'
+// identity rules (an item counts once, its growth in its own bucket).
+func (l *Ledger) AddThread(tg backfill.ThreadGrowth) {
+	session := tg.ID
+	if session == "" {
+		session = strings.TrimSuffix(filepath.Base(tg.Path), ".json")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, g := range tg.Growth {
+		var u Usage
+		switch g.Key.Fam {
+		case store.FamTokens:
+			switch g.Key.L2 {
+			case "input":
+				u.Input = g.V
+			case "output":
+				u.Output = g.V
+			case "cache_read":
+				u.CacheRead = g.V
+			case "cache_creation":
+				u.CacheCreation = g.V
+			default:
+				continue
+			}
+		case store.FamCredits:
+			u.Credits = g.V
+		case store.FamCost:
+			u.Cost = g.V
+		default:
+			continue
+		}
+		k := entryKey{g.At, session, g.Key.L1, g.Key.Repo}
+		if r := l.rows[k]; r != nil {
+			r.add(u)
+		} else {
+			l.rows[k] = &u
+		}
+	}
+}
+
+// Add adds one entry (tests, and ledgers read back).
+func (l *Ledger) Add(e Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := entryKey{e.Start, e.Session, e.Model, e.Repo}
+	if r := l.rows[k]; r != nil {
+		r.add(e.Usage)
+	} else {
+		u := e.Usage
+		l.rows[k] = &u
+	}
+}
+
+// Entries returns the ledger's rows, sorted by time, thread and model.
+func (l *Ledger) Entries() []Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Entry, 0, len(l.rows))
+	for k, u := range l.rows {
+		out = append(out, Entry{Start: k.start, Session: k.session, Model: k.model, Repo: k.repo, Usage: *u})
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Repo, b.Repo))
+	})
+	return out
+}

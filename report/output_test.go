@@ -1,0 +1,136 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+func sample(t *testing.T, kind Kind) *Report {
+	t.Helper()
+	credits := int64(0.25 * 1e9)
+	entries := []Entry{
+		{Start: ms("2026-02-01T10:00:00Z"), Session: "T-a", Model: "claude-opus-4-6",
+			Usage: Usage{Input: 1200, Output: 34, CacheCreation: 5, CacheRead: 1_000_000, Cost: 12_345_600_000}},
+		{Start: ms("2026-02-02T10:00:00Z"), Session: "T-b", Model: "gpt-5.2-codex",
+			Usage: Usage{Input: 7, Output: 8, Credits: credits, Cost: 1_000_000}},
+	}
+	r, err := Build(entries, Options{Kind: kind, Location: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestJSONIsCcusages: the names and shapes of ccusage's JSON; credits
+// only where there are some.
+func TestJSONIsCcusages(t *testing.T) {
+	for kind, list := range map[Kind]string{Daily: "daily", Monthly: "monthly", Session: "sessions"} {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, sample(t, kind)); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		periods := got[list].([]any)
+		first := periods[0].(map[string]any)
+		for _, k := range []string{"inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens", "totalTokens", "totalCost", "modelsUsed", "modelBreakdowns"} {
+			if _, ok := first[k]; !ok {
+				t.Errorf("%s: no %s in %v", kind, k, first)
+			}
+		}
+		if kind != Monthly {
+			if _, ok := first["credits"]; ok {
+				t.Errorf("%s: credits of a period without any: %v", kind, first)
+			}
+		}
+		key := map[Kind]string{Daily: "date", Monthly: "month", Session: "sessionId"}[kind]
+		if first[key] == nil {
+			t.Errorf("%s: no %s", kind, key)
+		}
+		totals := got["totals"].(map[string]any)
+		if totals["totalTokens"].(float64) != 1200+34+5+1_000_000+7+8 || totals["credits"].(float64) != 0.25 || totals["totalCost"].(float64) != 1.23466 {
+			t.Errorf("%s: totals %v", kind, totals)
+		}
+		br := first["modelBreakdowns"].([]any)[0].(map[string]any)
+		if kind == Daily && (br["modelName"] != "claude-opus-4-6" || br["cost"].(float64) != 1.23456) {
+			t.Errorf("breakdown %v", br)
+		}
+	}
+}
+
+// TestTableAlignedWithTotals: every line of the table is as wide as the
+// heading's columns make it; the totals are the last line; color only when
+// asked.
+func TestTableAlignedWithTotals(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTable(&b, sample(t, Daily), TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines:\n%s", len(lines), b.String())
+	}
+	// The right edge of the cost column is the same on every line.
+	width := len([]rune(lines[0]))
+	for _, l := range lines {
+		if n := len([]rune(l)); n != width {
+			t.Errorf("line %q is %d wide, the heading %d", l, n, width)
+		}
+	}
+	if !strings.HasPrefix(lines[5], "Total") || !strings.HasSuffix(lines[5], "$1.23") || !strings.Contains(lines[5], "1,001,254") {
+		t.Errorf("totals line %q", lines[5])
+	}
+	if strings.Contains(b.String(), "\x1b[") {
+		t.Error("escape codes without Color")
+	}
+	b.Reset()
+	if err := WriteTable(&b, sample(t, Daily), TableOptions{Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\x1b[33mTotal") {
+		t.Errorf("no yellow totals with Color:\n%q", b.String())
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestLedgerFromGrowths: the ledger files each growth under its bucket,
+// thread (the file's name when the document has no id) and model, by
+// family and token type; other families are not spending.
+func TestLedgerFromGrowths(t *testing.T) {
+	l := NewLedger()
+	at := ms("2026-02-01T10:15:00Z")
+	tok := func(typ string, v int64) backfill.Growth {
+		return backfill.Growth{At: at, Key: store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: typ}, V: v}
+	}
+	l.AddThread(backfill.ThreadGrowth{Path: "/d/T-x.json", Growth: []backfill.Growth{
+		tok("input", 1), tok("output", 2), tok("cache_creation", 3), tok("cache_read", 4), tok("input", 10),
+		{At: at, Key: store.SeriesKey{Fam: store.FamCredits, L1: "m"}, V: 5},
+		{At: at, Key: store.SeriesKey{Fam: store.FamCost, L1: "m"}, V: 6},
+		{At: at, Key: store.SeriesKey{Fam: store.FamMessages, L1: "assistant"}, V: 7},
+		{At: Undated, Key: store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: "input"}, V: 8},
+	}})
+	got := l.Entries()
+	want := []Entry{
+		{Start: Undated, Session: "T-x", Model: "m", Usage: Usage{Input: 8}},
+		{Start: at, Session: "T-x", Model: "m", Usage: Usage{Input: 11, Output: 2, CacheCreation: 3, CacheRead: 4, Credits: 5, Cost: 6}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("entries %+v, want %+v", got, want)
+	}
+}

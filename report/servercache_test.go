@@ -1,0 +1,96 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+// fakeCount makes a cache count each thread as 100 input tokens of model
+// m in one bucket.
+func fakeCount(c *ServerCache) {
+	c.count = func(path string, sum *thread.Summary) error {
+		c.received(backfill.ThreadGrowth{Path: path, ID: sum.ID, Growth: []backfill.Growth{
+			{At: 900_000, Key: store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: "input"}, V: 100}}})
+		return nil
+	}
+}
+
+func ledgerTokens(c *ServerCache, owners *store.Owners) int64 {
+	l := NewLedger()
+	c.AddTo(l, owners)
+	var n int64
+	for _, e := range l.Entries() {
+		n += e.Tokens()
+	}
+	return n
+}
+
+// TestServerCacheKeepsThreadsAcrossReports: what a report read is there
+// for the next one, at the version it was read at; a thread the server
+// dropped keeps what it counted but is no longer listed as present; a
+// thread a file owns is left to the file; another format is read anew.
+func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
+	path := CacheFile(t.TempDir(), "https://ampcode.com/")
+	c, err := OpenServerCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeCount(c)
+	v := store.FileVersion{AmpServerV: 7, AmpServerCount: 3, AmpServerLast: 42}
+	for _, id := range []string{"T-a", "T-b"} {
+		if !c.Apply(store.AmpServerPath(id), v, &thread.Summary{ID: id}) {
+			t.Fatalf("Apply %s refused", id)
+		}
+	}
+	c.Remove(store.AmpServerPath("T-b"))
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	} else if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("cache file mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	d, err := OpenServerCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := d.File(store.AmpServerPath("T-a")); !ok || rec.Version != v {
+		t.Errorf("T-a: %+v %v, want version %+v", rec, ok, v)
+	}
+	if _, ok := d.File(store.AmpServerPath("T-b")); ok {
+		t.Error("T-b, gone from the server, is still present")
+	}
+	if got := d.AmpServerPaths(); len(got) != 1 || got[0] != store.AmpServerPath("T-a") {
+		t.Errorf("paths %v", got)
+	}
+	if n := ledgerTokens(d, nil); n != 200 {
+		t.Errorf("%d tokens, want 200 (a deleted thread's spending stays)", n)
+	}
+	owners := store.NewOwners()
+	owners.Claim("T-a", store.SourceThreads)
+	if n := ledgerTokens(d, owners); n != 100 {
+		t.Errorf("%d tokens with T-a a file's, want 100", n)
+	}
+
+	if err := os.WriteFile(path, []byte("not gzip"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := OpenServerCache(path)
+	if err == nil {
+		t.Error("a damaged cache gives no error to log")
+	}
+	if cached, _ := e.Threads(); cached != 0 {
+		t.Errorf("a damaged cache gives %d threads", cached)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+}
