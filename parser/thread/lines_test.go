@@ -88,7 +88,8 @@ func TestLinesOfEveryEditTool(t *testing.T) {
 			map[string]any{"diff": "```diff\n...```", "lineRange": []any{1, 3}}},
 		// Two lines replaced by three, one kept: a, b → a, B, C: +2 -1.
 		{"edit_file", map[string]any{"path": "/b.go", "old_str": "a\nb\n", "new_str": "a\nB\nC\n"}, "done", nil},
-		// A file created empty: 0 lines.
+		// A file created empty: 1 line, as Amp's row shows it (the
+		// content split on "\n" is one empty line).
 		{"create_file", map[string]any{"path": "/empty", "content": ""}, "done", "Successfully created file /empty"},
 		// A CRLF file of three lines, the last without a line break: +3.
 		{"create_file", map[string]any{"path": "/crlf.txt", "content": "one\r\ntwo\r\nthree"}, "done", map[string]any{"message": "ok"}},
@@ -114,7 +115,7 @@ func TestLinesOfEveryEditTool(t *testing.T) {
 	lines, _ := lineTotals(t, data)
 	want := map[string]int64{
 		"Edit/added": 1 + 2, "Edit/removed": 1 + 1,
-		"Write/added": 0 + 3, "Write/removed": 0,
+		"Write/added": 1 + 3, "Write/removed": 0,
 		"apply_patch/added": 3, "apply_patch/removed": 2,
 	}
 	if fmt.Sprint(lines) != fmt.Sprint(want) {
