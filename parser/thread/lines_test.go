@@ -95,9 +95,10 @@ func TestLinesOfEveryEditTool(t *testing.T) {
 		{"create_file", map[string]any{"path": "/crlf.txt", "content": "one\r\ntwo\r\nthree"}, "done", map[string]any{"message": "ok"}},
 		// The patch above: +3 -2. Its result claims other counts
 		// (additions 40, deletions 7 for the deleted file): the input
-		// wins, as in Amp's UI, which counts from the tool input; the
-		// result's counts also cover a deleted file's whole length and
-		// count a binary file as 1/1.
+		// wins. Amp's row would show the result's counts; the exporter
+		// keeps one rule for every source, since the result's counts
+		// cover a deleted file's whole length and count a binary file
+		// as 1/1, which no input can say (docs/counting.md).
 		{"apply_patch", map[string]any{"patchText": patch}, "done", map[string]any{"files": []any{
 			map[string]any{"uri": "file:///docs/new.md", "type": "add", "additions": 40, "deletions": 0},
 			map[string]any{"uri": "file:///src/gone.go", "type": "delete", "additions": 0, "deletions": 7},
