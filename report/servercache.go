@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -90,8 +91,16 @@ func OpenServerCache(path string) (*ServerCache, error) {
 		return c, fmt.Errorf("report cache %s: %w", path, err)
 	}
 	var cf cacheFile
-	if err := json.NewDecoder(io.LimitReader(zr, 4<<30)).Decode(&cf); err != nil {
+	dec := json.NewDecoder(io.LimitReader(zr, 4<<30))
+	if err := dec.Decode(&cf); err != nil {
 		return c, fmt.Errorf("report cache %s: %w", path, err)
+	}
+	// gzip checks its CRC-32 and length only at the end of the stream:
+	// read to it, or a flipped bit that still decodes as JSON would be
+	// taken for the real figures. Anything after the one value (but the
+	// newline Save writes) is damage too.
+	if err := cacheTail(dec, zr); err != nil {
+		return c, fmt.Errorf("report cache %s: damaged: %w", path, err)
 	}
 	if cf.Format != cacheFormat {
 		return c, fmt.Errorf("report cache %s: format %d, not %d: read anew", path, cf.Format, cacheFormat)
@@ -102,6 +111,20 @@ func OpenServerCache(path string) (*ServerCache, error) {
 		}
 	}
 	return c, nil
+}
+
+// cacheTail reads what follows the decoded value to the end of the gzip
+// stream: only white space may be there, and the stream must end with a
+// good checksum.
+func cacheTail(dec *json.Decoder, zr *gzip.Reader) error {
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), zr))
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return fmt.Errorf("%d bytes after the cache", len(bytes.TrimSpace(rest)))
+	}
+	return nil
 }
 
 // Save writes the cache to path, atomically (a temporary file renamed

@@ -1,8 +1,11 @@
 package report
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -92,5 +95,75 @@ func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServerCacheRefusesEveryFlippedBit: a cache damaged by one flipped
+// bit anywhere is either refused (the report reads the threads anew) or
+// loads exactly what was saved: gzip's checksum, at the end of the
+// stream, must be read.
+func TestServerCacheRefusesEveryFlippedBit(t *testing.T) {
+	path := CacheFile(t.TempDir(), "https://ampcode.com/")
+	c, err := OpenServerCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeCount(c)
+	for i, id := range []string{"T-a", "T-b", "T-c"} {
+		v := store.FileVersion{AmpServerV: int64(i + 1), AmpServerCount: 3, AmpServerLast: 42}
+		if !c.Apply(store.AmpServerPath(id), v, &thread.Summary{ID: id}) {
+			t.Fatalf("Apply %s refused", id)
+		}
+	}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := OpenServerCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(t.TempDir(), "damaged.json.gz")
+	var refused, same int
+	for i := range good {
+		for b := 0; b < 8; b++ {
+			bad := append([]byte(nil), good...)
+			bad[i] ^= 1 << b
+			if err := os.WriteFile(damaged, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := OpenServerCache(damaged)
+			if err != nil {
+				if n, _ := got.Threads(); n != 0 {
+					t.Fatalf("byte %d bit %d: refused, yet %d threads kept", i, b, n)
+				}
+				refused++
+				continue
+			}
+			if !reflect.DeepEqual(got.threads, want.threads) {
+				t.Errorf("byte %d bit %d: loaded other content and no error", i, b)
+				continue
+			}
+			same++
+		}
+	}
+	t.Logf("%d bytes: %d flips refused, %d loaded the same content", len(good), refused, same)
+}
+
+// TestServerCacheRefusesTrailingData: a value followed by more is damage.
+func TestServerCacheRefusesTrailingData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(`{"format":1,"threads":[]}` + "\n" + `{"format":1}`))
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenServerCache(path); err == nil {
+		t.Error("a cache with data after its value gives no error")
 	}
 }
