@@ -40,6 +40,11 @@ type ServerCache struct {
 // ignored (the next report reads every thread again).
 const cacheFormat = 1
 
+// unreadVersion is the version of a thread cached without some of its
+// items: no listing has a negative message count, so the syncer reads
+// the thread again at the next report.
+var unreadVersion = store.FileVersion{AmpServerCount: -1}
+
 type cacheFile struct {
 	Format  int             `json:"format"`
 	Threads []*cachedThread `json:"threads"`
@@ -204,6 +209,13 @@ func (c *ServerCache) Apply(path string, v store.FileVersion, sum *thread.Summar
 	}
 	l := NewLedger()
 	l.AddThread(tg)
+	if tg.Later > 0 {
+		// Items stamped after the report's now were left out: kept at
+		// its version, the thread would never be read again (the server
+		// lists it unchanged) and the next report would miss them. No
+		// listing matches this version, so the next report reads it.
+		v = unreadVersion
+	}
 	t := &cachedThread{ID: id, Version: v}
 	for _, e := range l.Entries() {
 		u := e.Usage
