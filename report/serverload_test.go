@@ -1,11 +1,15 @@
 package report
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/amp-exporter/amp-exporter/pricing"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -45,9 +49,16 @@ func putThread(t *testing.T, srv *ampservertest.Server, id string, outputs ...in
 // serverReport runs a report of the stand-in's threads (no thread files)
 // at now with the cache at path and key, as the report command does, and
 // returns its tokens.
-func serverReport(t *testing.T, srv *ampservertest.Server, key, path string, now time.Time, o LoadOptions) int64 {
+func serverReport(t *testing.T, srv *ampservertest.Server, key, path string, now time.Time, o LoadOptions, settings Settings) int64 {
 	t.Helper()
-	c, err := OpenServerCache(path)
+	u := serverUsage(t, srv, key, path, now, o, settings)
+	return u.Input + u.Output + u.CacheCreation + u.CacheRead
+}
+
+// serverUsage is serverReport's whole usage.
+func serverUsage(t *testing.T, srv *ampservertest.Server, key, path string, now time.Time, o LoadOptions, settings Settings) Usage {
+	t.Helper()
+	c, err := OpenServerCache(path, settings.Fingerprint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +69,8 @@ func serverReport(t *testing.T, srv *ampservertest.Server, key, path string, now
 			return err
 		}
 		syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{}, c,
-			ampserver.SyncOptions{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			ampserver.SyncOptions{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				OnAccount: func(u ampserver.UserInfo) { c.UseAccount(u.ID) }})
 		_, err = syncer.Sync(ctx)
 		return err
 	}
@@ -69,11 +81,15 @@ func serverReport(t *testing.T, srv *ampservertest.Server, key, path string, now
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	var n int64
+	var u Usage
 	for _, e := range l.Entries() {
-		n += e.Tokens()
+		u.Input += e.Usage.Input
+		u.Output += e.Usage.Output
+		u.CacheCreation += e.Usage.CacheCreation
+		u.CacheRead += e.Usage.CacheRead
+		u.Cost += e.Usage.Cost
 	}
-	return n
+	return u
 }
 
 // TestServerThreadWithLaterItemsIsReadAgain: a report made while a
@@ -84,13 +100,76 @@ func TestServerThreadWithLaterItemsIsReadAgain(t *testing.T) {
 	t.Cleanup(srv.Close)
 	putThread(t, srv, "T-00000000-0000-4000-8000-000000000001", 100, 1000)
 	path := CacheFile(t.TempDir(), srv.URL)
-	if n := serverReport(t, srv, "k", path, serverT0.Add(30*time.Minute), LoadOptions{}); n != 110 {
+	if n := serverReport(t, srv, "k", path, serverT0.Add(30*time.Minute), LoadOptions{}, Settings{}); n != 110 {
 		t.Fatalf("report before the second answer: %d tokens, want 110", n)
 	}
-	if n := serverReport(t, srv, "k", path, serverT0.Add(3*time.Hour), LoadOptions{}); n != 1120 {
+	if n := serverReport(t, srv, "k", path, serverT0.Add(3*time.Hour), LoadOptions{}, Settings{}); n != 1120 {
 		t.Errorf("report after the second answer: %d tokens, want 1120", n)
 	}
-	if n := serverReport(t, srv, "k", path, serverT0.Add(4*time.Hour), LoadOptions{}); n != 1120 {
+	if n := serverReport(t, srv, "k", path, serverT0.Add(4*time.Hour), LoadOptions{}, Settings{}); n != 1120 {
 		t.Errorf("a third report: %d tokens, want 1120", n)
+	}
+}
+
+// TestServerCacheIsPerAccount: a second account on the same server (here
+// the same key answering for another user) does not get the first one's
+// threads, nor the first the second's; each finds its own again.
+func TestServerCacheIsPerAccount(t *testing.T) {
+	srv := ampservertest.New("k", "a@example.com")
+	t.Cleanup(srv.Close)
+	mine, theirs := "T-00000000-0000-4000-8000-000000000001", "T-00000000-0000-4000-8000-000000000002"
+	putThread(t, srv, mine, 100)
+	putThread(t, srv, theirs, 1000)
+	srv.SetCreator(theirs, "user-2")
+	path := CacheFile(t.TempDir(), srv.URL)
+	now := serverT0.Add(3 * time.Hour)
+	for i, c := range []struct {
+		user string
+		want int64
+	}{{ampservertest.DefaultUserID, 110}, {"user-2", 1010}, {ampservertest.DefaultUserID, 110}, {"user-2", 1010}} {
+		srv.SetUserID(c.user)
+		if n := serverReport(t, srv, "k", path, now, LoadOptions{}, Settings{}); n != c.want {
+			t.Errorf("report %d as %s: %d tokens, want %d", i, c.user, n, c.want)
+		}
+	}
+	// The account is in the file as a hash only.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("user-2")) || bytes.Contains(raw, []byte("a@example.com")) {
+		t.Errorf("the cache holds the account in clear: %s", raw)
+	}
+}
+
+// TestServerCacheFollowsSettings: a report under other prices counts
+// the cached threads under them, as a report without a cache does.
+func TestServerCacheFollowsSettings(t *testing.T) {
+	srv := ampservertest.New("k", "a@example.com")
+	t.Cleanup(srv.Close)
+	putThread(t, srv, "T-00000000-0000-4000-8000-000000000001", 100, 1000)
+	path := CacheFile(t.TempDir(), srv.URL)
+	now := serverT0.Add(3 * time.Hour)
+	for _, usd := range []float64{1, 3, 1} {
+		in, out := usd, 5*usd
+		prices := pricing.New(nil, "test", "1", map[string]pricing.Price{
+			"claude-sonnet-4-5-20250929": pricing.MakePrice(&in, &out, nil, nil)})
+		o := LoadOptions{Prices: prices}
+		s := Settings{Prices: "test 1", Overrides: map[string]float64{"in": in, "out": out}}
+		want := serverUsage(t, srv, "k", "", now, o, s)
+		if want.Cost == 0 {
+			t.Fatal("no cost counted")
+		}
+		if got := serverUsage(t, srv, "k", path, now, o, s); got != want {
+			t.Errorf("input at $%v: with the cache %+v, without %+v", usd, got, want)
+		}
 	}
 }

@@ -110,7 +110,9 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
 		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
 	}
-	cache, err := report.OpenServerCache(cachePath)
+	settings := report.Settings{Prices: pricer.Source + " " + pricer.Version, Overrides: cfg.Pricing.Models,
+		Repository: cfg.Labels.Repository, Rules: cfg.Repositories, MaxLabelValues: cfg.Limits.MaxLabelValues}
+	cache, err := report.OpenServerCache(cachePath, settings.Fingerprint())
 	if err != nil {
 		logger.Warn("the Amp server's threads are read anew", "err", err)
 	}
