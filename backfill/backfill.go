@@ -34,6 +34,7 @@ import (
 var Families = []store.Family{
 	store.FamMessages, store.FamPrompts, store.FamTokens, store.FamCredits,
 	store.FamCost, store.FamUnpriced, store.FamFinished, store.FamToolCalls,
+	store.FamLines, store.FamShellCommands,
 }
 
 // How a thread is replayed (tests compare the three).

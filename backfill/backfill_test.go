@@ -205,6 +205,11 @@ func testLastSampleIsLiveValue(t *testing.T, maxValues int) {
 	if len(want) < 15 {
 		t.Fatalf("only %d series counted live: the corpus is too small to test anything", len(want))
 	}
+	for _, name := range []string{`amp_lines_changed_total{kind="added",source="threads",tool="Edit"}`, `amp_shell_commands_total{outcome="success",source="threads"}`} {
+		if maxValues == 100 && want[name] == 0 {
+			t.Fatalf("nothing counted live in %s: the corpus does not test it", name)
+		}
+	}
 	if other := `amp_cost_usd_total{model="other",source="threads"}`; maxValues == 2 && want[other] == 0 {
 		t.Fatalf("nothing folded into %s", other)
 	}

@@ -32,6 +32,10 @@ var metrics = map[store.Family]metric{
 	store.FamFinished: {"amp_assistant_messages", "Finished Amp model turns by stop reason.", "model", "stop_reason"},
 	store.FamToolCalls: {"amp_tool_calls", "Amp tool results that reached a terminal status, by normalized tool name.",
 		"tool", "status"},
+	store.FamLines: {"amp_lines_changed", "Lines Amp's edit tools added and removed (kind), counted from each done tool call's input as Amp's UI counts them.",
+		"kind", "tool"},
+	store.FamShellCommands: {"amp_shell_commands", "Shell commands Amp ran (Bash, shell_command), by outcome: success, failure, stopped.",
+		"outcome", ""},
 }
 
 // MetricName is the name of the series a family is written as (with

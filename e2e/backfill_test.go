@@ -170,12 +170,13 @@ func (p *prometheus) scalarAt(t *testing.T, q string, at time.Time) float64 {
 }
 
 // backfilled matches the families the backfill writes.
-const backfilled = `{__name__=~"amp_(messages|prompts|tokens|credits|cost_usd|unpriced_tokens|assistant_messages|tool_calls)_total",job="amp"}`
+const backfilled = `{__name__=~"amp_(messages|prompts|tokens|credits|cost_usd|unpriced_tokens|assistant_messages|tool_calls|lines_changed|shell_commands)_total",job="amp"}`
 
 // backfilledFamilies are the same, one by one (resets() drops the name, so
 // it cannot take them together).
 var backfilledFamilies = []string{"amp_messages_total", "amp_prompts_total", "amp_tokens_total", "amp_credits_total",
-	"amp_cost_usd_total", "amp_unpriced_tokens_total", "amp_assistant_messages_total", "amp_tool_calls_total"}
+	"amp_cost_usd_total", "amp_unpriced_tokens_total", "amp_assistant_messages_total", "amp_tool_calls_total",
+	"amp_lines_changed_total", "amp_shell_commands_total"}
 
 // checkNoResets fails the test for every family with a reset over the
 // last 30 days at now.

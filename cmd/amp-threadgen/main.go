@@ -3,15 +3,21 @@
 //
 //	go run ./cmd/amp-threadgen -dir /tmp/corpus -threads 2000 -total-bytes 1GB -seed 1
 //
+// With -edits the edits have known line counts, printed after the summary
+// line per repository, tool and kind, with the shell commands by outcome.
+//
 // Sizes take the suffixes B, kB, MB, GB, TB (powers of 1000) and KiB, MiB,
 // GiB, TiB (powers of 1024), case-insensitive; the summary line reports
 // decimal units.
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -33,6 +39,7 @@ func run() int {
 		seed    = flag.Int64("seed", 1, "random seed; the same seed gives the same files")
 		start   = flag.String("start", "", "creation time of the first thread, RFC 3339 (default "+threadgen.DefaultStart.Format(time.RFC3339)+")")
 		repos   = flag.Int("repositories", 0, "spread the threads over this many repositories, remotes written in every form, some threads without one (0: each thread's project on github.com)")
+		edits   = flag.Bool("edits", false, "write edits whose line counts are known (and stopped shell commands), and print them per repository, tool and kind; off, the corpus is the same bytes as without the flag")
 	)
 	flag.Parse()
 	if *dir == "" || flag.NArg() > 0 {
@@ -49,7 +56,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "amp-threadgen: -threads must not be negative")
 		return 2
 	}
-	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos}
+	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos, Edits: *edits}
 	if *start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, *start); err != nil {
 			fmt.Fprintf(os.Stderr, "amp-threadgen: -start: %v\n", err)
@@ -79,7 +86,29 @@ func run() int {
 	fmt.Printf("files=%d bytes=%d (%s) median=%s p99=%s max=%s time=%s (%.0f MB/s) dir=%s\n",
 		len(sizes), written, human(written), human(quantile(sizes, 0.5)), human(quantile(sizes, 0.99)),
 		human(quantile(sizes, 1)), elapsed.Round(10*time.Millisecond), float64(written)/1e6/elapsed.Seconds(), *dir)
+	if *edits {
+		printChanges(os.Stdout, g.Changes())
+	}
 	return 0
+}
+
+// printChanges prints what the corpus changed, one line per repository,
+// tool and kind (lines) or outcome (shell commands): the values
+// amp_lines_changed_total and amp_shell_commands_total must reach.
+func printChanges(w io.Writer, byRepo map[string]*threadgen.Changes) {
+	repos := slices.Sorted(maps.Keys(byRepo))
+	for _, repo := range repos {
+		c := byRepo[repo]
+		keys := slices.SortedFunc(maps.Keys(c.Lines), func(a, b threadgen.LineKey) int {
+			return cmp.Or(strings.Compare(a.Tool, b.Tool), strings.Compare(a.Kind, b.Kind))
+		})
+		for _, k := range keys {
+			fmt.Fprintf(w, "lines repository=%q tool=%s kind=%s %d\n", repo, k.Tool, k.Kind, c.Lines[k])
+		}
+		for _, o := range slices.Sorted(maps.Keys(c.Shell)) {
+			fmt.Fprintf(w, "shell repository=%q outcome=%s %d\n", repo, o, c.Shell[o])
+		}
+	}
 }
 
 // quantile returns the q-quantile of sorted values (nearest rank).

@@ -836,14 +836,37 @@ func (s *Scanner) decodeString(limit int) []byte {
 				return nil
 			}
 		default:
-			out = append(out, c)
-			s.pos++
+			// A run of plain bytes, copied at once: the strings decoded
+			// whole (edit inputs) are code, mostly plain.
+			n := plainRun(s.buf[s.pos:s.end])
+			if limit >= 0 {
+				n = min(n, limit-len(out))
+			}
+			out = append(out, s.buf[s.pos:s.pos+n]...)
+			s.pos += n
 		}
 		if len(out) > maxToken {
 			s.fail(ErrTokenTooLong)
 			return nil
 		}
 	}
+}
+
+// plainRun is the length of b's prefix without a quote or backslash,
+// looked for eight bytes at a time.
+func plainRun(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if m := quoteOrBackslash(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == '"' || b[i] == '\\' {
+			return i
+		}
+	}
+	return len(b)
 }
 
 func (s *Scanner) readHex4() (rune, bool) {

@@ -349,3 +349,58 @@ func FuzzSkipEnd(f *testing.F) {
 		checkSkipEnd(t, doc, int(chunk)+1)
 	})
 }
+
+// TestStringPrefixEveryLimit: StringPrefix(limit) is the string's decoded
+// units (a plain byte, or what one escape stands for) up to the first
+// that reaches limit bytes, at every limit, whatever the window size;
+// decoding copies runs of plain bytes at once and must stop where the
+// byte-at-a-time decoder stopped.
+func TestStringPrefixEveryLimit(t *testing.T) {
+	raw := `func f() {\n\treturn \"x\" + y\\z\n}\u00e9 plain text that runs on for a while, longer than a word\r\n\/end`
+	// The units of raw, decoded by hand.
+	units := []string{}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			units = append(units, raw[i:i+1])
+			continue
+		}
+		switch raw[i+1] {
+		case 'n':
+			units = append(units, "\n")
+		case 't':
+			units = append(units, "\t")
+		case 'r':
+			units = append(units, "\r")
+		case 'u':
+			units = append(units, "é") // the one \u escape above
+			i += 4
+		default:
+			units = append(units, raw[i+1:i+2])
+		}
+		i++
+	}
+	full := strings.Join(units, "")
+	for limit := 0; limit <= len(full)+1; limit++ {
+		var want strings.Builder
+		for _, u := range units {
+			if want.Len() >= limit {
+				break
+			}
+			want.WriteString(u)
+		}
+		for name, s := range scanners([]byte(`["` + raw + `", 1]`)) {
+			arr := s.Array()
+			arr.Next()
+			v, ok := s.StringPrefix(limit)
+			if !ok || string(v) != want.String() {
+				t.Fatalf("%s: StringPrefix(%d) = %q (%v), want %q", name, limit, v, ok, want.String())
+			}
+			if !arr.Next() {
+				t.Fatalf("%s: limit %d: the string's rest was not skipped", name, limit)
+			}
+			if n, ok := s.Int(); !ok || n != 1 {
+				t.Fatalf("%s: limit %d: next value %d %v", name, limit, n, ok)
+			}
+		}
+	}
+}

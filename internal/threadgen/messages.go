@@ -84,6 +84,10 @@ type call struct {
 	rel    string
 	status string
 	image  bool
+	// added and removed are the lines a known edit changes
+	// (Options.Edits); exit is a shell command's exit code.
+	added, removed int64
+	exit           int64
 }
 
 // toolCycle writes an assistant message with tool calls and the user
@@ -112,6 +116,9 @@ func (t *threadBuilder) toolCycle() bool {
 		}
 		if c.kind == tTask && t.target < 60e3 {
 			c.kind = tRead
+		}
+		if t.edits && c.kind == tEdit && !t.nested && r.IntN(10) == 0 {
+			c.kind = pick(r, []toolKind{tFastmod, tEnqueueEdit})
 		}
 		c.id = t.toolUseID()
 		c.rel = t.proj.files[r.IntN(len(t.proj.files))]
@@ -419,6 +426,10 @@ func (t *threadBuilder) toolUse(c *call) {
 		}
 	case tEdit:
 		w.keyString("path", p.abs(c.rel))
+		if t.edits {
+			t.knownEdit(c)
+			break
+		}
 		w.keyStringStart("old_str")
 		t.fillCode(p.lang, t.other(300, 0.9, 6000))
 		w.stringEnd()
@@ -427,6 +438,10 @@ func (t *threadBuilder) toolUse(c *call) {
 		w.stringEnd()
 	case tCreate:
 		w.keyString("path", p.abs(c.rel))
+		if t.edits {
+			t.knownCreate(c)
+			break
+		}
 		w.keyStringStart("content")
 		t.fillCode(p.lang, t.other(2500, 0.9, 40_000))
 		w.stringEnd()
@@ -464,7 +479,13 @@ func (t *threadBuilder) toolUse(c *call) {
 	case tDeploy:
 		w.keyString("environment", pick(r, []string{"staging", "staging", "preview", "production"}))
 		w.keyString("service", pick(r, []string{"api", "web", "worker", "scheduler"}))
+	case tFastmod, tEnqueueEdit:
+		t.legacyEdit(c)
 	case tPatch:
+		if t.edits {
+			t.knownPatch(c)
+			break
+		}
 		w.keyStringStart("patchText")
 		w.b = append(w.b, `*** Begin Patch\n*** Update File: `...)
 		w.b = appendEscaped(w.b, p.abs(c.rel))
@@ -512,6 +533,7 @@ func (t *threadBuilder) results(calls []call) {
 		}
 		w.endObj()
 		w.endObj()
+		t.tallyCall(c)
 		n := len(w.b) - start
 		t.toolBytes += n
 		tok := int64(n / 4)
@@ -547,11 +569,8 @@ func (t *threadBuilder) result(c *call) {
 			t.fill(shellPools[r.IntN(len(shellPools))], n)
 		}
 		w.stringEnd()
-		code := int64(0)
-		if r.IntN(6) == 0 {
-			code = int64(pick(r, []int{1, 1, 1, 2, 124, 127, 130}))
-		}
-		w.keyInt("exitCode", code)
+		c.exit = t.shellExit()
+		w.keyInt("exitCode", c.exit)
 		w.endObj()
 	case tRead:
 		w.keyObject("result")
@@ -617,6 +636,9 @@ func (t *threadBuilder) result(c *call) {
 		track = true
 	case tPatch:
 		w.keyString("result", "Done!\nM "+c.rel+"\n")
+		track = true
+	case tFastmod, tEnqueueEdit:
+		w.keyString("result", "Done")
 		track = true
 	case tWebPage:
 		w.keyStringStart("result")

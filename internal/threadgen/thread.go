@@ -26,6 +26,8 @@ const (
 	tMCP
 	tDeploy
 	tPatch
+	tFastmod     // legacy (CLI-Jan), Options.Edits only
+	tEnqueueEdit // legacy (CLI-Jan), Options.Edits only
 	nTools
 )
 
@@ -33,14 +35,14 @@ var toolNames = [nTools]string{
 	tBash: "Bash", tShell: "shell_command", tRead: "Read", tGrep: "Grep", tGlob: "glob",
 	tEdit: "edit_file", tCreate: "create_file", tWebPage: "read_web_page", tWebSearch: "web_search",
 	tTask: "Task", tFinder: "finder", tOracle: "oracle", tMCP: "mcp__github__search_code",
-	tDeploy: "tb__deploy", tPatch: "apply_patch",
+	tDeploy: "tb__deploy", tPatch: "apply_patch", tFastmod: "fastmod", tEnqueueEdit: "enqueue_file_edit",
 }
 
 // toolMult is the mean result size of a tool relative to the thread's mean.
 var toolMult = [nTools]float64{
 	tBash: 1.1, tShell: 1.1, tRead: 1.5, tGrep: 0.8, tGlob: 0.35, tEdit: 0.35, tCreate: 0.02,
 	tWebPage: 1.6, tWebSearch: 0.8, tTask: 4, tFinder: 1.5, tOracle: 1.4, tMCP: 0.8, tDeploy: 0.6,
-	tPatch: 0.05,
+	tPatch: 0.05, tFastmod: 0.02, tEnqueueEdit: 0.02,
 }
 
 type weighted struct {
@@ -184,6 +186,9 @@ type threadBuilder struct {
 	inferLog  []usage
 	remote    remote            // the first tree's repository (repositories.go)
 	spent     map[string]Tokens // by model, from tally
+	edits     bool              // Options.Edits: edits with known line counts
+	lines     map[LineKey]int64 // lines changed, from tallyCall (with edits)
+	shell     map[string]int64  // shell commands by outcome, from tallyCall
 }
 
 func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
@@ -194,6 +199,7 @@ func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 		id:      g.threadID(i),
 		created: g.createdMs(i),
 		target:  target,
+		edits:   g.edits,
 	}
 	t.ledger = r.IntN(20) == 0
 	switch u := r.Float64(); {

@@ -35,6 +35,13 @@ type Options struct {
 	// remotes are written in every form, some threads without a remote
 	// (repositories.go); 0: each thread's project on github.com.
 	Repositories int
+	// Edits writes edits whose line counts the generator knows (edits.go,
+	// Changes): edit_file, create_file and apply_patch built from edit
+	// scripts, the legacy enqueue_file_edit and fastmod, and shell
+	// commands that were stopped (exit code -1) besides those that
+	// succeeded and failed. Off, the corpus is the same bytes as before
+	// the option existed.
+	Edits bool
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -68,6 +75,7 @@ type Generator struct {
 	perm    feistel
 	targets []int64 // planned size by size rank, ascending
 	repos   int     // Options.Repositories
+	edits   bool    // Options.Edits
 }
 
 // New returns the generator of the corpus described by opts.
@@ -87,6 +95,7 @@ func New(opts Options) *Generator {
 		seed:    splitmix(uint64(opts.Seed) ^ 0x7468726561646765), // "threadge"
 		startMs: start.UnixMilli(),
 		repos:   opts.Repositories,
+		edits:   opts.Edits,
 	}
 	if n > 0 {
 		g.slotMs = float64(Spread.Milliseconds()) / float64(n)

@@ -20,7 +20,9 @@ func Diff(old, new string) (added, removed int64, exact bool) {
 	if old == new {
 		return 0, 0, true
 	}
-	a, b := split(old), split(new)
+	// The lines of a usual edit fit arrays on the stack: no allocation.
+	var abuf, bbuf [64]string
+	a, b := splitInto(abuf[:0], old), splitInto(bbuf[:0], new)
 	// Common prefix and suffix cost nothing to the search.
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
@@ -34,7 +36,15 @@ func Diff(old, new string) (added, removed int64, exact bool) {
 	}
 	// The bit-parallel LCS when it is cheap (the usual edit: a few dozen
 	// lines each side), else Myers, whose cost follows the lines changed.
-	if short, long := min(n, m), max(n, m); short <= maxBitsLines && long*((short+63)/64) <= maxBitsWork {
+	if short, long := min(n, m), max(n, m); short <= 64 && long*short <= maxWordCompares {
+		var l int
+		if n <= m {
+			l = lcsWord(b, a)
+		} else {
+			l = lcsWord(a, b)
+		}
+		return int64(m - l), int64(n - l), true
+	} else if short <= maxBitsLines && long*((short+63)/64) <= maxBitsWork {
 		var l int
 		if n <= m {
 			l = lcsBits(b, a)
@@ -114,6 +124,29 @@ const (
 	maxBitsLines = 4096
 	maxBitsWork  = 1 << 20
 )
+
+// maxWordCompares bounds the line comparisons of lcsWord: past it, hashing
+// the lines once (lcsBits) is cheaper than comparing them pairwise.
+const maxWordCompares = 1 << 12
+
+// lcsWord is lcsBits for a b of at most 64 lines in one word, the match
+// masks made by comparing the lines directly: for the dozen lines of a
+// usual edit that costs less than a map of them (unequal lines mostly
+// differ in length, which is compared first).
+func lcsWord(a, b []string) int {
+	v := ^uint64(0)
+	for _, l := range a {
+		var m uint64
+		for j, x := range b {
+			if x == l {
+				m |= 1 << j
+			}
+		}
+		v = (v + v&m) | (v &^ m)
+	}
+	mask := ^uint64(0) >> (64 - len(b))
+	return len(b) - bits.OnesCount64(v&mask)
+}
 
 // lcsBits returns the length of the longest common subsequence of a and b
 // by the bit-parallel algorithm (Allison–Dix, as in Hyyrö 2004): one

@@ -284,6 +284,9 @@ func TestMyersAgreesWithNaiveLCS(t *testing.T) {
 		if l := lcsBits(a, b); l != len(b)-int(na) {
 			t.Fatalf("case %d: lcsBits(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
 		}
+		if l := lcsWord(a, b); l != len(b)-int(na) {
+			t.Fatalf("case %d: lcsWord(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
+		}
 	}
 }
 

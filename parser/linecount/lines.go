@@ -15,12 +15,19 @@ func Lines(s string) int64 {
 	return n
 }
 
-// split returns the lines of s without their "\n" (a last "\n" opens no
-// line).
-func split(s string) []string {
+// splitInto appends the lines of s without their "\n" to dst (a last
+// "\n" opens no line), which the caller may give an array on its stack.
+func splitInto(dst []string, s string) []string {
 	if s == "" {
-		return nil
+		return dst
 	}
 	s = strings.TrimSuffix(s, "\n")
-	return strings.Split(s, "\n")
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			return append(dst, s)
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
 }

@@ -13,6 +13,11 @@ import (
 // enqueue_file_edit, fastmod) carry no text to count in their input, so
 // they count none.
 
+// countLines and readExits are always true: a benchmark turns them off to
+// measure, in the same run, what reading edit inputs (and diffing them) and
+// shell exit codes costs a scan (BenchmarkCorpusLineCounting).
+var countLines, readExits = true, true
+
 // editKind is how a tool's input gives the lines it changed. It comes
 // from the block's name, the CLI's spelling that every era writes.
 type editKind uint8

@@ -584,7 +584,7 @@ func (p *Parser) content(m *Message) bool {
 			case "input":
 				// The name usually comes first: the input of a tool
 				// that edits nothing is skipped unread.
-				if edit != editNone || name == "" {
+				if countLines && (edit != editNone || name == "") {
 					p.editInput()
 				} else {
 					sc.Skip()
@@ -597,7 +597,7 @@ func (p *Parser) content(m *Message) bool {
 				// A result whose tool_use is not known yet (out of order)
 				// has its exitCode read too, in case.
 				shell, known := p.uses[toolUseHash]
-				stat, exit, hasExit = p.run(shell || !known || !hasToolUseID)
+				stat, exit, hasExit = p.run(readExits && (shell || !known || !hasToolUseID))
 			default:
 				sc.Skip()
 			}
