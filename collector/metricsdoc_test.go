@@ -149,6 +149,26 @@ come from data (` + "`model`, `tool`, `agent`, `agent_mode`, `stop_reason`" + `)
 The Go runtime and process collectors (` + "`go_*`, `process_*`" + `) are exposed too and
 are not listed here.
 
+The families money is summed from — ` + "`amp_tokens_total`, `amp_cost_usd_total`, `amp_credits_total`, `amp_unpriced_tokens_total`, `amp_billed_cost_usd_total`, `amp_prompts_total`, `amp_lines_changed_total`" + ` and
+the ` + "`amp_threads`" + ` gauge — carry ` + "`repository`" + `: the thread's git remote as
+` + "`host/path`" + `, or the name a ` + "`repositories`" + ` rule gives it
+([repositories.md](repositories.md)). A thread without a remote has no
+value, and its series have no ` + "`repository`" + ` label at all. The label is capped
+like the others (values past ` + "`limits.max_label_values`" + ` are ` + "`other`" + `, counted in
+` + "`amp_exporter_label_values_folded_total{label=\"repository\"}`" + `), and
+` + "`labels.repository: false`" + ` turns it off. It is kept off the histograms and the
+tool, message and outcome families on purpose: a label multiplies a
+family's series, and only on the families above does the product stay
+small. Their series are one per model (and token type, or kind) per
+repository the model was used in, so with the default cap of 100 a
+source's ` + "`amp_tokens_total`" + ` has at most 101 models × 4 types × 102 repository
+values (100, ` + "`other`" + ` and none), and in practice the pairs that occur:
+30,000 generated threads over 50 repositories give 2,056 series on
+` + "`/metrics`" + ` for all Amp families together, against 123 without the label.
+A histogram bucket or a tool × status pair per repository would multiply
+dozens of series by up to 102 for little a query needs: cost by repository
+is a sum, which the families above give.
+
 A source's families appear once that source has been read completely
 (thread files: the first scan; stream-json: the first pass over the
 captures; the Amp server: the first sync over the whole listing, or at once when a saved

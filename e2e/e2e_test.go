@@ -62,14 +62,15 @@ func TestPrometheusScrapesExporter(t *testing.T) {
 		{`up{job="amp"}`, "", map[string]float64{"": 1}},
 		{`amp_exporter_build_info{job="amp",version="e2e"}`, "", map[string]float64{"": 1}},
 		{`sum(amp_tokens_total{job="amp",token_type="output"})`, "", map[string]float64{"": 10372}},
-		{`amp_tokens_total{job="amp",model="claude-opus-4-6",token_type="cache_read"}`, "", map[string]float64{"": 42700}},
+		// Summed: the fixtures' threads of a model ran in two repositories.
+		{`sum(amp_tokens_total{job="amp",model="claude-opus-4-6",token_type="cache_read"})`, "", map[string]float64{"": 42700}},
 		{`sum by (status) (amp_tool_calls_total{job="amp"})`, "status",
 			map[string]float64{"done": 10, "error": 3, "cancelled": 2, "rejected": 1}},
 		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="truncated"}`, "", map[string]float64{"": 1}},
 		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="invalid_json"}`, "", map[string]float64{"": 2}},
 		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="not_thread"}`, "", map[string]float64{"": 2}},
 		{`sum(amp_threads{job="amp"})`, "", map[string]float64{"": 9}},
-		{`amp_threads{job="amp"}`, "agent_mode", map[string]float64{"smart": 5, "rush": 1, "deep": 1, "unknown": 2}},
+		{`sum by (agent_mode) (amp_threads{job="amp"})`, "agent_mode", map[string]float64{"smart": 5, "rush": 1, "deep": 1, "unknown": 2}},
 	}
 	const timeout = 45 * time.Second // the first sample takes ~6 s even at 1 s
 	deadline := time.Now().Add(timeout)

@@ -233,6 +233,7 @@ func (s *ThreadStore) ImportFile(path string, f FileRecord) error {
 	if _, ok := s.threads[f.Key]; !ok {
 		return fmt.Errorf("file %q refers to unknown thread %q", path, f.Key)
 	}
+	s.fileThreadsKeyLocked(&f)
 	s.files[path] = &f
 	return nil
 }

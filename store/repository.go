@@ -126,3 +126,29 @@ func WithoutRepository(totals map[SeriesKey]int64) map[SeriesKey]int64 {
 // Repositories is the repository label's configuration the store counts
 // by (StoreOptions.Repositories), for a store that is to share it.
 func (s *ThreadStore) Repositories() *Repositories { return s.repos }
+
+// threadsKeyLocked is the number of the amp_threads series of agent mode
+// mode and repository repo (FileRecord.tk). Callers hold the write lock.
+func (s *ThreadStore) threadsKeyLocked(mode, repo string) uint32 {
+	k := ThreadsKey{AgentMode: mode, Repository: repo}
+	if i, ok := s.tkIndex[k]; ok {
+		return i
+	}
+	if s.tkIndex == nil {
+		s.tkIndex = map[ThreadsKey]uint32{}
+	}
+	i := uint32(len(s.tkeys))
+	s.tkIndex[k] = i
+	s.tkeys = append(s.tkeys, k)
+	return i
+}
+
+// fileThreadsKeyLocked numbers a restored file's amp_threads series, by
+// its thread's repository. Callers hold the write lock.
+func (s *ThreadStore) fileThreadsKeyLocked(f *FileRecord) {
+	repo := ""
+	if rec := s.threads[f.Key]; rec != nil {
+		repo = rec.repo
+	}
+	f.tk = s.threadsKeyLocked(f.AgentMode, repo)
+}

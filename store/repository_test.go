@@ -233,6 +233,11 @@ func TestRepositorySurvivesRestart(t *testing.T) {
 			s := repoStore(0, unreadable{})
 			s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, first))
 			r := tc.restore(t, s)
+			for repo := range tc.want {
+				if th := r.Snapshot().Threads; len(th) != 1 || th[ThreadsKey{"smart", repo}] != 1 {
+					t.Errorf("amp_threads after the restart %v, want the thread under %q", th, repo)
+				}
+			}
 			// The rules changed meanwhile: they apply to new threads only.
 			r.repos.Set(true, mapper(t, ".*", "renamed"))
 			r.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, grown))

@@ -71,6 +71,11 @@ type FileRecord struct {
 	Key       string      `json:"key"`
 	AgentMode string      `json:"agent_mode"`
 	Version   FileVersion `json:"version"`
+	// tk is the file's amp_threads series (its agent mode and its
+	// thread's repository), numbered in the store's table (threadsKey):
+	// a scrape adds up tens of thousands of files by a slice index rather
+	// than by hashing two strings each. Not persisted.
+	tk uint32
 }
 
 type threadRecord struct {
@@ -177,6 +182,10 @@ type ThreadStore struct {
 	changedThreads map[string]struct{}
 	changedFiles   map[string]struct{}
 	exportHook     func() // tests: called between two chunks of ExportDelta
+	// tkeys numbers the amp_threads series of the files present
+	// (FileRecord.tk), tkIndex finds a series' number.
+	tkeys   []ThreadsKey
+	tkIndex map[ThreadsKey]uint32
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -411,7 +420,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	if !existed || old.Key != key || old.AgentMode != agentMode {
 		changed = true
 	}
-	s.files[path] = &FileRecord{Key: key, AgentMode: agentMode, Version: v}
+	s.files[path] = &FileRecord{Key: key, AgentMode: agentMode, Version: v, tk: s.threadsKeyLocked(agentMode, rec.repo)}
 	if changed {
 		s.lastChange = s.now()
 	}
@@ -520,14 +529,16 @@ func (s *ThreadStore) Snapshot() ThreadSnapshot {
 		LastChange: s.lastChange,
 	}
 	seen := make(map[string]bool, len(s.files))
+	counts := make([]int, len(s.tkeys))
 	for _, f := range s.files {
 		if !seen[f.Key] {
 			seen[f.Key] = true
-			tk := ThreadsKey{AgentMode: f.AgentMode}
-			if rec := s.threads[f.Key]; rec != nil {
-				tk.Repository = rec.repo
-			}
-			snap.Threads[tk]++
+			counts[f.tk]++
+		}
+	}
+	for i, n := range counts {
+		if n > 0 {
+			snap.Threads[s.tkeys[i]] += n
 		}
 	}
 	if s.lastActivity > 0 {

@@ -169,6 +169,7 @@ func (s *ThreadStore) Import(st *State) error {
 	s.importIdentity(st)
 	for p, f := range st.Files {
 		f := f
+		s.fileThreadsKeyLocked(&f)
 		s.files[p] = &f
 		s.changedFiles[p] = struct{}{}
 	}
