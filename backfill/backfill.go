@@ -100,6 +100,9 @@ type ThreadGrowth struct {
 	// ID is the thread's id, "" when its document has none.
 	ID     string
 	Growth []Growth
+	// Later counts the thread's items after Until, left out: a cache of
+	// the growth is then not the thread's whole at its version.
+	Later int64
 }
 
 // Growth is what one series of a thread grew by at one step: At is the
@@ -299,7 +302,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 		grew = trueUp(grew, b.counter.Count(&prefix), steps[len(steps)-1])
 	}
 
-	grew = b.handOut(source, path, sum.ID, grew)
+	grew = b.handOut(source, path, sum.ID, later, grew)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.threads++
@@ -324,7 +327,7 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 // handOut gives a thread's growths of the backfilled families to
 // Options.PerThread, when it is set, and returns what is left to merge:
 // nothing then, else all of them.
-func (b *Backfill) handOut(source, path, id string, grew []Growth) []Growth {
+func (b *Backfill) handOut(source, path, id string, later int64, grew []Growth) []Growth {
 	if b.opts.PerThread == nil {
 		return grew
 	}
@@ -334,7 +337,7 @@ func (b *Backfill) handOut(source, path, id string, grew []Growth) []Growth {
 			kept = append(kept, g)
 		}
 	}
-	b.opts.PerThread(ThreadGrowth{Source: source, Path: path, ID: id, Growth: kept})
+	b.opts.PerThread(ThreadGrowth{Source: source, Path: path, ID: id, Growth: kept, Later: later})
 	return nil
 }
 

@@ -83,7 +83,7 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if o.Server != nil {
 		c := o.Cache
 		if c == nil {
-			c, _ = OpenServerCache("")
+			c, _ = OpenServerCache("", "")
 		}
 		sbf, err := backfill.New(backfill.Options{
 			Until: o.Now, Now: o.Now, Step: Bucket, Buckets: true,

@@ -101,6 +101,34 @@ func TestTableAlignedWithTotals(t *testing.T) {
 	}
 }
 
+// TestTableCompactAndNoCost: --compact leaves out the cache columns,
+// --no-cost the dollars; the rest stays aligned.
+func TestTableCompactAndNoCost(t *testing.T) {
+	for _, o := range []TableOptions{{Compact: true}, {NoCost: true}, {Compact: true, NoCost: true}} {
+		var b bytes.Buffer
+		if err := WriteTable(&b, sample(t, Daily), o); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if got := strings.Contains(lines[0], "Cache Read") || strings.Contains(lines[0], "Cache Create"); got == o.Compact {
+			t.Errorf("%+v: cache columns shown %v:\n%s", o, got, out)
+		}
+		if got := strings.Contains(lines[0], "Cost") || strings.Contains(out, "$"); got == o.NoCost {
+			t.Errorf("%+v: cost shown %v:\n%s", o, got, out)
+		}
+		if !strings.Contains(lines[len(lines)-1], "1,001,254") {
+			t.Errorf("%+v: totals line %q", o, lines[len(lines)-1])
+		}
+		width := len([]rune(lines[0]))
+		for _, l := range lines {
+			if n := len([]rune(l)); n != width {
+				t.Errorf("%+v: line %q is %d wide, the heading %d", o, l, n, width)
+			}
+		}
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
 		if got := thousands(n); got != want {

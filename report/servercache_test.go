@@ -1,8 +1,11 @@
 package report
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -37,10 +40,11 @@ func ledgerTokens(c *ServerCache, owners *store.Owners) int64 {
 // thread a file owns is left to the file; another format is read anew.
 func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
 	path := CacheFile(t.TempDir(), "https://ampcode.com/")
-	c, err := OpenServerCache(path)
+	c, err := OpenServerCache(path, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.UseAccount("a")
 	fakeCount(c)
 	v := store.FileVersion{AmpServerV: 7, AmpServerCount: 3, AmpServerLast: 42}
 	for _, id := range []string{"T-a", "T-b"} {
@@ -58,10 +62,11 @@ func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
 		t.Errorf("cache file mode %v, want 0600", fi.Mode().Perm())
 	}
 
-	d, err := OpenServerCache(path)
+	d, err := OpenServerCache(path, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.UseAccount("a")
 	if rec, ok := d.File(store.AmpServerPath("T-a")); !ok || rec.Version != v {
 		t.Errorf("T-a: %+v %v, want version %+v", rec, ok, v)
 	}
@@ -71,19 +76,19 @@ func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
 	if got := d.AmpServerPaths(); len(got) != 1 || got[0] != store.AmpServerPath("T-a") {
 		t.Errorf("paths %v", got)
 	}
-	if n := ledgerTokens(d, nil); n != 200 {
-		t.Errorf("%d tokens, want 200 (a deleted thread's spending stays)", n)
+	if n := ledgerTokens(d, nil); n != 100 {
+		t.Errorf("%d tokens, want 100 (a thread gone from the server is left out, as without a cache)", n)
 	}
 	owners := store.NewOwners()
 	owners.Claim("T-a", store.SourceThreads)
-	if n := ledgerTokens(d, owners); n != 100 {
-		t.Errorf("%d tokens with T-a a file's, want 100", n)
+	if n := ledgerTokens(d, owners); n != 0 {
+		t.Errorf("%d tokens with T-a a file's, want 0", n)
 	}
 
 	if err := os.WriteFile(path, []byte("not gzip"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := OpenServerCache(path)
+	e, err := OpenServerCache(path, "s")
 	if err == nil {
 		t.Error("a damaged cache gives no error to log")
 	}
@@ -92,5 +97,76 @@ func TestServerCacheKeepsThreadsAcrossReports(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServerCacheRefusesEveryFlippedBit: a cache damaged by one flipped
+// bit anywhere is either refused (the report reads the threads anew) or
+// loads exactly what was saved: gzip's checksum, at the end of the
+// stream, must be read.
+func TestServerCacheRefusesEveryFlippedBit(t *testing.T) {
+	path := CacheFile(t.TempDir(), "https://ampcode.com/")
+	c, err := OpenServerCache(path, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UseAccount("a")
+	fakeCount(c)
+	for i, id := range []string{"T-a", "T-b", "T-c"} {
+		v := store.FileVersion{AmpServerV: int64(i + 1), AmpServerCount: 3, AmpServerLast: 42}
+		if !c.Apply(store.AmpServerPath(id), v, &thread.Summary{ID: id}) {
+			t.Fatalf("Apply %s refused", id)
+		}
+	}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := OpenServerCache(path, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := filepath.Join(t.TempDir(), "damaged.json.gz")
+	var refused, same int
+	for i := range good {
+		for b := 0; b < 8; b++ {
+			bad := append([]byte(nil), good...)
+			bad[i] ^= 1 << b
+			if err := os.WriteFile(damaged, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := OpenServerCache(damaged, "s")
+			if err != nil {
+				if got.UseAccount("a"); len(got.accounts) != 0 || len(got.threads) != 0 {
+					t.Fatalf("byte %d bit %d: refused, yet threads kept", i, b)
+				}
+				refused++
+				continue
+			}
+			if !reflect.DeepEqual(got.accounts, want.accounts) {
+				t.Errorf("byte %d bit %d: loaded other content and no error", i, b)
+				continue
+			}
+			same++
+		}
+	}
+	t.Logf("%d bytes: %d flips refused, %d loaded the same content", len(good), refused, same)
+}
+
+// TestServerCacheRefusesTrailingData: a value followed by more is damage.
+func TestServerCacheRefusesTrailingData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(`{"format":1,"threads":[]}` + "\n" + `{"format":1}`))
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenServerCache(path, "s"); err == nil {
+		t.Error("a cache with data after its value gives no error")
 	}
 }

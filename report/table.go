@@ -13,6 +13,20 @@ type TableOptions struct {
 	// Color draws the heading in cyan and the totals in yellow (ANSI);
 	// the caller decides (a terminal, and NO_COLOR unset).
 	Color bool
+	// Compact leaves out the cache columns (ccusage's --compact, for a
+	// narrow terminal); NoCost the dollars (ccusage's --no-cost).
+	Compact, NoCost bool
+}
+
+// dropped reports whether the column named head is left out.
+func (o TableOptions) dropped(head string) bool {
+	switch head {
+	case "Cache Create", "Cache Read":
+		return o.Compact
+	case "Cost (USD)":
+		return o.NoCost
+	}
+	return false
 }
 
 // WriteTable writes the report as an aligned table, one model per line
@@ -34,6 +48,26 @@ func WriteTable(w io.Writer, r *Report, o TableOptions) error {
 		rows = append(rows, lines)
 	}
 	total := cells("Total", r.Totals)
+	// The columns left out go last, each line at once.
+	var keep []int
+	for i, h := range head {
+		if !o.dropped(h) {
+			keep = append(keep, i)
+		}
+	}
+	pick := func(cs []string) []string {
+		out := make([]string, len(keep))
+		for j, i := range keep {
+			out[j] = cs[i]
+		}
+		return out
+	}
+	head, total = pick(head), pick(total)
+	for _, lines := range rows {
+		for i := range lines {
+			lines[i] = pick(lines[i])
+		}
+	}
 	widths := make([]int, len(head))
 	grow := func(cs []string) {
 		for i, c := range cs {

@@ -283,12 +283,18 @@ func syncServer(ctx context.Context, cfg *config.Config, env config.Env, logger 
 	if err != nil {
 		return fmt.Errorf("amp_server: %w", err)
 	}
+	sopts := ampserver.SyncOptions{Owners: owners, Logger: logger}
+	// A store kept per account (the report's cache) is told whose
+	// threads the sync reads before it consults them.
+	if ac, ok := rec.(interface{ UseAccount(string) }); ok {
+		sopts.OnAccount = func(u ampserver.UserInfo) { ac.UseAccount(accountID(u)) }
+	}
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
 		IncludeArchived: a.IncludeArchived,
 		InstallationID:  a.InstallationID,
 		MaxConcurrency:  a.MaxConcurrency,
 		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
-	}, rec, ampserver.SyncOptions{Owners: owners, Logger: logger})
+	}, rec, sopts)
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(200 * time.Millisecond)
@@ -310,6 +316,15 @@ func syncServer(ctx context.Context, cfg *config.Config, env config.Env, logger 
 	}
 	logger.Debug("server threads read", "stats", fmt.Sprintf("%+v", stats))
 	return nil
+}
+
+// accountID names the account: its id, or its e-mail when the server
+// gives no id (hashed by the cache, never written as it is).
+func accountID(u ampserver.UserInfo) string {
+	if u.ID != "" {
+		return "id:" + u.ID
+	}
+	return "email:" + u.Email
 }
 
 // writeOutput writes the OpenMetrics file (atomically: a temporary file

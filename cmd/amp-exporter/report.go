@@ -34,6 +34,9 @@ type reportFlags struct {
 	offline      bool
 	color        bool
 	colorSet     bool
+	compact      bool
+	cost         bool
+	ccusageCfg   string
 }
 
 // addReportCommand declares the report subcommands.
@@ -52,6 +55,10 @@ func addReportCommand(app *kingpin.Application, r *reportFlags) {
 	// always the embedded one, or the configuration's), --color and
 	// --no-color.
 	cmd.Flag("offline", "Accepted for ccusage's scripts: prices always come from the embedded table and the configuration.").Short('O').BoolVar(&r.offline)
+	cmd.Flag("compact", "Leave the cache columns out of the table (ccusage's --compact, for a narrow terminal).").BoolVar(&r.compact)
+	cmd.Flag("cost", "Show the dollars in the table (--no-cost: leave them out, as ccusage's --no-cost; the JSON keeps them).").Default("true").BoolVar(&r.cost)
+	cmd.Flag("config", "Accepted for ccusage's scripts and not read (one warning): ccusage's own configuration file; the report's settings come from --config.file.").
+		PlaceHolder("FILE").StringVar(&r.ccusageCfg)
 	cmd.Flag("color", "Draw the table in color (--no-color: never; default: on a terminal, unless NO_COLOR is set).").IsSetByUser(&r.colorSet).BoolVar(&r.color)
 	cmd.Command("daily", "Usage per day (the default).").Default()
 	cmd.Command("monthly", "Usage per month.")
@@ -87,6 +94,9 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := promslog.New(f.log)
+	if r.ccusageCfg != "" {
+		logger.Warn("--config (ccusage's configuration file) is not read: the report's settings come from --config.file")
+	}
 	env := config.OSEnv()
 	cfg, err := config.Load(f.configFile, env)
 	if err != nil {
@@ -110,7 +120,9 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
 		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
 	}
-	cache, err := report.OpenServerCache(cachePath)
+	settings := report.Settings{Prices: pricer.Source + " " + pricer.Version, Overrides: cfg.Pricing.Models,
+		Repository: cfg.Labels.Repository, Rules: cfg.Repositories, MaxLabelValues: cfg.Limits.MaxLabelValues}
+	cache, err := report.OpenServerCache(cachePath, settings.Fingerprint())
 	if err != nil {
 		logger.Warn("the Amp server's threads are read anew", "err", err)
 	}
@@ -157,7 +169,7 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.colorSet {
 		color = r.color
 	}
-	return report.WriteTable(stdout, rep, report.TableOptions{Color: color})
+	return report.WriteTable(stdout, rep, report.TableOptions{Color: color, Compact: r.compact, NoCost: !r.cost})
 }
 
 // defaultCacheDir is amp-exporter's directory in the user's cache

@@ -69,6 +69,22 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("--color: no color:\n%q", out.String())
 	}
 
+	// ccusage's --compact, --no-cost and --config are accepted: the
+	// table without its cache columns and dollars; ccusage's
+	// configuration file is said to be unread.
+	out.Reset()
+	errOut.Reset()
+	ccusageCfg := filepath.Join(t.TempDir(), "ccusage.json")
+	if code := run([]string{"report", "daily", "--compact", "--no-cost", "--config", ccusageCfg, "--config.file=" + cfg}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if head, _, _ := strings.Cut(out.String(), "\n"); !strings.HasPrefix(head, "Date ") || strings.Contains(head, "Cache") || strings.Contains(out.String(), "$") {
+		t.Errorf("--compact --no-cost:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "--config") {
+		t.Errorf("no word on ccusage's --config: %q", errOut.String())
+	}
+
 	for _, args := range [][]string{{"--timezone", "Mars/Olympus"}, {"--since", "2026-13-01"}, {"--since", "20260301", "--until", "20260201"}} {
 		errOut.Reset()
 		if code := run(append([]string{"report", "daily", "--config.file=" + cfg}, args...), &out, &errOut); code != 1 {

@@ -10,9 +10,11 @@ import "strconv"
 // lines of one edit are equal), hence the lines an old_str and its new_str
 // have in common are exactly the lines the script kept, in order, and the
 // shortest line diff adds every other new line and removes every other
-// old line. Changed lines are new lines (another text, or the same text
-// with other indentation: a whitespace-only change), CRLF files keep
-// their "\r" on every line, and the last line may lack its line break.
+// old line (Amp's split on "\n" adds an empty last line to a side that
+// ends with its line break). Changed lines are new lines (another text,
+// or the same text with other indentation: a whitespace-only change),
+// CRLF files keep their "\r" on every line, and the last line may lack
+// its line break.
 
 // Tool names as the exporter labels them (the normalization of the thread
 // formats: edit_file is Edit, create_file is Write).
@@ -198,10 +200,10 @@ func (t *threadBuilder) knownEdit(c *call) {
 	w, r := t.w, t.r
 	e := &editLines{t: t, crlf: t.proj.windows && r.IntN(2) == 0}
 	n := linesFor(t.other(300, 0.9, 6000))
-	// A snippet usually ends without its line break: the shortest diff
-	// does not see a last "\n", so each side has its own. In a CRLF file
-	// the "\r" before it is part of the line, so there both sides end
-	// with their line break, or their last lines would differ.
+	// A snippet usually ends without its line break, and each side has
+	// its own. In a CRLF file the "\r" before it is part of the line, so
+	// there both sides end with their line break, or their last lines
+	// would differ.
 	oldBreak, newBreak := r.IntN(3) == 0, r.IntN(3) == 0
 	if e.crlf {
 		oldBreak, newBreak = true, true
@@ -231,6 +233,17 @@ func (t *threadBuilder) knownEdit(c *call) {
 			new = append(new, l)
 			c.added += int64(k)
 		}
+	}
+	// Amp splits each side on "\n" (as JavaScript does) before its diff:
+	// a last line break, or an empty side, leaves an empty last line. The
+	// generated lines are never empty, so that empty line is common when
+	// both sides have it, and added or removed when one side only does.
+	oldEmpty, newEmpty := oldBreak || len(old) == 0, newBreak || len(new) == 0
+	switch {
+	case oldEmpty && !newEmpty:
+		c.removed++
+	case newEmpty && !oldEmpty:
+		c.added++
 	}
 	w.keyStringStart("old_str")
 	e.write(old, oldBreak)
@@ -265,7 +278,9 @@ func (t *threadBuilder) knownCreate(c *call) {
 	w.keyStringStart("content")
 	e.write(lines, lastBreak)
 	w.stringEnd()
-	c.added = int64(n)
+	// Amp counts a created file's lines split on "\n" after dropping one
+	// last "\n": an empty file is one (empty) line.
+	c.added = int64(max(n, 1))
 }
 
 // knownPatch writes apply_patch's patchText: files added, updated (some

@@ -40,54 +40,50 @@ func ampLines(content string) int64 {
 	return int64(len(strings.Split(content, "\n")))
 }
 
-// TestAgreesWithAmpExceptWhereDocumented: on ordinary edits the exporter's
-// counts are Amp's; the cases docs/counting.md lists differ by what it
-// says.
-func TestAgreesWithAmpExceptWhereDocumented(t *testing.T) {
-	same := []struct{ old, new string }{
+// TestAgreesWithAmp: ampDiff and ampLines are the oracle. The fixtures
+// are the ordinary edits and the cases where a simpler rule (a line ends
+// at "\n", an empty text has none) would differ from Amp's: a last line
+// break on one side only, an empty old_str, a file created empty.
+func TestAgreesWithAmp(t *testing.T) {
+	for _, c := range []struct{ old, new string }{
 		{"a\nb\nc", "a\nB\nc"},
 		{"a\nb\nc\n", "a\nc\n"},
 		{"if x {\n\treturn\n}", "if x {\n    return\n}"},
 		{"a\r\nb\r\n", "a\r\nB\r\n"},
 		{"a\nb\nc", "b\nc\na"},
 		{"x", "x\ny\nz"},
-	}
-	for _, c := range same {
-		add, rem, _ := Diff(c.old, c.new)
-		if aa, ad := ampDiff(c.old, c.new); add != aa || rem != ad {
-			t.Errorf("Diff(%q, %q) = +%d -%d, Amp +%d -%d", c.old, c.new, add, rem, aa, ad)
+		{"a\nb", "a\nb\n"},       // a last line break added: +1
+		{"a\nb\n", "a\nb"},       // and removed: −1
+		{"a\r\nb", "a\r\nb\r\n"}, // CRLF: the same
+		{"", "x"},                // an empty line replaced: +1 −1
+		{"", "x\n"},              // x and an empty last line for the empty line: +1
+		{"x", ""},
+		{"", "\n"},
+		{"\n", "\n\n"},
+	} {
+		add, rem, exact := Diff(c.old, c.new)
+		if aa, ad := ampDiff(c.old, c.new); add != aa || rem != ad || !exact {
+			t.Errorf("Diff(%q, %q) = +%d -%d (exact %v), Amp +%d -%d", c.old, c.new, add, rem, exact, aa, ad)
 		}
 	}
-	for _, content := range []string{"a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n", "x\n\ny"} {
+	for _, content := range []string{"", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n", "x\n\ny", "a\n\n"} {
 		if Lines(content) != ampLines(content) {
 			t.Errorf("Lines(%q) = %d, Amp %d", content, Lines(content), ampLines(content))
 		}
 	}
-	// The documented differences.
-	for _, c := range []struct {
-		name                 string
-		old, new             string
-		add, rem, aAdd, aRem int64
-	}{
-		{"a last line break on one side", "a\nb", "a\nb\n", 0, 0, 1, 0},
-		{"empty old_str", "", "x", 1, 0, 1, 1},
-	} {
-		add, rem, _ := Diff(c.old, c.new)
-		aa, ar := ampDiff(c.old, c.new)
-		if add != c.add || rem != c.rem || aa != c.aAdd || ar != c.aRem {
-			t.Errorf("%s: exporter +%d -%d, Amp +%d -%d; documented +%d -%d and +%d -%d", c.name, add, rem, aa, ar, c.add, c.rem, c.aAdd, c.aRem)
-		}
-	}
-	if Lines("") != 0 || ampLines("") != 1 {
-		t.Errorf("a file created empty: exporter %d, Amp %d; documented 0 and 1", Lines(""), ampLines(""))
-	}
-	// A patch hunk that removes a line and adds it back after another:
-	// the exporter counts the + and - lines, Amp diffs the hunk's old
-	// lines (context and -) against its new ones (context and +).
+}
+
+// TestPatchCountsAsTheRowNotAsDiffStats: Amp's thread row for an
+// apply_patch counts the hunk's + and - lines (what the patch writes), as
+// Patch does; only the thread list's diffStats diffs each hunk's old
+// lines (context and -) against its new ones (context and +), where the
+// shortest script can be shorter. A hunk that removes a line and adds it
+// back after another shows the two apart.
+func TestPatchCountsAsTheRowNotAsDiffStats(t *testing.T) {
 	patch := "*** Begin Patch\n*** Update File: f\n@@\n keep\n-a\n+b\n+a\n*** End Patch"
 	add, rem := Patch(patch)
 	aa, ar := ampDiff("keep\na", "keep\nb\na")
 	if add != 2 || rem != 1 || aa != 1 || ar != 0 {
-		t.Errorf("patch hunk: exporter +%d -%d, Amp +%d -%d; documented +2 -1 and +1 -0", add, rem, aa, ar)
+		t.Errorf("patch hunk: row (Patch) +%d -%d, diffStats +%d -%d; want +2 -1 and +1 -0", add, rem, aa, ar)
 	}
 }

@@ -11,11 +11,14 @@ import "math/bits"
 // files with a few hundred scattered changes stay far below it, and exact.
 const MaxCells = 1 << 24
 
-// Diff returns the lines added and removed by turning old into new: the
-// shortest line diff (Myers), so added + removed is the least number of
-// lines inserted and deleted, and a line that only moved counts as removed
-// and added. exact is false when the diff was too big for MaxCells and the
-// counts are approximate.
+// Diff returns the lines added and removed by turning old into new, as
+// Amp's thread row for an edit counts them: the shortest line diff
+// (Myers) of the texts split on "\n" as JavaScript splits them, so
+// added + removed is the least number of lines inserted and deleted, a
+// line that only moved counts as removed and added, a last line break on
+// one side only is an empty last line added or removed, and an empty text
+// is one empty line. Equal texts change nothing. exact is false when the
+// diff was too big for MaxCells and the counts are approximate.
 func Diff(old, new string) (added, removed int64, exact bool) {
 	if old == new {
 		return 0, 0, true

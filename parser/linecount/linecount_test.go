@@ -7,38 +7,12 @@ import (
 	"testing"
 )
 
-// naive counts added and removed lines by the textbook O(N·M) LCS table,
-// independently of Diff's search: removed = N − LCS, added = M − LCS.
-func naive(old, new string) (added, removed int64) {
-	var a, b []string
-	if old != "" {
-		a = strings.Split(strings.TrimSuffix(old, "\n"), "\n")
-	}
-	if new != "" {
-		b = strings.Split(strings.TrimSuffix(new, "\n"), "\n")
-	}
-	t := make([][]int, len(a)+1)
-	for i := range t {
-		t[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				t[i][j] = t[i+1][j+1] + 1
-			} else {
-				t[i][j] = max(t[i+1][j], t[i][j+1])
-			}
-		}
-	}
-	return int64(len(b) - t[0][0]), int64(len(a) - t[0][0])
-}
-
 func TestLines(t *testing.T) {
 	for _, c := range []struct {
 		s    string
 		want int64
 	}{
-		{"", 0},           // a file created empty
+		{"", 1},           // a file created empty: one empty line, as Amp shows it
 		{"\n", 1},         // one empty line
 		{"a", 1},          // no trailing newline: still a line
 		{"a\nb", 2},       // the last line lacks its newline
@@ -58,7 +32,7 @@ func TestDiffGolden(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		old, new string
-		add, rem int64 // counted by hand; the reason is in the name
+		add, rem int64 // counted by hand, checked against ampDiff; the reason is in the name
 	}{
 		{"identical", "a\nb\n", "a\nb\n", 0, 0},
 		{"one line changed", "a\nb\nc", "a\nB\nc", 1, 1},
@@ -66,11 +40,15 @@ func TestDiffGolden(t *testing.T) {
 		{"trailing space only", "a\nb", "a \nb", 1, 1},
 		{"insertion", "a\nc", "a\nb\nc", 1, 0},
 		{"deletion", "a\nb\nc", "a\nc", 0, 1},
-		{"old empty: new lines added", "", "x\ny\n", 2, 0},
-		{"new empty: old lines removed", "x\ny", "", 0, 2},
+		{"old empty, new ends with a line break: new lines added", "", "x\ny\n", 2, 0},
+		{"old empty: its empty line replaced", "", "x", 1, 1},
+		{"new empty: old lines replaced by an empty line", "x\ny", "", 1, 2},
+		{"new empty, old ends with a line break", "x\ny\n", "", 0, 2},
 		{"CRLF to LF changes every line", "a\r\nb\r\n", "a\nb\n", 2, 2},
 		{"CRLF file, one line changed", "a\r\nb\r\nc\r\n", "a\r\nB\r\nc\r\n", 1, 1},
-		{"a trailing newline added changes no line", "a\nb", "a\nb\n", 0, 0},
+		{"a last line break added: an empty last line added", "a\nb", "a\nb\n", 1, 0},
+		{"a last line break removed: an empty last line removed", "a\nb\n", "a\nb", 0, 1},
+		{"a last line break on both sides", "a\nb\n", "a\nB\n", 1, 1},
 		{"moved line: removed and added", "a\nb\nc", "b\nc\na", 1, 1},
 		{"single-line str replace", "foo(x)", "foo(x, y)", 1, 1},
 	} {
@@ -78,16 +56,17 @@ func TestDiffGolden(t *testing.T) {
 		if add != c.add || rem != c.rem || !exact {
 			t.Errorf("%s: Diff = +%d -%d exact %v, want +%d -%d", c.name, add, rem, exact, c.add, c.rem)
 		}
-		if na, nr := naive(c.old, c.new); na != c.add || nr != c.rem {
-			t.Errorf("%s: the naive LCS gives +%d -%d: the hand count is wrong", c.name, na, nr)
+		if na, nr := ampDiff(c.old, c.new); na != c.add || nr != c.rem {
+			t.Errorf("%s: ampDiff gives +%d -%d: the hand count is wrong", c.name, na, nr)
 		}
 	}
 }
 
-// TestDiffAgreesWithNaiveLCS compares Diff with the O(N·M) table on random
-// edits of small alphabets (many repeated lines: the hard case for a
-// greedy search).
-func TestDiffAgreesWithNaiveLCS(t *testing.T) {
+// TestDiffAgreesWithAmpOnRandomEdits compares Diff with ampDiff (the
+// CLI's count by the O(N·M) table) on random edits of small alphabets
+// (many repeated lines: the hard case for a greedy search), with and
+// without a last line break on either side.
+func TestDiffAgreesWithAmpOnRandomEdits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	gen := func() string {
 		var sb strings.Builder
@@ -107,9 +86,9 @@ func TestDiffAgreesWithNaiveLCS(t *testing.T) {
 	for i := range 3000 {
 		old, new := gen(), gen()
 		add, rem, exact := Diff(old, new)
-		na, nr := naive(old, new)
+		na, nr := ampDiff(old, new)
 		if add != na || rem != nr || !exact {
-			t.Fatalf("case %d: Diff(%q, %q) = +%d -%d (exact %v), naive +%d -%d", i, old, new, add, rem, exact, na, nr)
+			t.Fatalf("case %d: Diff(%q, %q) = +%d -%d (exact %v), ampDiff +%d -%d", i, old, new, add, rem, exact, na, nr)
 		}
 	}
 }
@@ -233,18 +212,24 @@ func BenchmarkDiff2MBWorstCase(b *testing.B) {
 	}
 }
 
-// FuzzDiff checks invariants any line diff keeps.
+// FuzzDiff compares Diff with ampDiff, the CLI's own count, on small
+// inputs, and checks invariants any line diff keeps on all.
 func FuzzDiff(f *testing.F) {
 	f.Add("a\nb\nc", "a\nB\nc")
 	f.Add("", "x\n")
+	f.Add("", "x")
+	f.Add("a\nb", "a\nb\n")
 	f.Add("a\r\nb", "a\nb")
 	f.Fuzz(func(t *testing.T, old, new string) {
 		add, rem, exact := Diff(old, new)
-		if add < 0 || rem < 0 || add > Lines(new) || rem > Lines(old) {
-			t.Fatalf("Diff = +%d -%d for %d → %d lines", add, rem, Lines(old), Lines(new))
+		// The lines Amp sees: JavaScript's split gives one more than the
+		// "\n"s.
+		jsLines := func(s string) int64 { return int64(strings.Count(s, "\n")) + 1 }
+		if add < 0 || rem < 0 || add > jsLines(new) || rem > jsLines(old) {
+			t.Fatalf("Diff = +%d -%d for %d → %d lines", add, rem, jsLines(old), jsLines(new))
 		}
-		if Lines(old)-rem != Lines(new)-add {
-			t.Fatalf("unchanged lines differ: %d-%d vs %d-%d", Lines(old), rem, Lines(new), add)
+		if jsLines(old)-rem != jsLines(new)-add {
+			t.Fatalf("unchanged lines differ: %d-%d vs %d-%d", jsLines(old), rem, jsLines(new), add)
 		}
 		if a, r, _ := Diff(old, old); a != 0 || r != 0 {
 			t.Fatalf("identical = +%d -%d", a, r)
@@ -252,10 +237,13 @@ func FuzzDiff(f *testing.F) {
 		if a, r, e := Diff(new, old); a != rem || r != add || e != exact {
 			t.Fatalf("swapped = +%d -%d, want +%d -%d", a, r, rem, add)
 		}
-		if len(old) < 200 && len(new) < 200 && exact {
-			if na, nr := naive(old, new); na != add || nr != rem {
-				t.Fatalf("naive LCS +%d -%d, Diff +%d -%d", na, nr, add, rem)
+		if len(old) < 200 && len(new) < 200 {
+			if aa, ar := ampDiff(old, new); !exact || aa != add || ar != rem {
+				t.Fatalf("Diff(%q, %q) = +%d -%d (exact %v), Amp +%d -%d", old, new, add, rem, exact, aa, ar)
 			}
+		}
+		if Lines(old) != ampLines(old) {
+			t.Fatalf("Lines(%q) = %d, Amp %d", old, Lines(old), ampLines(old))
 		}
 		pa, pr := Patch(old)
 		if pa > Lines(old) || pr > Lines(old) || pa < 0 || pr < 0 {
@@ -264,9 +252,10 @@ func FuzzDiff(f *testing.F) {
 	})
 }
 
-// TestMyersAgreesWithNaiveLCS: Diff takes the bit-parallel path for small
-// edits, so Myers' search is checked here on its own.
-func TestMyersAgreesWithNaiveLCS(t *testing.T) {
+// TestMyersAgreesWithAmp: Diff takes the bit-parallel path for small
+// edits, so Myers' search and the two LCS are checked here on their own
+// against ampDiff (whose table is the textbook LCS).
+func TestMyersAgreesWithAmp(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 3000 {
 		var a, b []string
@@ -277,15 +266,15 @@ func TestMyersAgreesWithNaiveLCS(t *testing.T) {
 			b = append(b, string(rune('a'+r.IntN(4))))
 		}
 		d, ok := myers(a, b, MaxCells)
-		na, nr := naive(strings.Join(a, "\n"), strings.Join(b, "\n"))
+		na, nr := ampDiff(strings.Join(a, "\n"), strings.Join(b, "\n"))
 		if !ok || int64(d) != na+nr {
-			t.Fatalf("case %d: myers(%q, %q) = %d, naive +%d -%d", i, a, b, d, na, nr)
+			t.Fatalf("case %d: myers(%q, %q) = %d, ampDiff +%d -%d", i, a, b, d, na, nr)
 		}
 		if l := lcsBits(a, b); l != len(b)-int(na) {
-			t.Fatalf("case %d: lcsBits(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
+			t.Fatalf("case %d: lcsBits(%q, %q) = %d, Amp's LCS %d", i, a, b, l, len(b)-int(na))
 		}
 		if l := lcsWord(a, b); l != len(b)-int(na) {
-			t.Fatalf("case %d: lcsWord(%q, %q) = %d, naive LCS %d", i, a, b, l, len(b)-int(na))
+			t.Fatalf("case %d: lcsWord(%q, %q) = %d, Amp's LCS %d", i, a, b, l, len(b)-int(na))
 		}
 	}
 }

@@ -88,15 +88,17 @@ func TestLinesOfEveryEditTool(t *testing.T) {
 			map[string]any{"diff": "```diff\n...```", "lineRange": []any{1, 3}}},
 		// Two lines replaced by three, one kept: a, b → a, B, C: +2 -1.
 		{"edit_file", map[string]any{"path": "/b.go", "old_str": "a\nb\n", "new_str": "a\nB\nC\n"}, "done", nil},
-		// A file created empty: 0 lines.
+		// A file created empty: 1 line, as Amp's row shows it (the
+		// content split on "\n" is one empty line).
 		{"create_file", map[string]any{"path": "/empty", "content": ""}, "done", "Successfully created file /empty"},
 		// A CRLF file of three lines, the last without a line break: +3.
 		{"create_file", map[string]any{"path": "/crlf.txt", "content": "one\r\ntwo\r\nthree"}, "done", map[string]any{"message": "ok"}},
 		// The patch above: +3 -2. Its result claims other counts
 		// (additions 40, deletions 7 for the deleted file): the input
-		// wins, as in Amp's UI, which counts from the tool input; the
-		// result's counts also cover a deleted file's whole length and
-		// count a binary file as 1/1.
+		// wins. Amp's row would show the result's counts; the exporter
+		// keeps one rule for every source, since the result's counts
+		// cover a deleted file's whole length and count a binary file
+		// as 1/1, which no input can say (docs/counting.md).
 		{"apply_patch", map[string]any{"patchText": patch}, "done", map[string]any{"files": []any{
 			map[string]any{"uri": "file:///docs/new.md", "type": "add", "additions": 40, "deletions": 0},
 			map[string]any{"uri": "file:///src/gone.go", "type": "delete", "additions": 0, "deletions": 7},
@@ -114,7 +116,7 @@ func TestLinesOfEveryEditTool(t *testing.T) {
 	lines, _ := lineTotals(t, data)
 	want := map[string]int64{
 		"Edit/added": 1 + 2, "Edit/removed": 1 + 1,
-		"Write/added": 0 + 3, "Write/removed": 0,
+		"Write/added": 1 + 3, "Write/removed": 0,
 		"apply_patch/added": 3, "apply_patch/removed": 2,
 	}
 	if fmt.Sprint(lines) != fmt.Sprint(want) {
