@@ -23,7 +23,6 @@ import (
 	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/app"
-	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
@@ -105,27 +104,11 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		return fmt.Errorf("--from %s is not before --until %s", from.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
 
-	env := config.OSEnv()
-	cfg, err := config.Load(f.configFile, env)
+	cc, err := loadCounting(f.configFile)
 	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return err
 	}
-	embedded, err := pricing.Embedded(nil)
-	if err != nil {
-		return fmt.Errorf("embedded price table: %w", err)
-	}
-	pricer, err := app.BuildPricer(cfg.Pricing, embedded)
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	// The repository label as the live exporter has it: the switch and
-	// the rules of the same configuration.
-	rules, err := cfg.RepositoryMapper()
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	repos := ampstore.NewRepositories(nil)
-	repos.Set(cfg.Labels.Repository, rules)
+	cfg, env, pricer, repos := cc.cfg, cc.env, cc.pricer, cc.repos
 	bf, err := backfill.New(backfill.Options{
 		Until:        until,
 		Step:         b.step,

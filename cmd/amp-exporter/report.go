@@ -17,8 +17,6 @@ import (
 	"github.com/prometheus/common/promslog"
 
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/app"
-	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/report"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -97,25 +95,11 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.ccusageCfg != "" {
 		logger.Warn("--config (ccusage's configuration file) is not read: the report's settings come from --config.file")
 	}
-	env := config.OSEnv()
-	cfg, err := config.Load(f.configFile, env)
+	cc, err := loadCounting(f.configFile)
 	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return err
 	}
-	embedded, err := pricing.Embedded(nil)
-	if err != nil {
-		return fmt.Errorf("embedded price table: %w", err)
-	}
-	pricer, err := app.BuildPricer(cfg.Pricing, embedded)
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	rules, err := cfg.RepositoryMapper()
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	repos := ampstore.NewRepositories(nil)
-	repos.Set(cfg.Labels.Repository, rules)
+	cfg, env, pricer, repos := cc.cfg, cc.env, cc.pricer, cc.repos
 	cachePath := ""
 	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
 		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
