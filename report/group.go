@@ -107,7 +107,7 @@ func Build(entries []Entry, o Options) (*Report, error) {
 	for i := range entries {
 		e := &entries[i]
 		if e.Start == Undated {
-			r.Undated.add(e.Usage)
+			r.Undated.Add(e.Usage)
 			continue
 		}
 		day := time.UnixMilli(e.Start).In(o.Location).Format("2006-01-02")
@@ -127,7 +127,7 @@ func Build(entries []Entry, o Options) (*Report, error) {
 			byKey[key] = p
 			r.Periods = append(r.Periods, p)
 		}
-		p.add(e.Usage)
+		p.Add(e.Usage)
 		p.First, p.Last = min(p.First, e.Start), max(p.Last, e.Start)
 		m := p.Models[e.Model]
 		if m == nil {
@@ -135,13 +135,13 @@ func Build(entries []Entry, o Options) (*Report, error) {
 			p.Models[e.Model] = m
 			p.order = append(p.order, e.Model)
 		}
-		m.add(e.Usage)
+		m.Add(e.Usage)
 		rp := p.Repos[e.Repo]
 		if rp == nil {
 			rp = &Usage{}
 			p.Repos[e.Repo] = rp
 		}
-		rp.add(e.Usage)
+		rp.Add(e.Usage)
 	}
 	if o.Kind == Session {
 		// Threads by id, as ccusage lists them (Amp's ids are UUIDv7:
@@ -161,7 +161,7 @@ func Build(entries []Entry, o Options) (*Report, error) {
 		slices.SortFunc(r.Periods, func(a, b *Period) int { return cmp.Compare(a.Key, b.Key) })
 	}
 	for _, p := range r.Periods {
-		r.Totals.add(p.Usage)
+		r.Totals.Add(p.Usage)
 	}
 	return r, nil
 }

@@ -2,60 +2,27 @@ package report
 
 import (
 	"cmp"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/amp-exporter/amp-exporter/backfill"
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// Bucket is the ledger's unit of time. Every zone offset in use is a
-// multiple of it, so a day in any zone is a whole number of buckets.
-const Bucket = 15 * time.Minute
+// Bucket is the ledger's unit of time (ledger.Bucket).
+const Bucket = ledger.Bucket
 
-// Undated is the bucket of usage that carries no time at all (an item of a
-// thread without any timestamp): it is in the totals of the exporter's
-// counters but in no period.
-const Undated = math.MinInt64
+// Undated is the Start of usage without any time (ledger.Undated).
+const Undated = ledger.Undated
 
-// Usage is what was spent: tokens by type, credits in nano-credits and the
-// estimated cost in 1e-10 USD (the stores' fixed point: sums are exact
-// whatever order they are made in).
-type Usage struct {
-	Input, Output, CacheCreation, CacheRead int64
-	Credits                                 int64 // 1e-9 credits
-	Cost                                    int64 // 1e-10 USD
-}
+// Usage is what was spent (ledger.Usage).
+type Usage = ledger.Usage
 
-// add adds u to v.
-func (v *Usage) add(u Usage) {
-	v.Input += u.Input
-	v.Output += u.Output
-	v.CacheCreation += u.CacheCreation
-	v.CacheRead += u.CacheRead
-	v.Credits += u.Credits
-	v.Cost += u.Cost
-}
-
-// Tokens is the sum of the four token types (ccusage's totalTokens).
-func (v Usage) Tokens() int64 { return v.Input + v.Output + v.CacheCreation + v.CacheRead }
-
-// Entry is one row of the ledger: what one thread spent on one model in
-// one bucket.
-type Entry struct {
-	// Start is the bucket's start, epoch ms (UTC), or Undated.
-	Start   int64
-	Session string
-	Model   string
-	// Repo is the thread's repository as the exporter's repository label
-	// gives it; "" for none (or with the label off).
-	Repo string
-	Usage
-}
+// Entry is one row of the ledger (ledger.Entry).
+type Entry = ledger.Entry
 
 type entryKey struct {
 	start                int64
@@ -108,7 +75,7 @@ func (l *Ledger) AddThread(tg backfill.ThreadGrowth) {
 		}
 		k := entryKey{g.At, session, g.Key.L1, g.Key.Repo}
 		if r := l.rows[k]; r != nil {
-			r.add(u)
+			r.Add(u)
 		} else {
 			l.rows[k] = &u
 		}
@@ -121,7 +88,7 @@ func (l *Ledger) Add(e Entry) {
 	defer l.mu.Unlock()
 	k := entryKey{e.Start, e.Session, e.Model, e.Repo}
 	if r := l.rows[k]; r != nil {
-		r.add(e.Usage)
+		r.Add(e.Usage)
 	} else {
 		u := e.Usage
 		l.rows[k] = &u
