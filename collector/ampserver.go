@@ -28,6 +28,7 @@ type AmpServerMetrics struct {
 	entReset  *prometheus.GaugeVec
 	mu        sync.Mutex
 	window    string
+	last      *Entitlement // the window last set, for the spend summary
 	synced    atomic.Bool
 }
 
@@ -119,6 +120,9 @@ func (m *AmpServerMetrics) SetEntitlement(e Entitlement) {
 	w := sanitizeWindow(e.Window)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	last := e
+	last.Window = w
+	m.last = &last
 	if w != m.window {
 		for _, v := range []*prometheus.GaugeVec{m.entLimit, m.entRemain, m.entUsed, m.entReset} {
 			v.Reset()
@@ -136,6 +140,18 @@ func (m *AmpServerMetrics) SetEntitlement(e Entitlement) {
 	if !e.ResetsAt.IsZero() {
 		m.entReset.WithLabelValues(w).Set(float64(e.ResetsAt.UnixMilli()) / 1000)
 	}
+}
+
+// Entitlement is the window last set (its name sanitized as on the
+// series), nil before the server reported one.
+func (m *AmpServerMetrics) Entitlement() *Entitlement {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return nil
+	}
+	e := *m.last
+	return &e
 }
 
 // sanitizeWindow keeps a window name short and plain; anything else is

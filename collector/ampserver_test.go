@@ -71,6 +71,9 @@ amp_messages_total{role="user",source="threads"} 1
 func TestServerMetricsEntitlement(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := NewAmpServerMetrics(reg, []string{"listThreads"})
+	if e := m.Entitlement(); e != nil {
+		t.Errorf("an entitlement before any was set: %+v", e)
+	}
 	limit, used := 10.0, 0.85
 	m.SetEntitlement(Entitlement{Window: "daily", LimitUSD: &limit, UsedRatio: &used})
 	m.SetEntitlement(Entitlement{Window: "weekly window!", LimitUSD: &limit})
@@ -81,6 +84,10 @@ amp_entitlement_limit_usd{window="other"} 10
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "amp_entitlement_limit_usd", "amp_entitlement_used_ratio"); err != nil {
 		t.Fatal(err)
+	}
+	// The spend summary reads the window last set, as the series show it.
+	if e := m.Entitlement(); e == nil || e.Window != "other" || *e.LimitUSD != 10 || e.UsedRatio != nil {
+		t.Errorf("Entitlement() = %+v", e)
 	}
 }
 

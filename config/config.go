@@ -39,6 +39,9 @@ type Config struct {
 	// Labels and Repositories: the repository label (repositories.go).
 	Labels       LabelsConfig     `yaml:"labels"`
 	Repositories []RepositoryRule `yaml:"repositories"`
+
+	// Ledger: the zone the spend is shown in (ledger.go).
+	Ledger LedgerConfig `yaml:"ledger"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -236,6 +239,8 @@ var sectionOf = map[string]string{
 	// labels, repositories (repositories.go)
 	"LabelsConfig":   "labels",
 	"RepositoryRule": "a repositories entry",
+	// ledger (ledger.go)
+	"LedgerConfig": "ledger",
 }
 
 func decode(data []byte, cfg *Config, doc *document) error {
@@ -288,6 +293,7 @@ func (c *Config) resolve(env Env) error {
 	c.resolveRemoteWrite(&errs)
 	c.resolveAmpServer(env, &errs)
 	c.resolveRepositories(&errs)
+	c.resolveLedger(&errs)
 	if f := c.Pricing.File; f != "" {
 		if f == "~" || strings.HasPrefix(f, "~/") {
 			f = filepath.Join(env.Home, strings.TrimPrefix(f, "~"))

@@ -15,6 +15,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/spend"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -23,6 +24,7 @@ import (
 // the owners shared with the local stores, and the syncer.
 type ampServerSource struct {
 	store   *ampstore.ThreadStore
+	metrics *collector.AmpServerMetrics
 	owners  *ampstore.Owners
 	syncer  *ampserver.Syncer
 	client  *ampserver.Client
@@ -94,7 +96,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 	local.SetClaim(owners, ampstore.SourceThreads)
 	streams.EnableAmpServerDedupe(owners)
 	amp.SetAmpServerStore(store)
-	src := &ampServerSource{store: store, owners: owners, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
+	src := &ampServerSource{store: store, metrics: sm, owners: owners, client: client, keyFrom: key.Where, urlFrom: a.URLFrom,
 		log: logger, firstScan: make(chan struct{})}
 	syncer := ampserver.NewSyncer(client, ampserver.SyncConfig{
 		Interval:        time.Duration(a.SyncInterval),
@@ -161,4 +163,17 @@ func (s *ampServerSource) threadStore() *ampstore.ThreadStore {
 		return nil
 	}
 	return s.store
+}
+
+// entitlement is the Amp account's entitlement window as the server last
+// reported it; nil when unknown or when the source is off.
+func (s *ampServerSource) entitlement() *spend.Entitlement {
+	if s == nil {
+		return nil
+	}
+	e := s.metrics.Entitlement()
+	if e == nil {
+		return nil
+	}
+	return &spend.Entitlement{Window: e.Window, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD, UsedRatio: e.UsedRatio, ResetsAt: e.ResetsAt}
 }

@@ -87,7 +87,9 @@ type App struct {
 	// remote-write); scanned and streamsRead each source's own, which
 	// also let its families onto /metrics (docs/running.md).
 	ready, scanned, streamsRead atomic.Bool
-	reloads                     chan reloadRequest
+	// zone is ledger.timezone, set by its apply step.
+	zone    atomic.Pointer[time.Location]
+	reloads chan reloadRequest
 
 	mu      sync.RWMutex
 	current *config.Config
@@ -279,6 +281,12 @@ func (a *App) applySteps() []applyStep {
 		}},
 	}
 	steps = append(steps, a.repositorySteps()...)
+	steps = append(steps, applyStep{name: "ledger", apply: func(cfg *config.Config) error {
+		// The spend's days are taken in this zone from the next request on;
+		// the ledger itself is in UTC buckets and does not change.
+		a.zone.Store(cfg.Ledger.Location())
+		return nil
+	}})
 	for _, s := range a.sources {
 		steps = append(steps, applyStep{name: s.Name(), apply: s.Apply})
 	}
@@ -411,6 +419,12 @@ func (a *App) buildWeb() error {
 			threads:     storeThreads(a.threads, a.ampServer.threadStore()),
 			shown:       a.amp.Ready,
 		}),
+		spend: &spendInputs{
+			ledger:      a.ledgerReader(),
+			zone:        a.zone.Load,
+			entitlement: a.ampServer.entitlement,
+			now:         time.Now,
+		},
 	}); err != nil {
 		return fmt.Errorf("cannot set up HTTP routes: %w", err)
 	}

@@ -32,6 +32,9 @@ type routeDeps struct {
 	// makes every request authenticate. Nil means loopback only.
 	remoteWrites func() bool
 	sources      []landing.Provider // the landing page's rows
+	// spend serves /api/ledger, /api/spend and the landing page's spend
+	// section; nil: none of them.
+	spend *spendInputs
 }
 
 // IngestPath is where stream-json lines are POSTed.
@@ -93,6 +96,13 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 			d.ingest.ServeHTTP(w, r)
 		})
 	}
+	if d.spend != nil {
+		// Reading only, under the same TLS and authentication as /metrics
+		// (the toolkit serves this mux); each ledger response copies the
+		// whole ledger, so few are written at once.
+		mux.Handle(LedgerPath, limitInFlight(maxLedgerRequests, ledgerHandler(*d.spend)))
+		mux.Handle(SpendPath, limitInFlight(d.maxRequests, spendHandler(*d.spend)))
+	}
 	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, d.config())
@@ -112,6 +122,9 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		}, gatherer, nil, d.sources...)
 		if err != nil {
 			return fmt.Errorf("landing page: %w", err)
+		}
+		if d.spend != nil {
+			page.SetSpend(d.spend.summary)
 		}
 		// The page gathers the whole registry, as a scrape does: the same
 		// bound applies, with slots of its own so it never locks scrapes out.

@@ -4,7 +4,8 @@
 //
 // Sources plug in as Providers: a function from a snapshot of the
 // exporter's metrics to the rows of that source. The page is plain HTML
-// (html/template), no JavaScript.
+// (html/template), no JavaScript; the spend section's chart is an inline
+// SVG drawn here.
 package landing
 
 import (
@@ -17,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/amp-exporter/amp-exporter/internal/spend"
 )
 
 // SourceStatus is one row of the table.
@@ -122,7 +125,13 @@ type Page struct {
 	gatherer   prometheus.Gatherer
 	providers  []Provider
 	now        func() time.Time
+	// spend, when set, sums the usage ledger for the spend section.
+	spend func() spend.Summary
 }
+
+// SetSpend shows the spend section above the sources, summed by f at
+// every request (call before serving).
+func (p *Page) SetSpend(f func() spend.Summary) { p.spend = f }
 
 // New builds the page from the toolkit's configuration (its links, name,
 // version) and the providers, in the order their rows appear. Metrics
@@ -132,7 +141,7 @@ func New(cfg web.LandingConfig, g prometheus.Gatherer, now func() time.Time, pro
 		return nil, fmt.Errorf("landing: ExtraHTML already holds the marker")
 	}
 	cfg.ExtraHTML = marker + cfg.ExtraHTML
-	cfg.ExtraCSS += css
+	cfg.ExtraCSS += css + spendCSS + chartCSS()
 	toolkit, err := web.NewLandingPage(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("landing page: %w", err)
@@ -175,6 +184,12 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	buf.Write(p.head)
+	if p.spend != nil {
+		if err := renderSpend(&buf, p.spend()); err != nil {
+			http.Error(w, "cannot render the landing page: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	rows := p.Rows()
 	if err := table.Execute(&buf, struct {
 		Rows    []SourceStatus

@@ -1,0 +1,149 @@
+package landing
+
+import (
+	"bytes"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/amp-exporter/amp-exporter/internal/spend"
+	"github.com/amp-exporter/amp-exporter/ledger"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.html")
+
+// golden compares got with testdata/name (rewritten with -update).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -run %s -update to accept):\n%s", name, t.Name(), got)
+	}
+}
+
+// spendFixture is a summary of a few days in Kathmandu (+05:45): two
+// models, one with a name that is HTML, a repository with an ampersand,
+// usage without time, bills and an entitlement.
+func spendFixture(t *testing.T, bills bool) spend.Summary {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Kathmandu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 2, 15, 0, 0, 0, loc)
+	entry := func(daysBack int, model, repo string, cents int64) ledger.Entry {
+		at := time.Date(2026, 12, 2-daysBack, 10, 0, 0, 0, loc).UnixMilli()
+		return ledger.Entry{Start: ledger.StartOf(at), Session: "T-1", Model: model, Repo: repo, Usage: ledger.Usage{Cost: cents * 1e8}}
+	}
+	in := spend.Input{Location: loc, Now: now, Entries: []ledger.Entry{
+		entry(0, "claude-sonnet-4-5", "github.com/acme/web", 123),
+		entry(0, `<script>alert("m")</script>`, `gitlab.example.com/a&b`, 45),
+		entry(1, "claude-sonnet-4-5", "", 1001),
+		entry(8, "gpt-5", "github.com/acme/web", 250),
+		entry(29, "claude-sonnet-4-5", "github.com/acme/web", 7),
+		{Start: ledger.Undated, Session: "T-2", Model: "gpt-5", Usage: ledger.Usage{Cost: 5e8}},
+	}}
+	if bills {
+		day := func(back int) int64 { return time.Date(2026, 12, 2-back, 0, 0, 0, 0, loc).UnixMilli() }
+		in.BillsKnown = true
+		in.Bills = []ledger.Bill{{Start: day(0), End: day(-1), Session: "T-1", USD: 99e8}, {Start: day(1), End: day(0), Session: "T-1", USD: 800e8}}
+		limit, left, used := 100.0, 12.5, 0.875
+		in.Entitlement = &spend.Entitlement{Window: "monthly", LimitUSD: &limit, RemainingUSD: &left, UsedRatio: &used,
+			ResetsAt: now.Add(49*time.Hour + 30*time.Minute)}
+	}
+	return spend.Summarize(in)
+}
+
+func TestSpendSectionGolden(t *testing.T) {
+	for _, tt := range []struct {
+		file  string
+		bills bool
+	}{{"spend.golden.html", true}, {"spend-estimated.golden.html", false}} {
+		t.Run(tt.file, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := renderSpend(&b, spendFixture(t, tt.bills)); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.file, b.Bytes())
+			out := b.String()
+			if strings.Contains(out, "<script") || strings.Contains(out, "a&b") {
+				t.Errorf("data is not escaped")
+			}
+			if !strings.Contains(out, "&lt;script&gt;") || !strings.Contains(out, "a&amp;b") {
+				t.Errorf("the escaped model or repository is missing")
+			}
+		})
+	}
+}
+
+// Nothing spent: the chart is still drawn (an empty axis), with no
+// legend and no repository table.
+func TestSpendSectionEmpty(t *testing.T) {
+	var b bytes.Buffer
+	s := spend.Summarize(spend.Input{Location: time.UTC, Now: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)})
+	if err := renderSpend(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Count(out, `<g class="day"`) != spend.ChartDays || strings.Contains(out, "<rect") || strings.Contains(out, `class="legend"`) || strings.Contains(out, "spend-repositories") {
+		t.Errorf("empty section:\n%s", out)
+	}
+	if !strings.Contains(out, `id="spend-today" data-usd="0">$0.00<`) {
+		t.Errorf("today is not $0.00:\n%s", out)
+	}
+}
+
+// The page serves the section above the sources, with no script and no
+// external reference.
+func TestPageShowsSpend(t *testing.T) {
+	p, err := New(web.LandingConfig{Name: "amp-exporter", Profiling: "false"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetSpend(func() spend.Summary { return spendFixture(t, true) })
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	out := rec.Body.String()
+	if i, j := strings.Index(out, "<h3>Spend</h3>"), strings.Index(out, "<h3>Sources</h3>"); i < 0 || j < i {
+		t.Fatalf("spend section at %d, sources at %d", i, j)
+	}
+	if m := regexp.MustCompile(`(?i)<script|javascript:|href="http|src=`).FindString(out); m != "" {
+		t.Errorf("the page holds a script or an external reference: %q", m)
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0, 1}, {0.003, 0.005}, {1, 1}, {1.01, 2}, {2.2, 2.5}, {7, 10}, {10.02, 20}, {480, 500}} {
+		if got := niceCeil(c.in); got != c.want {
+			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestUntil(t *testing.T) {
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{-time.Hour, "now"}, {90 * time.Second, "2m"}, {3*time.Hour + 5*time.Minute, "3h 5m"}, {49*time.Hour + 30*time.Minute, "2d 1h"}} {
+		if got := Until(now.Add(c.d), now); got != c.want {
+			t.Errorf("Until(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}

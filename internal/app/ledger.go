@@ -1,0 +1,54 @@
+package app
+
+import (
+	"github.com/amp-exporter/amp-exporter/ledger"
+	ampstore "github.com/amp-exporter/amp-exporter/store"
+)
+
+// storesLedger is the exporter's ledger: the rows of the thread-file store
+// and of the Amp server's (a thread is counted by one of them only), and
+// the server's bills.
+type storesLedger struct {
+	stores []*ampstore.ThreadStore
+	// server is the Amp server's store, nil when that source is off.
+	server *ampstore.ThreadStore
+}
+
+// ledgerReader reads the stores' ledgers.
+func (a *App) ledgerReader() LedgerReader {
+	l := storesLedger{stores: []*ampstore.ThreadStore{a.threads}, server: a.ampServer.threadStore()}
+	if l.server != nil {
+		l.stores = append(l.stores, l.server)
+	}
+	return l
+}
+
+// rowsOf and billsOf read what a store keeps, once it keeps it.
+type rowsOf interface{ Ledger() []ledger.Entry }
+type billsOf interface{ Bills() []ledger.Bill }
+
+func (l storesLedger) Ledger() []ledger.Entry {
+	var out []ledger.Entry
+	for _, st := range l.stores {
+		if r, ok := any(st).(rowsOf); ok {
+			out = append(out, r.Ledger()...)
+		}
+	}
+	return out
+}
+
+// Bills are the server's: nil (unknown) while that source is off or its
+// store keeps none.
+func (l storesLedger) Bills() []ledger.Bill {
+	if l.server == nil {
+		return nil
+	}
+	b, ok := any(l.server).(billsOf)
+	if !ok {
+		return nil
+	}
+	if bills := b.Bills(); bills != nil {
+		return bills
+	}
+	return []ledger.Bill{}
+}

@@ -1,0 +1,68 @@
+package spend
+
+import "time"
+
+// JSONVersion is the version of /api/spend's JSON; a field is never
+// renamed or given another meaning without a new version.
+const JSONVersion = 1
+
+// JSON is what /api/spend serves: the periods' figures, worked out by the
+// exporter so that a statusline only prints them.
+type JSON struct {
+	Version int `json:"version"`
+	// Timezone is the zone the days and months are taken in.
+	Timezone string `json:"timezone"`
+	// Now is when the summary was made (RFC 3339, in that zone).
+	Now   time.Time  `json:"now"`
+	Today PeriodJSON `json:"today"`
+	Last7 PeriodJSON `json:"last_7_days"`
+	Month PeriodJSON `json:"month"`
+	// Entitlement is absent when the Amp server source has reported none.
+	Entitlement *EntitlementJSON `json:"entitlement,omitempty"`
+}
+
+// PeriodJSON is what was spent since From (YYYY-MM-DD) until now.
+type PeriodJSON struct {
+	From         string  `json:"from"`
+	EstimatedUSD float64 `json:"estimated_usd"`
+	// BilledUSD is absent when the exporter knows no bills.
+	BilledUSD *float64 `json:"billed_usd,omitempty"`
+}
+
+// EntitlementJSON is the Amp account's current entitlement window.
+type EntitlementJSON struct {
+	Window       string     `json:"window"`
+	LimitUSD     *float64   `json:"limit_usd,omitempty"`
+	RemainingUSD *float64   `json:"remaining_usd,omitempty"`
+	UsedRatio    *float64   `json:"used_ratio,omitempty"`
+	ResetsAt     *time.Time `json:"resets_at,omitempty"`
+}
+
+// JSON is the summary as /api/spend serves it.
+func (s Summary) JSON() JSON {
+	j := JSON{
+		Version:  JSONVersion,
+		Timezone: s.Location.String(),
+		Now:      s.Now.In(s.Location).Truncate(time.Second),
+		Today:    period(s.TodayDate, s.Today),
+		Last7:    period(s.Last7From, s.Last7),
+		Month:    period(s.MonthFrom, s.Month),
+	}
+	if e := s.Entitlement; e != nil {
+		j.Entitlement = &EntitlementJSON{Window: e.Window, LimitUSD: e.LimitUSD, RemainingUSD: e.RemainingUSD, UsedRatio: e.UsedRatio}
+		if !e.ResetsAt.IsZero() {
+			t := e.ResetsAt.In(s.Location).Truncate(time.Second)
+			j.Entitlement.ResetsAt = &t
+		}
+	}
+	return j
+}
+
+func period(from string, a Amount) PeriodJSON {
+	p := PeriodJSON{From: from, EstimatedUSD: USD(a.Estimated)}
+	if a.Billed != nil {
+		v := USD(*a.Billed)
+		p.BilledUSD = &v
+	}
+	return p
+}
