@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,6 +37,7 @@ type reportFlags struct {
 	compact      bool
 	cost         bool
 	ccusageCfg   string
+	exporter     string
 }
 
 // addReportCommand declares the report subcommands.
@@ -58,6 +61,8 @@ func addReportCommand(app *kingpin.Application, r *reportFlags) {
 	cmd.Flag("config", "Accepted for ccusage's scripts and not read (one warning): ccusage's own configuration file; the report's settings come from --config.file.").
 		PlaceHolder("FILE").StringVar(&r.ccusageCfg)
 	cmd.Flag("color", "Draw the table in color (--no-color: never; default: on a terminal, unless NO_COLOR is set).").IsSetByUser(&r.colorSet).BoolVar(&r.color)
+	cmd.Flag("exporter", "Ask the running exporter at this URL (e.g. http://localhost"+DefaultListenAddress+") for its ledger instead of reading the sources; the same report. "+
+		"A user and password in the URL are sent as basic auth.").PlaceHolder("URL").StringVar(&r.exporter)
 	cmd.Command("daily", "Usage per day (the default).").Default()
 	cmd.Command("monthly", "Usage per month.")
 	cmd.Command("session", "Usage per thread.")
@@ -92,6 +97,15 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := promslog.New(f.log)
+	if r.exporter != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		l, _, err := report.FetchLedger(ctx, &http.Client{Timeout: exporterTimeout}, r.exporter)
+		if err != nil {
+			return err
+		}
+		return printReport(l.Entries(), opts, r, logger, stdout)
+	}
 	if r.ccusageCfg != "" {
 		logger.Warn("--config (ccusage's configuration file) is not read: the report's settings come from --config.file")
 	}
@@ -139,7 +153,16 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if n := st.Later; n > 0 {
 		logger.Warn("items stamped after now are left out of the report", "items", n)
 	}
-	rep, err := report.Build(ledger.Entries(), opts)
+	return printReport(ledger.Entries(), opts, r, logger, stdout)
+}
+
+// exporterTimeout bounds `report --exporter`'s request, the whole ledger
+// read included.
+const exporterTimeout = 5 * time.Minute
+
+// printReport groups the ledger's rows and prints the report.
+func printReport(entries []report.Entry, opts report.Options, r reportFlags, logger *slog.Logger, stdout io.Writer) error {
+	rep, err := report.Build(entries, opts)
 	if err != nil {
 		return err
 	}
