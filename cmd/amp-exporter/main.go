@@ -56,6 +56,7 @@ type flags struct {
 	log           *promslog.Config
 	backfill      backfillFlags
 	report        reportFlags
+	statusline    statuslineFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
@@ -85,8 +86,9 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 		Default(fmt.Sprint(defaultIngestAttempts)).IntVar(&f.ingest.maxAttempts)
 	ingest.Flag("retry.max-wait", "Longest wait before one retry, whatever Retry-After says.").
 		Default(defaultIngestMaxWait.String()).DurationVar(&f.ingest.maxWait)
-	addBackfillCommand(cli, &f.backfill) // backfill.go
-	addReportCommand(cli, &f.report)     // report.go
+	addBackfillCommand(cli, &f.backfill)     // backfill.go
+	addReportCommand(cli, &f.report)         // report.go
+	addStatuslineCommand(cli, &f.statusline) // statusline.go
 	cli.Version(version.Print("amp-exporter"))
 	cli.HelpFlag.Short('h')
 	exited := false
@@ -111,6 +113,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.command == "ingest" {
 		return runIngest(f.ingest, os.Stdin, stdout, stderr)
+	}
+	if f.command == "statusline" {
+		return runStatusline(f.statusline, stdout)
 	}
 	if f.command == "backfill" {
 		return runBackfill(f, stdout, stderr)

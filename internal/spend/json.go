@@ -1,6 +1,9 @@
 package spend
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // JSONVersion is the version of /api/spend's JSON; a field is never
 // renamed or given another meaning without a new version.
@@ -65,4 +68,22 @@ func period(from string, a Amount) PeriodJSON {
 		p.BilledUSD = &v
 	}
 	return p
+}
+
+// Until says how long until t from now, in days and hours, hours and
+// minutes, or minutes ("now" when past).
+func Until(t, now time.Time) string {
+	d := t.Sub(now)
+	if d <= 0 {
+		return "now"
+	}
+	d = d.Round(time.Minute)
+	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case days > 0:
+		return strconv.Itoa(days) + "d " + strconv.Itoa(hours) + "h"
+	case hours > 0:
+		return strconv.Itoa(hours) + "h " + strconv.Itoa(mins) + "m"
+	}
+	return strconv.Itoa(mins) + "m"
 }

@@ -3,7 +3,6 @@ package landing
 import (
 	"html/template"
 	"io"
-	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/spend"
 )
@@ -85,7 +84,7 @@ func view(s spend.Summary) spendView {
 		}
 		if !e.ResetsAt.IsZero() {
 			ev.ResetsAt = e.ResetsAt.In(s.Location).Format("2006-01-02 15:04 MST")
-			ev.ResetIn = Until(e.ResetsAt, s.Now)
+			ev.ResetIn = spend.Until(e.ResetsAt, s.Now)
 		}
 		v.Ent = ev
 	}
@@ -103,24 +102,6 @@ func trimZero(v float64) string {
 		return s[:len(s)-2]
 	}
 	return s
-}
-
-// Until says how long until t from now, in days and hours, hours and
-// minutes, or minutes ("now" when past).
-func Until(t, now time.Time) string {
-	d := t.Sub(now)
-	if d <= 0 {
-		return "now"
-	}
-	d = d.Round(time.Minute)
-	days, hours, mins := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case days > 0:
-		return itoa(days) + "d " + itoa(hours) + "h"
-	case hours > 0:
-		return itoa(hours) + "h " + itoa(mins) + "m"
-	}
-	return itoa(mins) + "m"
 }
 
 var spendSection = chartTemplate(template.New("spend").Funcs(template.FuncMap{})).New("section")
