@@ -190,4 +190,3 @@ func chartTemplate(t *template.Template) *template.Template {
 }
 
 func formatFloat1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-
