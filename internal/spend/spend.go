@@ -57,6 +57,8 @@ type Day struct {
 	// Start is the day's first instant.
 	Start time.Time
 	Amount
+	// Tokens are the day's tokens of every type.
+	Tokens int64
 	// Models is the day's estimated cost per chart model (Summary.Models),
 	// in that order.
 	Models []int64
@@ -160,6 +162,7 @@ func Summarize(in Input) Summary {
 		}
 		if i := dayOf(e.Start); i >= 0 {
 			s.Days[i].Estimated += e.Cost
+			s.Days[i].Tokens += e.Tokens()
 			per := byModel[e.Model]
 			if per == nil {
 				per = make([]int64, ChartDays)

@@ -174,13 +174,16 @@ func (t *threadBuilder) tally(u usage) {
 		t.spent = map[string]Tokens{}
 	}
 	s := t.spent[u.model]
-	s.CacheRead += u.cacheRead
-	s.CacheCreation += u.cacheCreate
+	item := Tokens{CacheRead: u.cacheRead, CacheCreation: u.cacheCreate}
 	if !t.ledger {
-		s.Input += u.in
-		s.Output += u.out
+		item.Input, item.Output = u.in, u.out
 	}
+	s.CacheRead += item.CacheRead
+	s.CacheCreation += item.CacheCreation
+	s.Input += item.Input
+	s.Output += item.Output
 	t.spent[u.model] = s
+	t.spentAt = append(t.spentAt, spentItem{ms: u.ms, model: u.model, tokens: item})
 }
 
 // spentTokens is what the thread spent, by model.

@@ -186,6 +186,7 @@ type threadBuilder struct {
 	inferLog  []usage
 	remote    remote            // the first tree's repository (repositories.go)
 	spent     map[string]Tokens // by model, from tally
+	spentAt   []spentItem       // what tally counted, with its time (daily.go)
 	edits     bool              // Options.Edits: edits with known line counts
 	lines     map[LineKey]int64 // lines changed, from tallyCall (with edits)
 	shell     map[string]int64  // shell commands by outcome, from tallyCall

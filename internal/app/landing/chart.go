@@ -63,6 +63,7 @@ type chartDay struct {
 	Date string
 	// USD is the day's estimated cost, exact (data-usd).
 	USD    string
+	Tokens int64
 	Title  string
 	Label  string // a date under every 7th bar, "" under the others
 	LabelX string
@@ -142,10 +143,12 @@ func chart(s spend.Summary) chartData {
 	barW := slot * 0.7
 	for i, d := range s.Days {
 		x := float64(c.Left) + slot*float64(i) + (slot-barW)/2
-		cd := chartDay{Date: d.Date, USD: exactUSD(d.Estimated), Title: d.Date + ": " + money(d.Estimated) + " estimated"}
+		cd := chartDay{Date: d.Date, USD: exactUSD(d.Estimated), Tokens: d.Tokens, Title: d.Date + ": " + money(d.Estimated) + " estimated"}
 		if d.Billed != nil {
 			cd.Title += ", " + money(*d.Billed) + " billed"
 		}
+		tokens := float64(d.Tokens)
+		cd.Title += "; " + formatNumber(&tokens) + " tokens"
 		if (len(s.Days)-1-i)%7 == 0 {
 			cd.Label = d.Start.Format("Jan 2")
 			cd.LabelX = unit(x + barW/2)
@@ -174,7 +177,7 @@ const chartSVG = `{{define "chart"}}<svg class="spend" xmlns="http://www.w3.org/
 <line x1="{{$.Left}}" x2="{{$.Right}}" y1="{{.Y}}" y2="{{.Y}}"/><text x="{{$.Left}}" y="{{.Y}}" dx="-4" dy="4" text-anchor="end">{{.Label}}</text>
 {{- end}}
 {{- range .Days}}
-<g class="day" data-date="{{.Date}}" data-usd="{{.USD}}"><title>{{.Title}}</title>
+<g class="day" data-date="{{.Date}}" data-usd="{{.USD}}" data-tokens="{{.Tokens}}"><title>{{.Title}}</title>
 {{- range .Bars}}<rect class="{{.Class}}" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}"><title>{{.Title}}</title></rect>{{end -}}
 </g>
 {{- if .Label}}<text x="{{.LabelX}}" y="{{$.Height}}" dy="-6" text-anchor="middle">{{.Label}}</text>{{end}}

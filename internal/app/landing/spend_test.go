@@ -49,7 +49,7 @@ func spendFixture(t *testing.T, bills bool) spend.Summary {
 	now := time.Date(2026, 12, 2, 15, 0, 0, 0, loc)
 	entry := func(daysBack int, model, repo string, cents int64) ledger.Entry {
 		at := time.Date(2026, 12, 2-daysBack, 10, 0, 0, 0, loc).UnixMilli()
-		return ledger.Entry{Start: ledger.StartOf(at), Session: "T-1", Model: model, Repo: repo, Usage: ledger.Usage{Cost: cents * 1e8}}
+		return ledger.Entry{Start: ledger.StartOf(at), Session: "T-1", Model: model, Repo: repo, Usage: ledger.Usage{Input: cents * 1000, Cost: cents * 1e8}}
 	}
 	in := spend.Input{Location: loc, Now: now, Entries: []ledger.Entry{
 		entry(0, "claude-sonnet-4-5", "github.com/acme/web", 123),
