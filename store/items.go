@@ -42,6 +42,9 @@ type counted struct {
 	// is new and keyed by a protocol id; the whole thread changed identity
 	// at once (see apply).
 	reidentified bool
+	// ledger is what the snapshot's items give per series and bucket of
+	// their time (ledger.go).
+	ledger map[SeriesKey][]bucketValue
 }
 
 // contribute counts sum's items on top of the pins base, under the
@@ -71,6 +74,11 @@ type itemCounter struct {
 	rates  map[SeriesKey]rate
 	// msgs are the pass's per-thread message counts.
 	msgs messageCounts
+
+	// led adds up spending per bucket and model in the pass over every
+	// item (ledgerOn), for the ledger.
+	led      map[ledgerAt]*ledgerAcc
+	ledgerOn bool
 
 	units               []unitPrice // by model, looked up once
 	folds               []folding   // label values folded, remembered
@@ -108,8 +116,10 @@ func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pin
 // count runs the steps in order and gives the tables back to the pool.
 func (k *itemCounter) count(partial bool) counted {
 	k.adopt()
+	k.ledgerOn = true
 	k.pass(true, nil)
-	res := counted{series: k.series, rates: k.rates}
+	k.ledgerOn = false
+	res := counted{series: k.series, rates: k.rates, ledger: k.ledgerValues()}
 	if !partial && k.missing() {
 		res.vanished = true
 		res.reidentified = k.s.reidentified(k.sum, k.d)
@@ -316,6 +326,9 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			a = &d.spend[n-1]
 		}
 		k.spend(a, it)
+		if k.ledgerOn {
+			k.spendAt(t.name, it)
+		}
 		if t.outcome != "" && it.IsMessage() {
 			a.finished++
 		}
