@@ -23,16 +23,14 @@ func (a *App) ledgerReader() LedgerReader {
 	return l
 }
 
-// rowsOf and billsOf read what a store keeps, once it keeps it.
-type rowsOf interface{ Ledger() []ledger.Entry }
+// billsOf reads the bills a store keeps, once it keeps them.
 type billsOf interface{ Bills() []ledger.Bill }
 
+// Ledger is both stores' rows; a report sorts them as it groups them.
 func (l storesLedger) Ledger() []ledger.Entry {
 	var out []ledger.Entry
 	for _, st := range l.stores {
-		if r, ok := any(st).(rowsOf); ok {
-			out = append(out, r.Ledger()...)
-		}
+		out = append(out, st.Ledger()...)
 	}
 	return out
 }
