@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
@@ -96,4 +97,22 @@ func FetchLedger(ctx context.Context, client *http.Client, base string) (*Ledger
 		l.Add(e)
 	}
 	return l, body.Bills, nil
+}
+
+// LeaveOutLater drops the rows of buckets that start after now, as a
+// report read from the sources leaves out items stamped after now (a
+// clock ahead, a bad timestamp), and returns what they held. A row of the
+// bucket holding now is kept whole: the ledger does not say when in its
+// 15 minutes its items are.
+func LeaveOutLater(entries []Entry, now time.Time) (kept []Entry, later Usage) {
+	at := now.UnixMilli()
+	kept = entries[:0:0]
+	for _, e := range entries {
+		if e.Start != Undated && e.Start > at {
+			later.Add(e.Usage)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept, later
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLedgerURL(t *testing.T) {
@@ -93,5 +94,23 @@ func TestFetchLedger(t *testing.T) {
 	srv.Close()
 	if _, _, err := FetchLedger(context.Background(), http.DefaultClient, url); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestLeaveOutLater(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000 + 5*60_000) // 5 minutes into a bucket
+	bucket := int64(1_800_000_000_000)
+	in := []Entry{
+		{Start: bucket - 900_000, Session: "a", Usage: Usage{Input: 1}},
+		{Start: bucket, Session: "a", Usage: Usage{Input: 2}},           // holds now: kept
+		{Start: bucket + 900_000, Session: "a", Usage: Usage{Input: 4}}, // after now
+		{Start: Undated, Session: "b", Usage: Usage{Input: 8}},
+	}
+	kept, later := LeaveOutLater(in, now)
+	if len(kept) != 3 || later.Input != 4 || kept[2].Start != Undated {
+		t.Errorf("kept %+v, later %+v", kept, later)
+	}
+	if len(in) != 4 || in[2].Input != 4 {
+		t.Errorf("the input was changed: %+v", in)
 	}
 }

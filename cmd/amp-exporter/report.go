@@ -104,7 +104,11 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return printReport(l.Entries(), opts, r, logger, stdout)
+		entries, later := report.LeaveOutLater(l.Entries(), opts.Now)
+		if n := later.Tokens(); n > 0 {
+			logger.Warn("usage stamped after now is left out of the report", "tokens", n)
+		}
+		return printReport(entries, opts, r, logger, stdout)
 	}
 	if r.ccusageCfg != "" {
 		logger.Warn("--config (ccusage's configuration file) is not read: the report's settings come from --config.file")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/spend"
@@ -35,6 +36,9 @@ type LedgerReader interface {
 	// when the exporter asks for no bills (billed USD is then unknown,
 	// not zero).
 	Bills() []ledger.Bill
+	// Generation changes whenever the ledger or the bills may have: a
+	// summary made at one generation holds until it moves.
+	Generation() uint64
 }
 
 // spendInputs is what the spend summary reads besides the ledger.
@@ -45,16 +49,104 @@ type spendInputs struct {
 	// entitlement is the Amp account's window, nil when unknown.
 	entitlement func() *spend.Entitlement
 	now         func() time.Time
+	// cache keeps the last summary: summing the ledger copies all of it
+	// (tens of milliseconds at 30,000 threads), and a prompt asks for it
+	// far more often than the ledger changes.
+	cache *spendCache
 }
 
-// summary sums the ledger now.
-func (in spendInputs) summary() spend.Summary {
-	bills := in.ledger.Bills()
-	s := spend.Input{Entries: in.ledger.Ledger(), Bills: bills, BillsKnown: bills != nil, Location: in.zone(), Now: in.now()}
+// spendCache is the last summary and what it was made from.
+type spendCache struct {
+	// making is held while a summary is made: one at a time, and a
+	// request that waited finds the one made meanwhile.
+	making sync.Mutex
+
+	mu         sync.Mutex
+	key        spendKey
+	sum        spend.Summary
+	ok         bool
+	refreshing bool // a summary is being made in the background
+}
+
+// spendKey is what a summary depends on: the ledger's generation, the
+// zone and the day it is made on (the periods move at midnight).
+type spendKey struct {
+	generation uint64
+	zone       *time.Location
+	day        string
+}
+
+// summary sums the ledger as it is now, or returns the summary made since
+// it last changed; the entitlement and the time are always current.
+//
+// With stale (/api/spend, for prompts that must not wait), a summary of
+// the same zone and day made before the ledger's last change is returned
+// at once while a new one is made in the background: the line is at most
+// one summary behind (about 0.2 s of work at 30,000 threads on a busy
+// machine), never missing.
+func (in spendInputs) summary(stale bool) spend.Summary {
+	now, zone := in.now(), in.zone()
+	key := spendKey{generation: in.ledger.Generation(), zone: zone, day: now.In(zone).Format(time.DateOnly)}
+	s, ok := in.cached(key, stale)
+	if !ok {
+		s = in.make(key, now)
+	}
+	s.Now = now
 	if in.entitlement != nil {
 		s.Entitlement = in.entitlement()
 	}
-	return spend.Summarize(s)
+	return s
+}
+
+// cached returns the summary kept for key (or, with stale, an older one
+// of its zone and day, starting a new one in the background).
+func (in spendInputs) cached(key spendKey, stale bool) (spend.Summary, bool) {
+	c := in.cache
+	if c == nil {
+		return spend.Summary{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok {
+		return spend.Summary{}, false
+	}
+	if c.key == key {
+		return c.sum, true
+	}
+	if stale && c.key.zone == key.zone && c.key.day == key.day {
+		if !c.refreshing {
+			c.refreshing = true
+			go func() {
+				defer func() { c.mu.Lock(); c.refreshing = false; c.mu.Unlock() }()
+				in.make(key, in.now())
+			}()
+		}
+		return c.sum, true
+	}
+	return spend.Summary{}, false
+}
+
+// make sums the ledger for key and keeps the summary.
+func (in spendInputs) make(key spendKey, now time.Time) spend.Summary {
+	if c := in.cache; c != nil {
+		c.making.Lock()
+		defer c.making.Unlock()
+		c.mu.Lock()
+		done := c.ok && c.key == key
+		s := c.sum
+		c.mu.Unlock()
+		if done {
+			return s // made while this one waited
+		}
+	}
+	bills := in.ledger.Bills()
+	s := spend.Summarize(spend.Input{Entries: in.ledger.Ledger(), Bills: bills, BillsKnown: bills != nil, Location: key.zone, Now: now})
+	if c := in.cache; c != nil {
+		c.mu.Lock()
+		c.key, c.sum, c.ok = key, s, true
+		c.mu.Unlock()
+	}
+	return s
 }
 
 // readOnly answers 405 to anything but GET and HEAD.
@@ -128,6 +220,6 @@ func spendHandler(in spendInputs) http.Handler {
 		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(in.summary().JSON())
+		_ = enc.Encode(in.summary(true).JSON())
 	})
 }

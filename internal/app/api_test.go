@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/internal/spend"
+	"github.com/amp-exporter/amp-exporter/internal/testutil"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
 
@@ -27,13 +28,18 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
 // fakeLedger is a LedgerReader over fixed rows; block, when set, holds
 // Ledger until it is closed.
 type fakeLedger struct {
-	entries []ledger.Entry
-	bills   []ledger.Bill
-	block   chan struct{}
-	reading chan struct{}
+	entries    []ledger.Entry
+	bills      []ledger.Bill
+	block      chan struct{}
+	reading    chan struct{}
+	generation atomic.Uint64
+	reads      atomic.Int64 // Ledger calls
 }
 
+func (f *fakeLedger) Generation() uint64 { return f.generation.Load() }
+
 func (f *fakeLedger) Ledger() []ledger.Entry {
+	f.reads.Add(1)
 	if f.block != nil {
 		f.reading <- struct{}{}
 		<-f.block
@@ -252,4 +258,75 @@ func TestReloadChangesTheSpendZone(t *testing.T) {
 	if z := zone(); z != "America/New_York" {
 		t.Errorf("after a refused reload: zone %q", z)
 	}
+}
+
+// A summary is made once per generation of the ledger, zone and day; the
+// entitlement is read at every request.
+func TestSpendSummaryCached(t *testing.T) {
+	f, in := apiFixture(false)
+	in.cache = &spendCache{}
+	kolkata := in.zone()
+	zone := kolkata
+	in.zone = func() *time.Location { return zone }
+	now := in.now()
+	in.now = func() time.Time { return now }
+	left := 7.5
+	in.entitlement = func() *spend.Entitlement { return &spend.Entitlement{RemainingUSD: &left} }
+	steps := []struct {
+		name  string
+		do    func()
+		reads int64
+	}{
+		{"first", func() {}, 1},
+		{"same generation", func() {}, 1},
+		{"the ledger changed", func() { f.generation.Add(1) }, 2},
+		{"another zone", func() { zone = time.UTC }, 3},
+		{"an hour later, the same day", func() { now = now.Add(time.Hour) }, 3},
+		{"the next day", func() { now = now.Add(24 * time.Hour) }, 4},
+		{"the entitlement moved", func() { left = 1 }, 4},
+	}
+	for _, st := range steps {
+		st.do()
+		s := in.summary(false)
+		if got := f.reads.Load(); got != st.reads {
+			t.Errorf("%s: the ledger was read %d times, want %d", st.name, got, st.reads)
+		}
+		if !s.Now.Equal(now) || s.Location != zone || s.Entitlement == nil || *s.Entitlement.RemainingUSD != left {
+			t.Errorf("%s: summary at %v in %v, entitlement %+v", st.name, s.Now, s.Location, s.Entitlement)
+		}
+	}
+}
+
+// /api/spend does not wait for a new summary of the same zone and day: it
+// answers with the last one and makes the new one in the background.
+func TestSpendSummaryStaleWhileMade(t *testing.T) {
+	f, in := apiFixture(false)
+	in.cache = &spendCache{}
+	before := in.summary(true) // none yet: made now
+	if f.reads.Load() != 1 {
+		t.Fatalf("%d reads", f.reads.Load())
+	}
+	f.entries = append(f.entries, ledger.Entry{Start: f.entries[0].Start, Session: "T-new", Model: "gpt-5", Usage: ledger.Usage{Cost: 1e10}})
+	f.generation.Add(1)
+	if s := in.summary(true); s.Today.Estimated != before.Today.Estimated {
+		t.Errorf("stale: today %d, want the last summary's %d", s.Today.Estimated, before.Today.Estimated)
+	}
+	testutil.WaitUntil(t, "the new summary", func() bool { return f.reads.Load() == 2 && !in.cache.refreshingNow() })
+	if s := in.summary(true); s.Today.Estimated != before.Today.Estimated+1e10 {
+		t.Errorf("after the background summary: today %d, want %d", s.Today.Estimated, before.Today.Estimated+1e10)
+	}
+	// The landing page (not stale) never shows an old summary.
+	f.entries = append(f.entries, ledger.Entry{Start: f.entries[0].Start, Session: "T-newer", Model: "gpt-5", Usage: ledger.Usage{Cost: 1e10}})
+	f.generation.Add(1)
+	if s := in.summary(false); s.Today.Estimated != before.Today.Estimated+2e10 {
+		t.Errorf("fresh: today %d, want %d", s.Today.Estimated, before.Today.Estimated+2e10)
+	}
+}
+
+// refreshingNow reports whether a summary is being made in the background
+// (tests).
+func (c *spendCache) refreshingNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refreshing
 }

@@ -424,6 +424,7 @@ func (a *App) buildWeb() error {
 			zone:        a.zone.Load,
 			entitlement: a.ampServer.entitlement,
 			now:         time.Now,
+			cache:       &spendCache{},
 		},
 	}); err != nil {
 		return fmt.Errorf("cannot set up HTTP routes: %w", err)

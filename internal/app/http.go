@@ -13,6 +13,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/app/landing"
+	"github.com/amp-exporter/amp-exporter/internal/spend"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 )
 
@@ -124,7 +125,7 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 			return fmt.Errorf("landing page: %w", err)
 		}
 		if d.spend != nil {
-			page.SetSpend(d.spend.summary)
+			page.SetSpend(func() spend.Summary { return d.spend.summary(false) })
 		}
 		// The page gathers the whole registry, as a scrape does: the same
 		// bound applies, with slots of its own so it never locks scrapes out.

@@ -50,3 +50,12 @@ func (l storesLedger) Bills() []ledger.Bill {
 	}
 	return []ledger.Bill{}
 }
+
+// Generation moves whenever either store changes.
+func (l storesLedger) Generation() uint64 {
+	var g uint64
+	for _, st := range l.stores {
+		g += st.Generation()
+	}
+	return g
+}
