@@ -86,6 +86,9 @@ type spendKey struct {
 // machine), never missing.
 func (in spendInputs) summary(stale bool) spend.Summary {
 	now, zone := in.now(), in.zone()
+	if zone == nil {
+		zone = time.Local // before the ledger step first applied
+	}
 	key := spendKey{generation: in.ledger.Generation(), zone: zone, day: now.In(zone).Format(time.DateOnly)}
 	s, ok := in.cached(key, stale)
 	if !ok {
