@@ -50,10 +50,13 @@ type counted struct {
 // contribute counts sum's items on top of the pins base, under the
 // thread's repository repo (its pinned value, repository.go). A partial
 // summary (a window of the thread, window.go) lacks items by design: none
-// of its thread's items is taken for missing.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool, repo string) counted {
+// of its thread's items is taken for missing. withLedger: also add up
+// what the items give per bucket of their time (counted.ledger), which
+// only an Apply needs.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial, withLedger bool, repo string) counted {
 	k := newItemCounter(s, sum, prices, base)
 	k.repo = repo
+	k.withLedger = withLedger
 	return k.count(partial)
 }
 
@@ -77,8 +80,8 @@ type itemCounter struct {
 
 	// led adds up spending per bucket and model in the pass over every
 	// item (ledgerOn), for the ledger.
-	led      map[ledgerAt]*ledgerAcc
-	ledgerOn bool
+	led                  map[ledgerAt]*ledgerAcc
+	withLedger, ledgerOn bool
 
 	units               []unitPrice // by model, looked up once
 	folds               []folding   // label values folded, remembered
@@ -116,7 +119,7 @@ func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pin
 // count runs the steps in order and gives the tables back to the pool.
 func (k *itemCounter) count(partial bool) counted {
 	k.adopt()
-	k.ledgerOn = true
+	k.ledgerOn = k.withLedger
 	k.pass(true, nil)
 	k.ledgerOn = false
 	res := counted{series: k.series, rates: k.rates, ledger: k.ledgerValues()}

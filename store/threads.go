@@ -310,7 +310,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	if !repoSet {
 		repo = s.repos.value(s.labels, sum.Repository)
 	}
-	res := s.contribute(sum, prices, base, partial, repo)
+	res := s.contribute(sum, prices, base, partial, true, repo)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -327,7 +327,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		if rec.repoSet {
 			repo = rec.repo
 		}
-		res = s.contribute(sum, s.prices, rec.pins, partial, repo)
+		res = s.contribute(sum, s.prices, rec.pins, partial, true, repo)
 	}
 	c, pinned := res.series, res.pins
 	var win *windowRec
