@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -82,6 +83,11 @@ type itemCounter struct {
 	// item (ledgerOn), for the ledger.
 	led                  map[ledgerAt]*ledgerAcc
 	withLedger, ledgerOn bool
+	// bounds and floor place item times the thread cannot hold
+	// (ledgerTime), worked out once (boundsSet).
+	bounds    ledger.Bounds
+	floor     int64
+	boundsSet bool
 
 	units               []unitPrice // by model, looked up once
 	folds               []folding   // label values folded, remembered

@@ -103,7 +103,7 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 	if k.led == nil {
 		k.led = map[ledgerAt]*ledgerAcc{}
 	}
-	key := ledgerAt{bucketOf(it.At), model}
+	key := ledgerAt{bucketOf(k.ledgerTime(it)), model}
 	a := k.led[key]
 	if a == nil {
 		a = &ledgerAcc{}
@@ -118,6 +118,24 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 			a.tokens[i] = satAdd(a.tokens[i], n)
 		}
 	}
+}
+
+// ledgerTime is the time an item counts at in the ledger: its own, or for
+// a time its thread cannot hold (before Amp, before the thread was
+// created) the nearest one it can, by the backfill's and the report's
+// rule (ledger.Bounds). An item stamped after now keeps its time: the
+// counters count it now, and its bucket comes.
+func (k *itemCounter) ledgerTime(it *thread.Item) int64 {
+	if !k.boundsSet {
+		k.bounds = ledger.Bounds{Floor: ledger.AmpBegan.UnixMilli(), Now: k.s.now().UnixMilli()}
+		k.floor = k.bounds.ThreadFloor(k.sum)
+		k.boundsSet = true
+	}
+	t, why := k.bounds.ItemTime(k.sum, k.floor, it)
+	if why == ledger.BoundFuture {
+		return it.At
+	}
+	return t
 }
 
 // ledgerValues turns the pass's per-bucket sums into per-series values,
