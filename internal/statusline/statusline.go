@@ -65,7 +65,8 @@ const (
 
 // Format is the line: "$1.23 today · $45.67 month · $7.50 left (1d 4h)";
 // billed dollars in brackets where the exporter knows them; the
-// entitlement part only where the Amp server reported a window.
+// entitlement part only where the Amp server reported a window (what is
+// left of it, else the share used).
 func Format(s spend.JSON, now time.Time, color bool) string {
 	word := func(w string) string {
 		if color {
@@ -81,12 +82,22 @@ func Format(s spend.JSON, now time.Time, color bool) string {
 		return out + " " + word(name)
 	}
 	parts := []string{part(s.Today, "today"), part(s.Month, "month")}
-	if e := s.Entitlement; e != nil && e.RemainingUSD != nil {
-		left := usd(*e.RemainingUSD)
-		if color && e.LimitUSD != nil && *e.LimitUSD > 0 && *e.RemainingUSD < *e.LimitUSD/5 {
-			left = warn + left + reset
+	if e := s.Entitlement; e != nil && (e.RemainingUSD != nil || e.UsedRatio != nil) {
+		var p string
+		if e.RemainingUSD != nil {
+			left := usd(*e.RemainingUSD)
+			if color && e.LimitUSD != nil && *e.LimitUSD > 0 && *e.RemainingUSD < *e.LimitUSD/5 {
+				left = warn + left + reset
+			}
+			p = left + " " + word("left")
+		} else {
+			// Only the share is known: what is used of the window.
+			used := strconv.FormatFloat(*e.UsedRatio*100, 'f', 0, 64) + "%"
+			if color && *e.UsedRatio > 0.8 {
+				used = warn + used + reset
+			}
+			p = used + " " + word("used")
 		}
-		p := left + " " + word("left")
 		if e.ResetsAt != nil {
 			p += " (" + spend.Until(*e.ResetsAt, now) + ")"
 		}

@@ -31,7 +31,10 @@ func TestFormat(t *testing.T) {
 		{"entitlement without a reset", func(s *spend.JSON) {
 			s.Entitlement = &spend.EntitlementJSON{Window: "monthly", RemainingUSD: f(7.5)}
 		}, false, "$1.23 today · $1,234.50 month · $7.50 left"},
-		{"entitlement unknown", func(s *spend.JSON) { s.Entitlement = &spend.EntitlementJSON{Window: "monthly", UsedRatio: f(0.5)} }, false,
+		{"entitlement: only the share", func(s *spend.JSON) {
+			s.Entitlement = &spend.EntitlementJSON{Window: "monthly", UsedRatio: f(0.855), ResetsAt: &resets}
+		}, false, "$1.23 today · $1,234.50 month · 86% used (1d 4h)"},
+		{"entitlement unknown", func(s *spend.JSON) { s.Entitlement = &spend.EntitlementJSON{Window: "monthly", LimitUSD: f(20)} }, false,
 			"$1.23 today · $1,234.50 month"},
 		{"color, little left", func(s *spend.JSON) {
 			s.Entitlement = &spend.EntitlementJSON{LimitUSD: f(20), RemainingUSD: f(2)}
