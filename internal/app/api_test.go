@@ -330,3 +330,16 @@ func (c *spendCache) refreshingNow() bool {
 	defer c.mu.Unlock()
 	return c.refreshing
 }
+
+// The first spend summary is made when the exporter becomes ready, before
+// anything asks: the first statusline does not wait for the ledger to be
+// summed.
+func TestFirstSpendSummaryMadeWhenReady(t *testing.T) {
+	e := startTestApp(t, fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", t.TempDir()), nil)
+	testutil.WaitUntil(t, "the first summary", func() bool {
+		c := e.spend.cache
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.ok
+	})
+}

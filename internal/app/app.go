@@ -87,6 +87,8 @@ type App struct {
 	// remote-write); scanned and streamsRead each source's own, which
 	// also let its families onto /metrics (docs/running.md).
 	ready, scanned, streamsRead atomic.Bool
+	// spend sums the ledger for the landing page and /api/spend.
+	spend *spendInputs
 	// zone is ledger.timezone, set by its apply step.
 	zone    atomic.Pointer[time.Location]
 	reloads chan reloadRequest
@@ -179,8 +181,10 @@ func New(o Options) (a *App, err error) {
 		server = ampserver.NewSource(a.ampServer.syncer, a.ampServer.firstScan)
 	}
 	readyIfRead := func() {
-		if a.scanned.Load() && a.streamsRead.Load() {
-			a.ready.Store(true)
+		if a.scanned.Load() && a.streamsRead.Load() && !a.ready.Swap(true) && a.spend != nil {
+			// The first spend summary is made now, so that the first
+			// statusline to ask finds one rather than waiting for it.
+			go a.spend.summary(false)
 		}
 	}
 	tailer := streams.NewSource(a.streams, a.metrics, a.log, clock.Real{})
@@ -401,6 +405,13 @@ func (a *App) buildWeb() error {
 		defer a.ingests.done()
 		inner.ServeHTTP(w, r)
 	})
+	a.spend = &spendInputs{
+		ledger:      a.ledgerReader(),
+		zone:        a.zone.Load,
+		entitlement: a.ampServer.entitlement,
+		now:         time.Now,
+		cache:       &spendCache{},
+	}
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{
 		telemetryPath: a.o.TelemetryPath,
@@ -419,13 +430,7 @@ func (a *App) buildWeb() error {
 			threads:     storeThreads(a.threads, a.ampServer.threadStore()),
 			shown:       a.amp.Ready,
 		}),
-		spend: &spendInputs{
-			ledger:      a.ledgerReader(),
-			zone:        a.zone.Load,
-			entitlement: a.ampServer.entitlement,
-			now:         time.Now,
-			cache:       &spendCache{},
-		},
+		spend: a.spend,
 	}); err != nil {
 		return fmt.Errorf("cannot set up HTTP routes: %w", err)
 	}
