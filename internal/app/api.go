@@ -32,6 +32,9 @@ const maxLedgerRequests = 2
 type LedgerReader interface {
 	// Ledger returns every row: a copy, the caller's to keep.
 	Ledger() []ledger.Entry
+	// LedgerBetween returns the rows of the buckets that start in
+	// [from, to) (epoch ms).
+	LedgerBetween(from, to int64) []ledger.Entry
 	// Bills returns what the Amp server billed per thread and day; nil
 	// when the exporter asks for no bills (billed USD is then unknown,
 	// not zero).
@@ -143,7 +146,8 @@ func (in spendInputs) make(key spendKey, now time.Time) spend.Summary {
 		}
 	}
 	bills := in.ledger.Bills()
-	s := spend.Summarize(spend.Input{Entries: in.ledger.Ledger(), Bills: bills, BillsKnown: bills != nil, Location: key.zone, Now: now})
+	from, to := spend.Window(now, key.zone) // a year of history is not copied for a month's figures
+	s := spend.Summarize(spend.Input{Entries: in.ledger.LedgerBetween(from, to), Bills: bills, BillsKnown: bills != nil, Location: key.zone, Now: now})
 	if c := in.cache; c != nil {
 		c.mu.Lock()
 		c.key, c.sum, c.ok = key, s, true

@@ -49,6 +49,16 @@ func (f *fakeLedger) Ledger() []ledger.Entry {
 
 func (f *fakeLedger) Bills() []ledger.Bill { return f.bills }
 
+func (f *fakeLedger) LedgerBetween(from, to int64) []ledger.Entry {
+	var out []ledger.Entry
+	for _, e := range f.Ledger() {
+		if e.Start >= from && e.Start < to {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // apiFixture is two days of usage in Kolkata (+05:30), an entitlement and,
 // with bills, one bill.
 func apiFixture(bills bool) (*fakeLedger, spendInputs) {

@@ -35,6 +35,16 @@ func (l storesLedger) Ledger() []ledger.Entry {
 	return out
 }
 
+// LedgerBetween is both stores' rows of the buckets that start in
+// [from, to).
+func (l storesLedger) LedgerBetween(from, to int64) []ledger.Entry {
+	var out []ledger.Entry
+	for _, st := range l.stores {
+		out = append(out, st.LedgerBetween(from, to)...)
+	}
+	return out
+}
+
 // Bills are the server's: nil (unknown) while that source is off or its
 // store keeps none.
 func (l storesLedger) Bills() []ledger.Bill {

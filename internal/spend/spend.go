@@ -264,5 +264,19 @@ func chartModels(total map[string]int64) []string {
 	return names
 }
 
+// Window is the time a summary made at now in loc reads, [from, to) in
+// epoch ms: from the first of the month or the chart's first day, whichever
+// is earlier, to the end of today. A ledger read for a summary need hold
+// no other rows.
+func Window(now time.Time, loc *time.Location) (from, to int64) {
+	if loc == nil {
+		loc = time.Local
+	}
+	y, m, d := now.In(loc).Date()
+	first := time.Date(y, m, d-(ChartDays-1), 0, 0, 0, 0, loc).UnixMilli()
+	month := time.Date(y, m, 1, 0, 0, 0, 0, loc).UnixMilli()
+	return min(first, month), time.Date(y, m, d+1, 0, 0, 0, 0, loc).UnixMilli()
+}
+
 // USD converts the ledger's fixed point (1e-10 USD) to dollars.
 func USD(v int64) float64 { return float64(v) / 1e10 }

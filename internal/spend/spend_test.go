@@ -148,3 +148,41 @@ func TestSummarizeFoldsModelsAndRepositories(t *testing.T) {
 		t.Errorf("repositories %+v, %d more", s.Repositories, s.MoreRepositories)
 	}
 }
+
+// Window covers exactly what Summarize reads: the month, the chart's days
+// and today, in the zone.
+func TestWindow(t *testing.T) {
+	ktm := zone(t, "Asia/Kathmandu")
+	for _, c := range []struct {
+		now, from, to string
+	}{
+		{"2026-12-02 12:00", "2026-11-03 00:00", "2026-12-03 00:00"}, // the chart starts before the month
+		{"2026-12-31 23:59", "2026-12-01 00:00", "2027-01-01 00:00"}, // the month starts before the chart
+	} {
+		now, _ := time.ParseInLocation("2006-01-02 15:04", c.now, ktm)
+		from, to := Window(now, ktm)
+		wf, _ := time.ParseInLocation("2006-01-02 15:04", c.from, ktm)
+		wt, _ := time.ParseInLocation("2006-01-02 15:04", c.to, ktm)
+		if from != wf.UnixMilli() || to != wt.UnixMilli() {
+			t.Errorf("%s: [%s, %s), want [%s, %s)", c.now, time.UnixMilli(from).In(ktm), time.UnixMilli(to).In(ktm), c.from, c.to)
+		}
+		// An entry just outside changes nothing; one just inside does.
+		in := func(at int64) Summary {
+			return Summarize(Input{Entries: []ledger.Entry{{Start: at, Model: "m", Usage: ledger.Usage{Cost: 1}}}, Location: ktm, Now: now})
+		}
+		if s := in(from - ledger.BucketMs); s.Month.Estimated+s.Days[0].Estimated != 0 {
+			t.Errorf("%s: a bucket before the window counted", c.now)
+		}
+		if s := in(to); s.Today.Estimated != 0 {
+			t.Errorf("%s: a bucket after the window counted", c.now)
+		}
+		s := in(from)
+		var chart int64
+		for _, d := range s.Days {
+			chart += d.Estimated
+		}
+		if s.Month.Estimated+chart == 0 {
+			t.Errorf("%s: the window's first bucket counted nowhere", c.now)
+		}
+	}
+}
