@@ -170,7 +170,7 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
 	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt,
-		Repository: rec.repo}
+		Repository: rec.repo, DayBills: rec.days}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -214,7 +214,8 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		}
 		out = append(out, e)
 	}
-	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true}
+	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true,
+		days: dayBillsOf(ts.DayBills)}
 	if identityOK {
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)

@@ -107,6 +107,9 @@ type threadRecord struct {
 	// with it ("" for states written before the label).
 	repo    string
 	repoSet bool
+	// days are a server thread's bills per day (bills_daily.go), sorted
+	// and disjoint; replaced, never changed in place.
+	days []DayBill
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's

@@ -97,6 +97,8 @@ type ThreadState struct {
 	// are under it, so they are saved without it. Absent: none (and every
 	// thread of a state written before the label).
 	Repository string `json:"repo,omitempty"`
+	// DayBills are a server thread's bills per day (bills_daily.go).
+	DayBills []DayBill `json:"day_bills,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -163,7 +165,7 @@ func (s *ThreadStore) Import(st *State) error {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
-			billedAt: ts.BilledAt, repo: repo, repoSet: true}
+			billedAt: ts.BilledAt, repo: repo, repoSet: true, days: dayBillsOf(ts.DayBills)}
 		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)
