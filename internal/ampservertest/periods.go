@@ -37,6 +37,14 @@ func (s *Server) CostCalls() []CostCall {
 	return slices.Clone(s.costCalls)
 }
 
+// FailPeriods queues faults for the next threadDisplayCostInfo requests
+// that ask for a period (a thread's whole bill is answered as usual).
+func (s *Server) FailPeriods(f ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.periodFaults = append(s.periodFaults, f...)
+}
+
 // period is the [start, end) of a threadDisplayCostInfo, epoch ms; open
 // ends are the extremes.
 type period struct{ start, end int64 }

@@ -112,6 +112,8 @@ type Server struct {
 	bytes     int64
 	listCalls []ListCall
 	costCalls []CostCall
+	// periodFaults are FailPeriods' faults.
+	periodFaults []Fault
 }
 
 // ListCall records the params of one listThreads request.
@@ -831,7 +833,15 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	s.mu.Lock()
 	s.costCalls = append(s.costCalls, call)
+	var fault *Fault
+	if q := s.periodFaults; len(q) > 0 && (p.Start != nil || p.End != nil) {
+		fault, s.periodFaults = &q[0], q[1:]
+	}
 	s.mu.Unlock()
+	if fault != nil {
+		s.fail(w, r, fault.Status, fault.Code, "injected failure", fault.RetryAfterSeconds)
+		return
+	}
 	per, okPeriod := parsePeriod(p.Start, p.End)
 	if !validThreadID(p.ThreadID) || !okPeriod {
 		s.fail(w, r, http.StatusBadRequest, "invalid-argument", "threadID: a thread id; start, end: ISO datetimes", 0)
