@@ -170,7 +170,7 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
 	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt,
-		Repository: rec.repo, DayBills: rec.days}
+		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), DayBills: rec.days}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -219,6 +219,9 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	if identityOK {
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)
+	}
+	if s.restoreLedger(rec, ts.Series, ts.Ledger, repo) {
+		s.ledgerRepairs++
 	}
 	s.threads[key] = rec
 	s.lastActivity = max(s.lastActivity, ts.LastActivity)

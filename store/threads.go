@@ -107,6 +107,10 @@ type threadRecord struct {
 	// with it ("" for states written before the label).
 	repo    string
 	repoSet bool
+	// ledger is when the thread's money series grew, per bucket
+	// (ledger.go): its rows of a series add up to the series' value in
+	// contrib.
+	ledger threadLedger
 	// days are a server thread's bills per day (bills_daily.go), sorted
 	// and disjoint; replaced, never changed in place.
 	days []DayBill
@@ -189,6 +193,9 @@ type ThreadStore struct {
 	// (FileRecord.tk), tkIndex finds a series' number.
 	tkeys   []ThreadsKey
 	tkIndex map[ThreadsKey]uint32
+	// ledgerRepairs counts restored threads whose ledger did not add up
+	// to their counters (restoreLedger).
+	ledgerRepairs int
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -306,7 +313,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	if !repoSet {
 		repo = s.repos.value(s.labels, sum.Repository)
 	}
-	res := s.contribute(sum, prices, base, partial, repo)
+	res := s.contribute(sum, prices, base, partial, true, repo)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -323,7 +330,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		if rec.repoSet {
 			repo = rec.repo
 		}
-		res = s.contribute(sum, s.prices, rec.pins, partial, repo)
+		res = s.contribute(sum, s.prices, rec.pins, partial, true, repo)
 	}
 	c, pinned := res.series, res.pins
 	var win *windowRec
@@ -380,6 +387,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
+	spread := &ledgerSpread{s: s, rec: rec, now: res.ledger, add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{}}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
@@ -408,11 +416,20 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		if k.Fam == FamTokens || k.Fam == FamTokensLong {
 			grown[k] = delta
 		}
+		if k.Fam == FamTokens || k.Fam == FamCredits {
+			spread.grow(k, delta)
+		}
 	}
 	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
-	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
+	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64, tokens SeriesKey) {
+		s.addTo(rec, k, v)
+		if k.Fam == FamCost {
+			spread.charge(k, v, tokens)
+		}
+	})
+	spread.commit()
 	if sum.LastActivity > rec.lastActivity {
 		rec.lastActivity = sum.LastActivity
 		s.lastActivity = max(s.lastActivity, sum.LastActivity)

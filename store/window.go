@@ -181,7 +181,7 @@ func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, sum 
 	}
 	slices.Sort(region)
 	region = slices.Compact(region)
-	res := s.contribute(next.Sum, s.prices, pins, true, repo)
+	res := s.contribute(next.Sum, s.prices, pins, true, false, repo)
 	cn, pinned := res.series, res.pins
 	if len(pinned) != len(pins) || len(pinned) > 0 && &pinned[0] != &pins[0] {
 		return nil
