@@ -76,15 +76,18 @@ func dayOf(at int64, loc *time.Location) store.DayBill {
 
 // activeDays are the days within the horizon of a thread's spending, as
 // far as sum holds it (a window holds the thread's newest messages): the
-// days of its items that carry tokens or credits.
+// days of its items that carry tokens or credits. A time more than a day
+// ahead (a client's clock: usage.timestamp stands in for a missing
+// createdAt) names no day to ask.
 func (s *Syncer) activeDays(sum *thread.Summary) []store.DayBill {
 	if _, ok := s.dayBillStore(); !ok {
 		return nil
 	}
-	since := s.horizon(s.clock.Now())
+	now := s.clock.Now()
+	since, until := s.horizon(now), now.Add(24*time.Hour).UnixMilli()
 	var out []store.DayBill
 	for _, it := range sum.Items {
-		if it.Copied || it.At < since || it.Tokens == (thread.Tokens{}) && !it.HasCredits {
+		if it.Copied || it.At < since || it.At > until || it.Tokens == (thread.Tokens{}) && !it.HasCredits {
 			continue
 		}
 		if d := dayOf(it.At, s.cfg.Location); len(out) == 0 || !containsDay(out, d) {

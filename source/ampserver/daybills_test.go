@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -249,5 +250,31 @@ func TestSyncDayBillsInTheZone(t *testing.T) {
 	want := []string{"04-07 00:00 1500000000", "04-08 00:00 3000000000", "04-09 00:00 2250000000", "04-10 00:00 2250000000"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("days at +05:30 %v, want %v", got, want)
+	}
+}
+
+// The days asked for a thread are those of its items with tokens or
+// credits, within the horizon and not more than a day ahead, each once;
+// items copied from a fork's parent are the parent's.
+func TestActiveDays(t *testing.T) {
+	h := newHarness(t, 1, SyncConfig{Billed: true, Location: time.UTC, DayBillHorizon: 10 * 24 * time.Hour})
+	at := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	tok := thread.Tokens{Output: 1}
+	sum := &thread.Summary{Items: []thread.Item{
+		{At: at(-11 * 24 * time.Hour), Tokens: tok},                 // before the horizon
+		{At: at(-9 * 24 * time.Hour), Tokens: tok},                  // 9 days back
+		{At: at(-9*24*time.Hour + time.Hour), Tokens: tok},          // the same day
+		{At: at(-5 * 24 * time.Hour)},                               // a prompt: no tokens
+		{At: at(-4 * 24 * time.Hour), Credits: 1, HasCredits: true}, // credits only
+		{At: at(-3 * 24 * time.Hour), Tokens: tok, Copied: true},    // the parent's
+		{At: at(0), Tokens: tok},                                    // today
+		{At: at(48 * time.Hour), Tokens: tok},                       // a clock ahead
+	}}
+	var got []string
+	for _, d := range h.sync.activeDays(sum) {
+		got = append(got, time.UnixMilli(d.Start).UTC().Format("01-02")+"/"+time.UnixMilli(d.End).UTC().Format("01-02"))
+	}
+	if want := []string{"04-01/04-02", "04-06/04-07", "04-10/04-11"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("active days %v, want %v", got, want)
 	}
 }
