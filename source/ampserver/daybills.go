@@ -134,7 +134,9 @@ func (s *Syncer) dayBillsDue(id string, active []store.DayBill) {
 			due = append(due, d)
 		}
 	}
-	ds.MarkDayBillsDue(id, due)
+	if ds.MarkDayBillsDue(id, due) > 0 {
+		s.dayBillsIdle.Store(false)
+	}
 }
 
 // askDayBills asks up to MaxDayBills due days, MaxConcurrency at a time.
@@ -146,11 +148,12 @@ func (s *Syncer) dayBillsDue(id string, active []store.DayBill) {
 // pass fails nothing); the thread's whole bill is not touched by any.
 func (s *Syncer) askDayBills(ctx context.Context, st *Stats) {
 	ds, ok := s.dayBillStore()
-	if !ok || ctx.Err() != nil {
+	if !ok || ctx.Err() != nil || s.dayBillsIdle.Load() {
 		return
 	}
 	due := ds.DueDayBills(s.horizon(s.clock.Now()), s.cfg.MaxDayBills)
 	if len(due) == 0 {
+		s.dayBillsIdle.Store(true)
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -158,7 +161,7 @@ func (s *Syncer) askDayBills(ctx context.Context, st *Stats) {
 	jobs := make(chan store.DueDayBill)
 	var mu sync.Mutex
 	var firstErr error
-	var read, failed int
+	var read, failed, settled int // settled: read, or not to be asked again
 	var wg sync.WaitGroup
 	for range min(s.cfg.MaxConcurrency, len(due)) {
 		wg.Add(1)
@@ -172,10 +175,12 @@ func (s *Syncer) askDayBills(ctx context.Context, st *Stats) {
 				case err == nil:
 					ds.ApplyDayBill(d.ID, d.Start, d.End, billSplit(ci), at.UnixMilli())
 					read++
+					settled++
 				case ctx.Err() != nil:
 					// Stopped by another failure: not this day's.
 				case errors.Is(err, ErrThreadNotFound):
 					ds.DropDayBillDue(d.ID, d.Start, d.End) // gone: the listing says so
+					settled++
 				case errors.Is(err, ErrInvalidArgument):
 					s.dayBillsOff = true
 					s.noteBug(err)
@@ -184,6 +189,7 @@ func (s *Syncer) askDayBills(ctx context.Context, st *Stats) {
 					cancel()
 				case errors.Is(err, ErrBadResponse) || errors.Is(err, ErrBadDocument) || errors.Is(err, ErrTooLarge):
 					ds.DropDayBillDue(d.ID, d.Start, d.End)
+					settled++
 					failed++
 					firstErr = cmpErr(firstErr, err)
 				default:
@@ -207,6 +213,9 @@ feed:
 	wg.Wait()
 	st.DayBills += read
 	st.DayBillsFailed += failed
+	// Every due day was listed and none is left: until a day is marked,
+	// there is nothing to look for.
+	s.dayBillsIdle.Store(len(due) < s.cfg.MaxDayBills && settled == len(due))
 	if failed == 0 {
 		s.dayBillsWarned = false
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
@@ -148,6 +149,10 @@ type Syncer struct {
 	// nothing. Sync's own (under mu).
 	dayBillsOff    bool
 	dayBillsWarned bool
+	// dayBillsIdle: the last pass asked every due day there was, and no
+	// day was marked since, so the next pass need not look for any (a
+	// look goes through every thread of the store).
+	dayBillsIdle atomic.Bool
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
