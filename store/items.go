@@ -39,6 +39,8 @@ type counted struct {
 	// add the new ones in full (retire).
 	vanished bool
 	fresh    contribution
+	// freshLedger is the part of ledger from items new in the snapshot.
+	freshLedger map[SeriesKey][]bucketValue
 	// reidentified: every message the thread had is gone and every message
 	// is new and keyed by a protocol id; the whole thread changed identity
 	// at once (see apply).
@@ -133,7 +135,7 @@ func (k *itemCounter) count(partial bool) counted {
 		res.vanished = true
 		res.reidentified = k.s.reidentified(k.sum, k.d)
 		k.retireMissing()
-		res.fresh = k.freshShare()
+		res.fresh, res.freshLedger = k.freshShare()
 	}
 	res.pins = k.pg.result()
 	return res
@@ -492,13 +494,15 @@ func (k *itemCounter) retireMissing() {
 // it give: a second pass over them alone, pinned by now. Rare (a
 // truncation). The counter's series and rates stay those of the whole
 // snapshot.
-func (k *itemCounter) freshShare() contribution {
-	all, allRates := k.series, k.rates
-	k.series, k.rates = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}
+func (k *itemCounter) freshShare() (contribution, map[SeriesKey][]bucketValue) {
+	all, allRates, allLed := k.series, k.rates, k.led
+	k.series, k.rates, k.led = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}, nil
+	k.ledgerOn = k.withLedger
 	k.pass(false, k.d.fresh)
-	fresh := k.series
-	k.series, k.rates = all, allRates
-	return fresh
+	k.ledgerOn = false
+	fresh, freshLed := k.series, k.ledgerValues()
+	k.series, k.rates, k.led = all, allRates, allLed
+	return fresh, freshLed
 }
 
 // reidentified reports whether no message pinned before is in the snapshot

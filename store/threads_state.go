@@ -101,6 +101,9 @@ type ThreadState struct {
 	// in a state written before the ledger: the thread's usage is then
 	// under no time.
 	Ledger []LedgerRow `json:"ledger,omitempty"`
+	// LedgerRetired is what the items that left the thread hold in its
+	// ledger, per bucket (ledger.go, retireLedger).
+	LedgerRetired []LedgerRow `json:"ledger_retired,omitempty"`
 	// DayBills are a server thread's bills per day (bills_daily.go).
 	DayBills []DayBill `json:"day_bills,omitempty"`
 }
@@ -170,7 +173,7 @@ func (s *ThreadStore) Import(st *State) error {
 		}
 		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
 			billedAt: ts.BilledAt, repo: repo, repoSet: true, days: dayBillsOf(ts.DayBills)}
-		if s.restoreLedger(rec, ts.Series, ts.Ledger, repo) {
+		if s.restoreLedger(rec, ts, repo) {
 			s.ledgerRepairs++
 		}
 		s.threads[key] = rec
