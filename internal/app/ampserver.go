@@ -107,6 +107,9 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
 		Billed:          true,
 		DayBillHorizon:  time.Duration(a.DayBillsHorizon),
+		// The bills per day are asked for the days of the spend's zone,
+		// so that they add up to its days (a change applies at restart).
+		Location: cfg.Ledger.Location(),
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
 		OnAccount: src.named, OnPass: func() { src.passed.Store(true) },

@@ -23,9 +23,6 @@ func (a *App) ledgerReader() LedgerReader {
 	return l
 }
 
-// billsOf reads the bills a store keeps, once it keeps them.
-type billsOf interface{ Bills() []ledger.Bill }
-
 // Ledger is both stores' rows; a report sorts them as it groups them.
 func (l storesLedger) Ledger() []ledger.Entry {
 	var out []ledger.Entry
@@ -45,17 +42,13 @@ func (l storesLedger) LedgerBetween(from, to int64) []ledger.Entry {
 	return out
 }
 
-// Bills are the server's: nil (unknown) while that source is off or its
-// store keeps none.
+// Bills are the server's bills per thread and day: nil (unknown) while
+// that source is off, empty before the first is read.
 func (l storesLedger) Bills() []ledger.Bill {
 	if l.server == nil {
 		return nil
 	}
-	b, ok := any(l.server).(billsOf)
-	if !ok {
-		return nil
-	}
-	if bills := b.Bills(); bills != nil {
+	if bills := l.server.Bills(); bills != nil {
 		return bills
 	}
 	return []ledger.Bill{}
