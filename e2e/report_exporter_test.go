@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,6 +44,9 @@ pricing:
 `, threadsDir, srv.URL+"/", keyFile)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for _, id := range srv.IDs() {
+		srv.SetCost(id, map[string]any{"totalCostUSD": 1.25})
+	}
 	var want int64
 	for _, d := range days {
 		want += d.tokens
@@ -53,6 +57,24 @@ pricing:
 		files, _ := value(mfs, "amp_tokens_total", map[string]string{"source": "threads"})
 		return int64(server+files) == want && server > 0 && files > 0, fmt.Sprintf("server %v + files %v of %d", server, files, want)
 	})
+	// The server's bills per day reach the spend: billed dollars over the
+	// last 7 days (the corpus's last days are in them).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body, err := e.get("/api/spend")
+		var s struct {
+			Last7 struct {
+				BilledUSD *float64 `json:"billed_usd"`
+			} `json:"last_7_days"`
+		}
+		if err == nil && json.Unmarshal([]byte(body), &s) == nil && s.Last7.BilledUSD != nil && *s.Last7.BilledUSD > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no billed dollars in /api/spend after 30 s: %s (%v)", body, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	env := []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "TZ=UTC", "XDG_DATA_HOME=" + filepath.Join(work, "no-amp-login-here")}
 	run := func(args ...string) []byte {
 		t.Helper()
