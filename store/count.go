@@ -17,7 +17,7 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.mu.RUnlock()
 	// The thread's repository as a first Apply would pin it (its
 	// unreadable remote is counted by the live exporter, not here).
-	res := s.contribute(sum, prices, nil, false, s.repos.value(s.labels, sum.Repository))
+	res := s.contribute(sum, prices, nil, false, false, s.repos.value(s.labels, sum.Repository))
 	c := res.series
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)

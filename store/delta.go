@@ -169,8 +169,12 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
-	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt,
-		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger)}
+	win := windowStateOf(keys, rec.win)
+	if win != nil {
+		win.Ledger = ledgerStateOf(keys, series, rec.win.prefixLedger)
+	}
+	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: rec.billedAt,
+		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired)}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -219,7 +223,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)
 	}
-	if s.restoreLedger(rec, ts.Series, ts.Ledger, repo) {
+	if s.restoreLedger(rec, ts, repo) {
 		s.ledgerRepairs++
 	}
 	s.threads[key] = rec

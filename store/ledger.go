@@ -103,7 +103,7 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 	if k.led == nil {
 		k.led = map[ledgerAt]*ledgerAcc{}
 	}
-	key := ledgerAt{bucketOf(it.At), model}
+	key := ledgerAt{bucketOf(k.ledgerTime(it)), model}
 	a := k.led[key]
 	if a == nil {
 		a = &ledgerAcc{}
@@ -118,6 +118,24 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 			a.tokens[i] = satAdd(a.tokens[i], n)
 		}
 	}
+}
+
+// ledgerTime is the time an item counts at in the ledger: its own, or for
+// a time its thread cannot hold (before Amp, before the thread was
+// created) the nearest one it can, by the backfill's and the report's
+// rule (ledger.Bounds). An item stamped after now keeps its time: the
+// counters count it now, and its bucket comes.
+func (k *itemCounter) ledgerTime(it *thread.Item) int64 {
+	if !k.boundsSet {
+		k.bounds = ledger.Bounds{Floor: ledger.AmpBegan.UnixMilli(), Now: k.s.now().UnixMilli()}
+		k.floor = k.bounds.ThreadFloor(k.sum)
+		k.boundsSet = true
+	}
+	t, why := k.bounds.ItemTime(k.sum, k.floor, it)
+	if why == ledger.BoundFuture {
+		return it.At
+	}
+	return t
 }
 
 // ledgerValues turns the pass's per-bucket sums into per-series values,
@@ -146,6 +164,82 @@ func (k *itemCounter) ledgerValues() map[SeriesKey][]bucketValue {
 		out[sk] = vs
 	}
 	return out
+}
+
+// retireLedger keeps, per bucket, what the thread's missing items hold in
+// its ledger, as retire keeps it per series: what the ledger holds less
+// what the items still present give now (now less fresh, the new items).
+// It is added to what the snapshot gives (withRetired), so that new items
+// of a bucket whose items left show as that bucket's shortfall in full,
+// not behind the rows of the items that left.
+func (s *ThreadStore) retireLedger(rec *threadRecord, now, fresh map[SeriesKey][]bucketValue) {
+	var rows threadLedger
+	for _, r := range rec.ledger {
+		k := s.series.keys[r.id]
+		if k.Fam != FamTokens && k.Fam != FamCredits {
+			continue // dollars follow token growth
+		}
+		if v := r.v - (valueAt(now[k], r.b) - valueAt(fresh[k], r.b)); v > 0 {
+			rows = append(rows, ledgerRow{r.b, r.id, v})
+		}
+	}
+	rec.ledgerRetired = rows
+}
+
+// valueAt is the value of bucket b in vs (sorted by bucket).
+func valueAt(vs []bucketValue, b int32) int64 {
+	i, ok := slices.BinarySearchFunc(vs, b, func(bv bucketValue, b int32) int { return cmp.Compare(bv.b, b) })
+	if !ok {
+		return 0
+	}
+	return vs[i].v
+}
+
+// withRows is what a snapshot gives per series and bucket with rows
+// added: the thread's retired part (retireLedger), and for a window what
+// the items before it give (prefixLedger). The thread's ledger is compared
+// with it as its series are with the snapshot, its window's prefix and
+// its retired part.
+func (s *ThreadStore) withRows(now map[SeriesKey][]bucketValue, rows threadLedger) map[SeriesKey][]bucketValue {
+	if len(rows) == 0 {
+		return now
+	}
+	out := make(map[SeriesKey][]bucketValue, len(now)+1)
+	for k, vs := range now {
+		out[k] = vs
+	}
+	cloned := map[SeriesKey]bool{}
+	for _, r := range rows {
+		k := s.series.keys[r.id]
+		vs := out[k]
+		if !cloned[k] {
+			vs, cloned[k] = slices.Clone(vs), true
+		}
+		i, ok := slices.BinarySearchFunc(vs, r.b, func(bv bucketValue, b int32) int { return cmp.Compare(bv.b, b) })
+		if ok {
+			vs[i].v = satAdd(vs[i].v, r.v)
+		} else {
+			vs = slices.Insert(vs, i, bucketValue{r.b, r.v})
+		}
+		out[k] = vs
+	}
+	return out
+}
+
+// prefixLedger is what the items before a thread's next window give per
+// bucket: what the snapshot gives (led, with its own window's prefix)
+// less what the next window's items give (next).
+func (s *ThreadStore) prefixLedger(led, next map[SeriesKey][]bucketValue) threadLedger {
+	var rows threadLedger
+	for k, vs := range led {
+		for _, bv := range vs {
+			if d := bv.v - valueAt(next[k], bv.b); d > 0 {
+				rows = append(rows, ledgerRow{bv.b, s.series.id(k), d})
+			}
+		}
+	}
+	sortLedger(rows)
+	return slices.Clip(rows)
 }
 
 // ledgerSpread spreads one Apply's growth over a thread's buckets. It is
@@ -462,7 +556,29 @@ func ledgerStateOf(keys []SeriesKey, series SeriesList, rows threadLedger) []Led
 // a family the ledger does not keep, a value not above zero) are left
 // out. It reports whether the ledger had to be repaired: rows left out, or
 // sums that did not add up (every state written before the ledger).
-func (s *ThreadStore) restoreLedger(rec *threadRecord, series SeriesList, rows []LedgerRow, repo string) bool {
+func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo string) bool {
+	var bad bool
+	rec.ledger, bad = s.ledgerRows(ts.Series, ts.Ledger, repo)
+	retired, badRetired := s.ledgerRows(ts.Series, ts.LedgerRetired, repo)
+	if len(retired) > 0 && !badRetired {
+		rec.ledgerRetired = retired
+	}
+	if rec.win != nil && ts.Window != nil {
+		// A window whose prefix rows do not check out is dropped: the
+		// thread is read whole next time.
+		rows, badWindow := s.ledgerRows(ts.Series, ts.Window.Ledger, repo)
+		if badWindow {
+			rec.win = nil
+		} else {
+			rec.win.prefixLedger = rows
+		}
+	}
+	return s.settleLedger(rec) || bad || badRetired
+}
+
+// ledgerRows reads persisted ledger rows against the thread's persisted
+// series, leaving out (bad) those that do not check out.
+func (s *ThreadStore) ledgerRows(series SeriesList, rows []LedgerRow, repo string) (threadLedger, bool) {
 	bad := false
 	out := make(threadLedger, 0, len(rows))
 	for _, r := range rows {
@@ -487,8 +603,7 @@ func (s *ThreadStore) restoreLedger(rec *threadRecord, series SeriesList, rows [
 		}
 		merged = append(merged, r)
 	}
-	rec.ledger = slices.Clip(boundLedger(merged))
-	return s.settleLedger(rec) || bad
+	return slices.Clip(boundLedger(merged)), bad
 }
 
 // LedgerRepairs returns how many threads restored from saved state had a

@@ -344,3 +344,53 @@ func TestLedgerSpreadRemainders(t *testing.T) {
 		t.Errorf("rows %v, want 4, 3, 3", rec2.ledger)
 	}
 }
+
+// An item stamped at a time its thread cannot hold (a clock at 1970,
+// before the thread was created) is in the ledger where the backfill and
+// the report put it: at the thread's created.
+func TestLedgerBoundsTimesAsTheReport(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	items := []thread.Item{spendMsg(1, "m1", 86_400_000, 10, 1, 0), spendMsg(2, "m1", ledgerT0-5*3_600_000, 20, 2, 0), spendMsg(3, "m1", ledgerT0+60_000, 30, 3, 0)}
+	sum := thread.FromItems("T-b", "smart", items)
+	sum.Created = ledgerT0
+	s.Apply("/t/T-b.json", FileVersion{Size: 1}, sum)
+	in := map[int64]int64{}
+	for _, e := range s.Ledger() {
+		in[e.Start] += e.Input
+	}
+	if want := map[int64]int64{ledger.StartOf(ledgerT0): 60}; fmt.Sprint(in) != fmt.Sprint(want) {
+		t.Errorf("input by bucket %v, want all at the thread's created %v", in, want)
+	}
+}
+
+// After a truncation (an edited prompt drops the answer), the new answer
+// counts in its own bucket even when the answer that left held that
+// bucket: the retired part is kept per bucket too.
+func TestLedgerTruncationKeepsNewItemsInTheirBucket(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	later := ledgerT0 + 2*3_600_000
+	s.Apply("/t/T-e.json", FileVersion{Size: 1}, thread.FromItems("T-e", "smart", []thread.Item{spendMsg(2, "m1", ledgerT0, 100, 0, 0)}))
+	// The answer left; a new one in the same quarter hour, and one later.
+	s.Apply("/t/T-e.json", FileVersion{Size: 2}, thread.FromItems("T-e", "smart", []thread.Item{
+		spendMsg(3, "m1", ledgerT0+60_000, 60, 0, 0), spendMsg(5, "m1", later, 30, 0, 0)}))
+	in := map[int64]int64{}
+	for _, e := range s.Ledger() {
+		in[e.Start] += e.Input
+	}
+	if want := map[int64]int64{ledger.StartOf(ledgerT0): 160, ledger.StartOf(later): 30}; fmt.Sprint(in) != fmt.Sprint(want) {
+		t.Errorf("input by bucket %v, want %v", in, want)
+	}
+	checkLedgerSums(t, s, "end")
+	// Saved and restored, the retired part stays: a later growth of the
+	// new answer still lands in its bucket.
+	s = restartStore(t, s, false)
+	s.Apply("/t/T-e.json", FileVersion{Size: 3}, thread.FromItems("T-e", "smart", []thread.Item{
+		spendMsg(3, "m1", ledgerT0+60_000, 75, 0, 0), spendMsg(5, "m1", later, 30, 0, 0)}))
+	in = map[int64]int64{}
+	for _, e := range s.Ledger() {
+		in[e.Start] += e.Input
+	}
+	if want := map[int64]int64{ledger.StartOf(ledgerT0): 175, ledger.StartOf(later): 30}; fmt.Sprint(in) != fmt.Sprint(want) {
+		t.Errorf("after a restart: input by bucket %v, want %v", in, want)
+	}
+}

@@ -101,6 +101,9 @@ type ThreadState struct {
 	// in a state written before the ledger: the thread's usage is then
 	// under no time.
 	Ledger []LedgerRow `json:"ledger,omitempty"`
+	// LedgerRetired is what the items that left the thread hold in its
+	// ledger, per bucket (ledger.go, retireLedger).
+	LedgerRetired []LedgerRow `json:"ledger_retired,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -168,7 +171,7 @@ func (s *ThreadStore) Import(st *State) error {
 		}
 		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
 			billedAt: ts.BilledAt, repo: repo, repoSet: true}
-		if s.restoreLedger(rec, ts.Series, ts.Ledger, repo) {
+		if s.restoreLedger(rec, ts, repo) {
 			s.ledgerRepairs++
 		}
 		s.threads[key] = rec
