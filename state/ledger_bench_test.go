@@ -13,8 +13,9 @@ import (
 // BenchmarkLedgerSize is what the usage ledger adds to the state of
 // benchCorpus at AMP_BENCH_THREADS threads (docs/performance.md, "The
 // usage ledger"): its rows (16 bytes each in memory), the largest
-// thread's, and the bytes of the threads' saved records with and without
-// their "ledger" rows. One op encodes every thread's record, as a save of
+// thread's, the rows it keeps beside them (what items that left a thread
+// hold, what a window's prefix gives), and the bytes of the threads' saved
+// records with and without all those rows. One op encodes every thread's record, as a save of
 // every thread does ("with-ledger") and as it would without the rows
 // ("without-ledger"), so the two ns/op are the ledger's share of that
 // encoding.
@@ -30,9 +31,14 @@ func BenchmarkLedgerSize(b *testing.B) {
 	}
 	var states []store.ThreadState
 	perThread := make([]int, 0, n)
+	beside := 0
 	if err := d.EachThread(func(_ string, ts store.ThreadState) error {
 		states = append(states, ts)
 		perThread = append(perThread, len(ts.Ledger))
+		beside += len(ts.LedgerRetired)
+		if ts.Window != nil {
+			beside += len(ts.Window.Ledger)
+		}
 		return nil
 	}); err != nil {
 		b.Fatal(err)
@@ -49,7 +55,12 @@ func BenchmarkLedgerSize(b *testing.B) {
 		total := 0
 		for _, ts := range states {
 			if !ledger {
-				ts.Ledger = nil
+				ts.Ledger, ts.LedgerRetired = nil, nil
+				if ts.Window != nil {
+					w := *ts.Window
+					w.Ledger = nil
+					ts.Window = &w
+				}
 			}
 			v, err := json.Marshal(ts)
 			if err != nil {
@@ -73,6 +84,7 @@ func BenchmarkLedgerSize(b *testing.B) {
 			b.ReportMetric(float64(encode(b, ledger))/1e6, "MB-records")
 			if ledger {
 				b.ReportMetric(float64(rows), "ledger-rows")
+				b.ReportMetric(float64(beside), "rows-beside")
 				b.ReportMetric(float64(rows)/float64(n), "rows/thread")
 				b.ReportMetric(float64(perThread[len(perThread)/2]), "rows-p50")
 				b.ReportMetric(float64(perThread[len(perThread)*99/100]), "rows-p99")
