@@ -223,7 +223,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)
 	}
-	if s.restoreLedger(rec, ts, repo) {
+	if s.restoreLedger(rec, ts, repo, identityOK) {
 		s.ledgerRepairs++
 	}
 	s.threads[key] = rec

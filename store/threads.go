@@ -392,7 +392,8 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
-	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{}}
+	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
+		nowTokens: res.ledger, costs: res.ledgerCost}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.

@@ -171,7 +171,7 @@ func (s *ThreadStore) Import(st *State) error {
 		}
 		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
 			billedAt: ts.BilledAt, repo: repo, repoSet: true}
-		if s.restoreLedger(rec, ts, repo) {
+		if s.restoreLedger(rec, ts, repo, true) {
 			s.ledgerRepairs++
 		}
 		s.threads[key] = rec
