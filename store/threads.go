@@ -112,6 +112,9 @@ type threadRecord struct {
 	// contrib. ledgerRetired is, per bucket, what the items that left the
 	// thread hold in it (retireLedger), nil until it is first truncated.
 	ledger, ledgerRetired threadLedger
+	// days are a server thread's bills per day (bills_daily.go), sorted
+	// and disjoint; replaced, never changed in place.
+	days []DayBill
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
