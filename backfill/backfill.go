@@ -203,11 +203,12 @@ func (b *Backfill) AddThread(source, path string, sum *thread.Summary) error {
 	order := make([]int32, 0, len(sum.Items))
 	var later, items int64
 	var bounded map[string]int64
-	lo := b.threadFloor(sum)
+	bounds := b.bounds()
+	lo := bounds.ThreadFloor(sum)
 	rounded := false // an item's values are summed before rounding (credits)
 	for i := range sum.Items {
 		it := &sum.Items[i]
-		t, why := b.bound(sum, lo, it)
+		t, why := bounds.ItemTime(sum, lo, it)
 		if why != "" {
 			if bounded == nil {
 				bounded = map[string]int64{}

@@ -1,78 +1,24 @@
 package backfill
 
-import (
-	"math"
-	"time"
+import "github.com/amp-exporter/amp-exporter/ledger"
 
-	"github.com/amp-exporter/amp-exporter/parser/thread"
-)
+// Item times a thread cannot hold are placed by the ledger's rule
+// (ledger.Bounds): the backfill, the report and the exporter's ledger put
+// an item at the same time.
 
-// Item times a thread cannot hold (a clock at 1970, a field never set, a
-// clock years ahead) would stretch the history over decades: one usage
-// stamped 1970-01-01 made a backfill of six 2026 threads 27 times larger.
-// Such an item is still counted, at the nearest time its thread can hold.
-
-// AmpBegan is the default floor of item times: Amp was first released in
-// 2025 (a research preview in May), so nothing it recorded is older than
-// the start of that year. A time before it is a broken clock or a field
-// that was never set (1970-01-01 and the like).
-var AmpBegan = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// AmpBegan is the default floor of item times (ledger.AmpBegan).
+var AmpBegan = ledger.AmpBegan
 
 // Why an item's time was bounded (Stats.Bounded).
 const (
-	// BoundBeforeCreated: an item of the thread's own (not one a fork
-	// copied from its parent) stamped before the thread was created; it
-	// counts at the thread's created.
-	BoundBeforeCreated = "before_created"
-	// BoundBeforeAmp: stamped before Floor, in a thread whose created is
-	// no help (missing, or itself before Floor); it counts at the thread's
-	// earliest plausible time, or in the first sample when it has none.
-	BoundBeforeAmp = "before_amp"
+	BoundBeforeCreated = ledger.BoundBeforeCreated
+	BoundBeforeAmp     = ledger.BoundBeforeAmp
 	// BoundFuture: stamped after Now. It is left out of the history, as
 	// items after Until are: the live counters count it.
-	BoundFuture = "future"
+	BoundFuture = ledger.BoundFuture
 )
 
-// createdSlack is how far before its thread's created an item may be
-// stamped and keep its time: the server stamps some items (ledger events)
-// with its own clock, the client the thread with its.
-const createdSlack = int64(time.Hour / time.Millisecond)
-
-// threadFloor is the earliest time an item of the thread's own can have:
-// its created, when that is plausible; else the earliest plausible time of
-// its own items; 0 (the first sample) when it has none.
-func (b *Backfill) threadFloor(sum *thread.Summary) int64 {
-	floor, now := b.opts.Floor.UnixMilli(), b.opts.Now.UnixMilli()
-	if sum.Created >= floor && sum.Created <= now {
-		return sum.Created
-	}
-	lo := int64(0)
-	for i := range sum.Items {
-		if t := sum.Items[i].At; !sum.Items[i].Copied && t >= floor && t <= now && (lo == 0 || t < lo) {
-			lo = t
-		}
-	}
-	return lo
-}
-
-// bound returns the time an item counts at, and why it is not its own
-// ("" when it is). lo is the thread's floor (threadFloor). An item
-// without any time (0) stays so: it counts in the first sample.
-func (b *Backfill) bound(sum *thread.Summary, lo int64, it *thread.Item) (int64, string) {
-	t := it.At
-	switch {
-	case t == 0:
-		return 0, ""
-	case t > b.opts.Now.UnixMilli():
-		return math.MaxInt64, BoundFuture
-	case t < b.opts.Floor.UnixMilli():
-		if lo == sum.Created && lo != 0 && !it.Copied {
-			return lo, BoundBeforeCreated
-		}
-		return lo, BoundBeforeAmp
-	case t < sum.Created-createdSlack && lo == sum.Created && !it.Copied:
-		// A fork's copied items are its parent's, older than the fork.
-		return lo, BoundBeforeCreated
-	}
-	return t, ""
+// bounds are the backfill's Floor and Now.
+func (b *Backfill) bounds() ledger.Bounds {
+	return ledger.Bounds{Floor: b.opts.Floor.UnixMilli(), Now: b.opts.Now.UnixMilli()}
 }

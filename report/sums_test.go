@@ -93,10 +93,47 @@ func TestLedgerSumsAreTheCounters(t *testing.T) {
 						t.Errorf("%v: counter %d, not in the ledger", k, v)
 					}
 				}
+				// The exporter's own ledger, kept as it counted the files, is
+				// row for row the one the report replayed.
+				if maxValues == 100 {
+					compareLedgers(t, live.Ledger(), l.Entries())
+				}
 				if want[store.SeriesKey{Fam: store.FamCredits, L1: "claude-opus-4-5-20251101"}] == 0 && maxValues == 100 {
 					t.Errorf("no credits in the corpus: it does not exercise them")
 				}
 			})
+		}
+	}
+}
+
+// compareLedgers reports the rows two ledgers differ in.
+func compareLedgers(t *testing.T, live, replayed []Entry) {
+	t.Helper()
+	type key struct {
+		start          int64
+		session, model string
+	}
+	index := func(es []Entry) map[key]Usage {
+		m := map[key]Usage{}
+		for _, e := range es {
+			u := m[key{e.Start, e.Session, e.Model}]
+			u.Add(e.Usage)
+			m[key{e.Start, e.Session, e.Model}] = u
+		}
+		return m
+	}
+	a, b := index(live), index(replayed)
+	n := 0
+	for k, u := range b {
+		if a[k] != u && n < 10 {
+			t.Errorf("%v: live %+v, replayed %+v", k, a[k], u)
+			n++
+		}
+	}
+	for k, u := range a {
+		if _, ok := b[k]; !ok && n < 10 {
+			t.Errorf("%v: live %+v, not replayed", k, u)
+			n++
 		}
 	}
 }

@@ -17,13 +17,13 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.mu.RUnlock()
 	// The thread's repository as a first Apply would pin it (its
 	// unreadable remote is counted by the live exporter, not here).
-	res := s.contribute(sum, prices, nil, false, s.repos.value(s.labels, sum.Repository))
+	res := s.contribute(sum, prices, nil, false, false, s.repos.value(s.labels, sum.Repository))
 	c := res.series
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
-	chargeGrowth(res.rates, c, func(k SeriesKey, v int64) { c[k] = satAdd(c[k], v) })
+	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = satAdd(c[k], v) })
 	return c
 }

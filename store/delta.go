@@ -169,8 +169,12 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
-	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: windowStateOf(keys, rec.win), BilledAt: rec.billedAt,
-		Repository: rec.repo}
+	win := windowStateOf(keys, rec.win)
+	if win != nil {
+		win.Ledger = ledgerStateOf(keys, series, rec.win.prefixLedger)
+	}
+	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: rec.billedAt,
+		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired)}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -218,6 +222,9 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	if identityOK {
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)
+	}
+	if s.restoreLedger(rec, ts, repo) {
+		s.ledgerRepairs++
 	}
 	s.threads[key] = rec
 	s.lastActivity = max(s.lastActivity, ts.LastActivity)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -38,19 +39,27 @@ type counted struct {
 	// add the new ones in full (retire).
 	vanished bool
 	fresh    contribution
+	// freshLedger is the part of ledger from items new in the snapshot.
+	freshLedger map[SeriesKey][]bucketValue
 	// reidentified: every message the thread had is gone and every message
 	// is new and keyed by a protocol id; the whole thread changed identity
 	// at once (see apply).
 	reidentified bool
+	// ledger is what the snapshot's items give per series and bucket of
+	// their time (ledger.go).
+	ledger map[SeriesKey][]bucketValue
 }
 
 // contribute counts sum's items on top of the pins base, under the
 // thread's repository repo (its pinned value, repository.go). A partial
 // summary (a window of the thread, window.go) lacks items by design: none
-// of its thread's items is taken for missing.
-func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial bool, repo string) counted {
+// of its thread's items is taken for missing. withLedger: also add up
+// what the items give per bucket of their time (counted.ledger), which
+// only an Apply needs.
+func (s *ThreadStore) contribute(sum *thread.Summary, prices Prices, base pinBlob, partial, withLedger bool, repo string) counted {
 	k := newItemCounter(s, sum, prices, base)
 	k.repo = repo
+	k.withLedger = withLedger
 	return k.count(partial)
 }
 
@@ -71,6 +80,16 @@ type itemCounter struct {
 	rates  map[SeriesKey]rate
 	// msgs are the pass's per-thread message counts.
 	msgs messageCounts
+
+	// led adds up spending per bucket and model in the pass over every
+	// item (ledgerOn), for the ledger.
+	led                  map[ledgerAt]*ledgerAcc
+	withLedger, ledgerOn bool
+	// bounds and floor place item times the thread cannot hold
+	// (ledgerTime), worked out once (boundsSet).
+	bounds    ledger.Bounds
+	floor     int64
+	boundsSet bool
 
 	units               []unitPrice // by model, looked up once
 	folds               []folding   // label values folded, remembered
@@ -108,13 +127,15 @@ func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pin
 // count runs the steps in order and gives the tables back to the pool.
 func (k *itemCounter) count(partial bool) counted {
 	k.adopt()
+	k.ledgerOn = k.withLedger
 	k.pass(true, nil)
-	res := counted{series: k.series, rates: k.rates}
+	k.ledgerOn = false
+	res := counted{series: k.series, rates: k.rates, ledger: k.ledgerValues()}
 	if !partial && k.missing() {
 		res.vanished = true
 		res.reidentified = k.s.reidentified(k.sum, k.d)
 		k.retireMissing()
-		res.fresh = k.freshShare()
+		res.fresh, res.freshLedger = k.freshShare()
 	}
 	res.pins = k.pg.result()
 	return res
@@ -316,6 +337,9 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			a = &d.spend[n-1]
 		}
 		k.spend(a, it)
+		if k.ledgerOn {
+			k.spendAt(t.name, it)
+		}
 		if t.outcome != "" && it.IsMessage() {
 			a.finished++
 		}
@@ -470,13 +494,15 @@ func (k *itemCounter) retireMissing() {
 // it give: a second pass over them alone, pinned by now. Rare (a
 // truncation). The counter's series and rates stay those of the whole
 // snapshot.
-func (k *itemCounter) freshShare() contribution {
-	all, allRates := k.series, k.rates
-	k.series, k.rates = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}
+func (k *itemCounter) freshShare() (contribution, map[SeriesKey][]bucketValue) {
+	all, allRates, allLed := k.series, k.rates, k.led
+	k.series, k.rates, k.led = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}, nil
+	k.ledgerOn = k.withLedger
 	k.pass(false, k.d.fresh)
-	fresh := k.series
-	k.series, k.rates = all, allRates
-	return fresh
+	k.ledgerOn = false
+	fresh, freshLed := k.series, k.ledgerValues()
+	k.series, k.rates, k.led = all, allRates, allLed
+	return fresh, freshLed
 }
 
 // reidentified reports whether no message pinned before is in the snapshot

@@ -107,6 +107,11 @@ type threadRecord struct {
 	// with it ("" for states written before the label).
 	repo    string
 	repoSet bool
+	// ledger is when the thread's money series grew, per bucket
+	// (ledger.go): its rows of a series add up to the series' value in
+	// contrib. ledgerRetired is, per bucket, what the items that left the
+	// thread hold in it (retireLedger), nil until it is first truncated.
+	ledger, ledgerRetired threadLedger
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -186,6 +191,9 @@ type ThreadStore struct {
 	// (FileRecord.tk), tkIndex finds a series' number.
 	tkeys   []ThreadsKey
 	tkIndex map[ThreadsKey]uint32
+	// ledgerRepairs counts restored threads whose ledger did not add up
+	// to their counters (restoreLedger).
+	ledgerRepairs int
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -303,7 +311,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	if !repoSet {
 		repo = s.repos.value(s.labels, sum.Repository)
 	}
-	res := s.contribute(sum, prices, base, partial, repo)
+	res := s.contribute(sum, prices, base, partial, true, repo)
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
 	s.mu.Lock()
@@ -320,9 +328,12 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		if rec.repoSet {
 			repo = rec.repo
 		}
-		res = s.contribute(sum, s.prices, rec.pins, partial, repo)
+		res = s.contribute(sum, s.prices, rec.pins, partial, true, repo)
 	}
 	c, pinned := res.series, res.pins
+	// led is what the snapshot gives per series and bucket, with what the
+	// window's prefix holds when it is a window (ledger.go).
+	led := res.ledger
 	var win *windowRec
 	if w != nil {
 		prefix, err := s.windowBase(rec, sum, w.at)
@@ -336,7 +347,10 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 			k := s.series.keys[e.id]
 			c[k] = satAdd(c[k], e.v)
 		}
-		win = s.nextWindow(pinned, repo, c, sum, w.next)
+		if partial && rec.win != nil {
+			led = s.withRows(led, rec.win.prefixLedger)
+		}
+		win = s.nextWindow(pinned, repo, c, led, sum, w.next)
 	}
 	// identityMoved: the thread's pins, repository or retired part
 	// changed, which a save must write even when no counter moved.
@@ -357,6 +371,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		// the items that left keep what they counted.
 		if !res.reidentified || !s.covers(rec, c) {
 			s.retire(rec, c, res.fresh)
+			s.retireLedger(rec, res.ledger, res.freshLedger)
 		}
 		identityMoved = true
 	}
@@ -377,6 +392,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
+	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{}}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
@@ -405,11 +421,20 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		if k.Fam == FamTokens || k.Fam == FamTokensLong {
 			grown[k] = delta
 		}
+		if k.Fam == FamTokens || k.Fam == FamCredits {
+			spread.grow(k, delta)
+		}
 	}
 	rec.contrib = append(merged, rest...)
 	// Dollars follow token growth at today's prices, so a price change
 	// never re-prices tokens already counted.
-	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64) { s.addTo(rec, k, v) })
+	chargeGrowth(res.rates, grown, func(k SeriesKey, v int64, tokens SeriesKey) {
+		s.addTo(rec, k, v)
+		if k.Fam == FamCost {
+			spread.charge(k, v, tokens)
+		}
+	})
+	spread.commit()
 	if sum.LastActivity > rec.lastActivity {
 		rec.lastActivity = sum.LastActivity
 		s.lastActivity = max(s.lastActivity, sum.LastActivity)

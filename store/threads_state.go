@@ -97,6 +97,13 @@ type ThreadState struct {
 	// are under it, so they are saved without it. Absent: none (and every
 	// thread of a state written before the label).
 	Repository string `json:"repo,omitempty"`
+	// Ledger is when the thread's money series grew (ledger.go). Absent
+	// in a state written before the ledger: the thread's usage is then
+	// under no time.
+	Ledger []LedgerRow `json:"ledger,omitempty"`
+	// LedgerRetired is what the items that left the thread hold in its
+	// ledger, per bucket (ledger.go, retireLedger).
+	LedgerRetired []LedgerRow `json:"ledger_retired,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -162,8 +169,12 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		s.threads[key] = &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
+		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
 			billedAt: ts.BilledAt, repo: repo, repoSet: true}
+		if s.restoreLedger(rec, ts, repo) {
+			s.ledgerRepairs++
+		}
+		s.threads[key] = rec
 		s.changedThreads[key] = struct{}{}
 	}
 	s.importIdentity(st)

@@ -76,17 +76,17 @@ func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
 // chargeGrowth prices the growth of each token series (grown, with its
 // long-context part under FamTokensLong) at the rates the thread's items
 // gave it, and hands the dollars and unpriced tokens to add (positive
-// values only).
-func chargeGrowth(rates map[SeriesKey]rate, grown map[SeriesKey]int64, add func(SeriesKey, int64)) {
+// values only), with the token series they were charged for.
+func chargeGrowth(rates map[SeriesKey]rate, grown map[SeriesKey]int64, add func(k SeriesKey, v int64, tokens SeriesKey)) {
 	for k, r := range rates {
 		if delta := grown[k]; delta > 0 {
 			// The thread's repository goes with its tokens' dollars.
 			cost, unpriced := r.charge(delta, grown[SeriesKey{FamTokensLong, k.L1, k.L2, k.Repo}])
 			if cost > 0 {
-				add(SeriesKey{FamCost, k.L1, "", k.Repo}, cost)
+				add(SeriesKey{FamCost, k.L1, "", k.Repo}, cost, k)
 			}
 			if unpriced > 0 {
-				add(SeriesKey{FamUnpriced, k.L1, "", k.Repo}, unpriced)
+				add(SeriesKey{FamUnpriced, k.L1, "", k.Repo}, unpriced, k)
 			}
 		}
 	}

@@ -50,8 +50,11 @@ type windowRec struct {
 	// region are the keys, sorted, of the items the window's messages gave
 	// when it was last counted: each must be in the next window.
 	region []uint64
-	// prefix is what the items before the window count.
-	prefix compactContribution
+	// prefix is what the items before the window count, and
+	// prefixLedger what they give per bucket (ledger.go), sorted as a
+	// thread's ledger.
+	prefix       compactContribution
+	prefixLedger threadLedger
 }
 
 // WindowState is the persisted form of a thread's window.
@@ -62,6 +65,9 @@ type WindowState struct {
 	// Region lists the window's item keys, ascending, as uvarint deltas.
 	Region []byte        `json:"region"`
 	Prefix []SeriesValue `json:"prefix,omitempty"`
+	// Ledger is what the items before the window give per bucket, as the
+	// thread's ledger rows (ledger.go).
+	Ledger []LedgerRow `json:"ledger,omitempty"`
 }
 
 // NextWindow is the window a caller asks the store to keep after an apply:
@@ -161,7 +167,7 @@ func (s *ThreadStore) windowBase(rec *threadRecord, sum *thread.Summary, w Windo
 // are not all in the snapshot, or would pin something new), and the thread
 // is then read whole next time. pins are the thread's pins after the
 // apply. Callers hold the write lock.
-func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, sum *thread.Summary, next *NextWindow) *windowRec {
+func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, led map[SeriesKey][]bucketValue, sum *thread.Summary, next *NextWindow) *windowRec {
 	if next == nil || next.Start <= 0 {
 		return nil
 	}
@@ -181,7 +187,7 @@ func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, sum 
 	}
 	slices.Sort(region)
 	region = slices.Compact(region)
-	res := s.contribute(next.Sum, s.prices, pins, true, repo)
+	res := s.contribute(next.Sum, s.prices, pins, true, true, repo)
 	cn, pinned := res.series, res.pins
 	if len(pinned) != len(pins) || len(pinned) > 0 && &pinned[0] != &pins[0] {
 		return nil
@@ -199,7 +205,8 @@ func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, sum 
 			return nil
 		}
 	}
-	return &windowRec{Window: next.Window, region: slices.Clip(region), prefix: s.series.compact(prefix)}
+	return &windowRec{Window: next.Window, region: slices.Clip(region), prefix: s.series.compact(prefix),
+		prefixLedger: s.prefixLedger(led, res.ledger)}
 }
 
 // windowStateOf is a window's persisted form.

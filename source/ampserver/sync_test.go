@@ -99,7 +99,19 @@ func (h *harness) want(ids []string) map[string]store.ThreadState {
 func countedThreads(s *store.ThreadStore) map[string]store.ThreadState {
 	st := s.Export().Threads
 	for k, v := range st {
-		v.Series = slices.DeleteFunc(v.Series, func(sv store.SeriesValue) bool { return sv.Family == "billed_usd" })
+		// The ledger's rows name series by their place in Series: they
+		// follow the series left.
+		place, kept := map[int64]int64{}, store.SeriesList{}
+		for i, sv := range v.Series {
+			if sv.Family != "billed_usd" {
+				place[int64(i)] = int64(len(kept))
+				kept = append(kept, sv)
+			}
+		}
+		for i, row := range v.Ledger {
+			v.Ledger[i][1] = place[row[1]]
+		}
+		v.Series = kept
 		st[k] = v
 	}
 	return st

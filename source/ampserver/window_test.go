@@ -177,6 +177,12 @@ func counted(s *store.ThreadStore) map[string]store.ThreadState {
 	out := map[string]store.ThreadState{}
 	for k, ts := range s.Export().Threads {
 		ts.Window = nil
+		// When the thread's series grew (its ledger, store/ledger.go) can
+		// differ between a store reading windows and one reading whole
+		// threads when a rewrite before the window meets truncations
+		// (docs/ledger.md): how much both count is held here, that each
+		// ledger adds up to it in the store's tests.
+		ts.Ledger, ts.LedgerRetired = nil, nil
 		out[k] = ts
 	}
 	return out
