@@ -46,12 +46,20 @@ type AmpServerConfig struct {
 	// a refresh token in its secrets.json) is refreshed the way another
 	// CLI process would, writing secrets.json; false never writes it.
 	RefreshLogin bool `yaml:"refresh_login"`
+	// DayBillsHorizon is how far back a thread's bill per day is asked
+	// (threadDisplayCostInfo with start and end, for the usage ledger's
+	// billed USD per day): a day to a year.
+	DayBillsHorizon model.Duration `yaml:"day_bills_horizon"`
 	// HTTPClient holds proxy and TLS settings (prometheus/common's HTTP
 	// client configuration); the key is set by the exporter, not here.
 	HTTPClient promconfig.HTTPClientConfig `yaml:"http_client,omitempty"`
 }
 
 func init() { sectionOf["AmpServerConfig"] = "amp_server" }
+
+// maxDayBillsHorizon bounds day_bills_horizon: a year of days, which is
+// what the store keeps a thread's bills for.
+const maxDayBillsHorizon = 366 * 24 * time.Hour
 
 func defaultAmpServer() AmpServerConfig {
 	return AmpServerConfig{
@@ -61,6 +69,7 @@ func defaultAmpServer() AmpServerConfig {
 		IncludeArchived:  true,
 		MaxConcurrency:   4,
 		RefreshLogin:     true,
+		DayBillsHorizon:  model.Duration(35 * 24 * time.Hour),
 		HTTPClient:       promconfig.HTTPClientConfig{EnableHTTP2: true, ProxyConfig: promconfig.ProxyConfig{ProxyFromEnvironment: true}},
 	}
 }
@@ -117,6 +126,9 @@ func (c *Config) resolveAmpServer(env Env, errs *[]string) {
 	}
 	if a.MaxConcurrency < 1 || a.MaxConcurrency > 32 {
 		add("max_concurrency: %d, want 1 to 32", a.MaxConcurrency)
+	}
+	if d := time.Duration(a.DayBillsHorizon); d < 24*time.Hour || d > maxDayBillsHorizon {
+		add("day_bills_horizon: %s, want 1d to 366d", d)
 	}
 	if len(a.InstallationID) > 128 || strings.ContainsAny(a.InstallationID, "\x00\r\n") {
 		add("installation_id: not an installation id")

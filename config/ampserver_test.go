@@ -67,6 +67,18 @@ func TestAmpServerConfig(t *testing.T) {
 		{name: "bad url", yaml: "amp_server: {url: 'ftp://x'}", wantErr: "amp_server.url"},
 		{name: "key in url", yaml: "amp_server: {url: 'https://u:p@x/'}", wantErr: "credentials"},
 		{name: "concurrency", yaml: "amp_server: {max_concurrency: 0}", wantErr: "amp_server.max_concurrency"},
+		{name: "day bills by default", yaml: "amp_server: {}", check: func(t *testing.T, a AmpServerConfig) {
+			if time.Duration(a.DayBillsHorizon) != 35*24*time.Hour {
+				t.Errorf("day_bills_horizon %s", a.DayBillsHorizon)
+			}
+		}},
+		{name: "a day of day bills", yaml: "amp_server: {day_bills_horizon: 1d}", check: func(t *testing.T, a AmpServerConfig) {
+			if time.Duration(a.DayBillsHorizon) != 24*time.Hour {
+				t.Errorf("day_bills_horizon %s", a.DayBillsHorizon)
+			}
+		}},
+		{name: "day bills too short", yaml: "amp_server: {day_bills_horizon: 1h}", wantErr: "amp_server.day_bills_horizon"},
+		{name: "day bills too far", yaml: "amp_server: {day_bills_horizon: 400d}", wantErr: "amp_server.day_bills_horizon"},
 		{name: "unknown key", yaml: "amp_server: {api_key: x}", wantErr: `unknown key "api_key" in amp_server`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

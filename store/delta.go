@@ -174,7 +174,8 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 		win.Ledger = ledgerStateOf(keys, series, rec.win.prefixLedger)
 	}
 	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: rec.billedAt,
-		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired)}
+		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired),
+		DayBills: rec.days}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -218,12 +219,13 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		}
 		out = append(out, e)
 	}
-	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true}
+	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true,
+		days: dayBillsOf(ts.DayBills)}
 	if identityOK {
 		s.restoreIdentity(rec, ts)
 		rec.win = s.restoreWindow(ts.Window, repo)
 	}
-	if s.restoreLedger(rec, ts, repo) {
+	if s.restoreLedger(rec, ts, repo, identityOK) {
 		s.ledgerRepairs++
 	}
 	s.threads[key] = rec

@@ -46,8 +46,8 @@ type counted struct {
 	// at once (see apply).
 	reidentified bool
 	// ledger is what the snapshot's items give per series and bucket of
-	// their time (ledger.go).
-	ledger map[SeriesKey][]bucketValue
+	// their time (ledger.go), ledgerCost what their tokens cost there.
+	ledger, ledgerCost map[SeriesKey][]bucketValue
 }
 
 // contribute counts sum's items on top of the pins base, under the
@@ -130,7 +130,8 @@ func (k *itemCounter) count(partial bool) counted {
 	k.ledgerOn = k.withLedger
 	k.pass(true, nil)
 	k.ledgerOn = false
-	res := counted{series: k.series, rates: k.rates, ledger: k.ledgerValues()}
+	res := counted{series: k.series, rates: k.rates}
+	res.ledger, res.ledgerCost = k.ledgerValues()
 	if !partial && k.missing() {
 		res.vanished = true
 		res.reidentified = k.s.reidentified(k.sum, k.d)
@@ -500,7 +501,7 @@ func (k *itemCounter) freshShare() (contribution, map[SeriesKey][]bucketValue) {
 	k.ledgerOn = k.withLedger
 	k.pass(false, k.d.fresh)
 	k.ledgerOn = false
-	fresh, freshLed := k.series, k.ledgerValues()
+	fresh, freshLed := k.series, k.ledger()
 	k.series, k.rates, k.led = all, allRates, allLed
 	return fresh, freshLed
 }
@@ -706,6 +707,11 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
 			k := sv.keyIn(rec.repo)
+			if k.Fam == FamCost || k.Fam == FamUnpriced {
+				// Never retired (they follow token growth): a saved one
+				// would raise the counter with nothing to show for it.
+				continue
+			}
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)

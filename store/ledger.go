@@ -2,7 +2,9 @@ package store
 
 import (
 	"cmp"
+	"encoding/json"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -41,10 +43,16 @@ var ledgerFamily = map[Family]bool{FamTokens: true, FamCredits: true, FamCost: t
 // undatedBucket is the bucket of usage without any time.
 const undatedBucket = math.MinInt32
 
-// maxLedgerRows bounds one thread's ledger. A thread of months of
-// activity (a bucket every 15 minutes, around the clock, a few models)
-// stays under it; beyond it, new buckets of a series add to the series'
-// latest row, so the sums stay exact and only the time gets coarser.
+// ampBeganBucket is the earliest bucket an item can be in (ledger.Bounds):
+// a saved row before it is damaged.
+var ampBeganBucket = bucketOf(ledger.AmpBegan.UnixMilli())
+
+// maxLedgerRows bounds one thread's ledger. One model's bucket takes up to
+// six rows (four token types, credits, dollars): a thread stays under it
+// for about 1,365 active quarter hours of one model (four hours a day for
+// three months). Beyond it, the earliest rows of the series with the most
+// fold into their next ones (boundLedger), so the sums stay exact and only
+// old detail coarsens.
 const maxLedgerRows = 8192
 
 // ledgerRow is what one series of a thread grew by in one bucket.
@@ -84,6 +92,7 @@ type ledgerAt struct {
 
 type ledgerAcc struct {
 	tokens     [4]int64 // TokenTypes order
+	cost       [4]int64 // what the tokens cost at the items' models' prices
 	credits    float64
 	hasCredits bool
 }
@@ -113,9 +122,22 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 		a.credits += it.Credits
 		a.hasCredits = true
 	}
+	if it.Tokens == (thread.Tokens{}) {
+		return
+	}
+	raw := it.Model
+	if raw == "" {
+		raw = thread.UnknownModel
+	}
+	u := k.priceOf(raw)
+	over := [4]int64{it.Over.Input, it.Over.Output, it.Over.CacheRead, it.Over.CacheCreation}
 	for i, n := range [4]int64{it.Tokens.Input, it.Tokens.Output, it.Tokens.CacheRead, it.Tokens.CacheCreation} {
 		if n > 0 {
 			a.tokens[i] = satAdd(a.tokens[i], n)
+			if u.ok {
+				nl := min(max(over[i], 0), n)
+				a.cost[i] = satAdd(a.cost[i], satAdd(satMul(n-nl, u.std[i]), satMul(nl, u.long[i])))
+			}
 		}
 	}
 }
@@ -139,31 +161,43 @@ func (k *itemCounter) ledgerTime(it *thread.Item) int64 {
 }
 
 // ledgerValues turns the pass's per-bucket sums into per-series values,
-// each series' buckets in time order.
-func (k *itemCounter) ledgerValues() map[SeriesKey][]bucketValue {
+// each series' buckets in time order, and what the tokens of each token
+// series and bucket cost.
+func (k *itemCounter) ledgerValues() (values, costs map[SeriesKey][]bucketValue) {
 	if len(k.led) == 0 {
-		return nil
+		return nil, nil
 	}
-	out := make(map[SeriesKey][]bucketValue, len(k.led)*2)
+	values = make(map[SeriesKey][]bucketValue, len(k.led)*2)
+	costs = make(map[SeriesKey][]bucketValue, len(k.led))
 	for at, a := range k.led {
 		for i, n := range a.tokens {
 			if n > 0 {
 				sk := k.key(FamTokens, at.model, TokenTypes[i])
-				out[sk] = append(out[sk], bucketValue{at.b, n})
+				values[sk] = append(values[sk], bucketValue{at.b, n})
+				if a.cost[i] > 0 {
+					costs[sk] = append(costs[sk], bucketValue{at.b, a.cost[i]})
+				}
 			}
 		}
 		if a.hasCredits {
 			if v := fixed(FamCredits, a.credits); v > 0 {
 				sk := k.key(FamCredits, at.model, "")
-				out[sk] = append(out[sk], bucketValue{at.b, v})
+				values[sk] = append(values[sk], bucketValue{at.b, v})
 			}
 		}
 	}
-	for sk, vs := range out {
-		slices.SortFunc(vs, func(a, b bucketValue) int { return cmp.Compare(a.b, b.b) })
-		out[sk] = vs
+	for _, m := range []map[SeriesKey][]bucketValue{values, costs} {
+		for _, vs := range m {
+			slices.SortFunc(vs, func(a, b bucketValue) int { return cmp.Compare(a.b, b.b) })
+		}
 	}
-	return out
+	return values, costs
+}
+
+// ledger is ledgerValues without the costs.
+func (k *itemCounter) ledger() map[SeriesKey][]bucketValue {
+	values, _ := k.ledgerValues()
+	return values
 }
 
 // retireLedger keeps, per bucket, what the thread's missing items hold in
@@ -229,9 +263,14 @@ func (s *ThreadStore) withRows(now map[SeriesKey][]bucketValue, rows threadLedge
 // prefixLedger is what the items before a thread's next window give per
 // bucket: what the snapshot gives (led, with its own window's prefix)
 // less what the next window's items give (next).
-func (s *ThreadStore) prefixLedger(led, next map[SeriesKey][]bucketValue) threadLedger {
+func (s *ThreadStore) prefixLedger(c contribution, led, next map[SeriesKey][]bucketValue) threadLedger {
 	var rows threadLedger
 	for k, vs := range led {
+		if c[k] == 0 {
+			// Credits rounded per bucket can name a series the thread's
+			// sum rounds to nothing: no counter, no row.
+			continue
+		}
 		for _, bv := range vs {
 			if d := bv.v - valueAt(next[k], bv.b); d > 0 {
 				rows = append(rows, ledgerRow{bv.b, s.series.id(k), d})
@@ -252,8 +291,11 @@ type ledgerSpread struct {
 	// add is what each (series, bucket) grows by.
 	add map[ledgerSlot]int64
 	// tokens is the token growth per series and bucket, which the
-	// dollars are spread by.
-	tokens map[SeriesKey][]bucketValue
+	// dollars are spread by; nowTokens and costs what the snapshot's
+	// tokens of each series and bucket are and cost (its own items, before
+	// any retired part or window prefix), which weigh them.
+	tokens           map[SeriesKey][]bucketValue
+	nowTokens, costs map[SeriesKey][]bucketValue
 }
 
 type ledgerSlot struct {
@@ -272,7 +314,26 @@ func (sp *ledgerSpread) held(id uint32, b int32) int64 {
 	if ok {
 		v = l[i].v
 	}
-	return v + sp.add[ledgerSlot{id, b}]
+	return satAdd(v, sp.add[ledgerSlot{id, b}])
+}
+
+// put adds v to series id in bucket b.
+func (sp *ledgerSpread) put(id uint32, b int32, v int64) {
+	slot := ledgerSlot{id, b}
+	sp.add[slot] = satAdd(sp.add[slot], v)
+}
+
+// firstDated is the series' earliest dated bucket in the thread's ledger
+// (math.MinInt32 when it has none).
+func (sp *ledgerSpread) firstDated(id uint32) int32 {
+	l := sp.rec.ledger
+	i, _ := slices.BinarySearchFunc(l, ledgerSlot{id, undatedBucket + 1}, func(r ledgerRow, t ledgerSlot) int {
+		return cmp.Or(cmp.Compare(r.id, t.id), cmp.Compare(r.b, t.b))
+	})
+	if i < len(l) && l[i].id == id {
+		return l[i].b
+	}
+	return math.MinInt32
 }
 
 // latest is the series' latest bucket, in the snapshot or else in the
@@ -297,14 +358,24 @@ func (sp *ledgerSpread) grow(k SeriesKey, g int64) {
 	}
 	id := sp.s.series.id(k)
 	put := func(b int32, v int64) {
-		sp.add[ledgerSlot{id, b}] += v
+		sp.put(id, b, v)
 		if k.Fam == FamTokens {
 			sp.tokens[k] = append(sp.tokens[k], bucketValue{b, v})
 		}
 	}
+	// A thread at its bound has folded its earliest rows into later ones
+	// (boundLedger): buckets before the series' first row hold nothing of
+	// their own any more, and must not take growth as if they were short.
+	from := int32(math.MinInt32)
+	if len(sp.rec.ledger) >= maxLedgerRows {
+		from = sp.firstDated(id)
+	}
 	for _, bv := range sp.now[k] {
 		if g == 0 {
 			return
+		}
+		if bv.b < from && bv.b != undatedBucket {
+			continue
 		}
 		if short := bv.v - sp.held(id, bv.b); short > 0 {
 			a := min(short, g)
@@ -318,37 +389,79 @@ func (sp *ledgerSpread) grow(k SeriesKey, g int64) {
 }
 
 // charge spreads g, the dollars charged for the growth of token series
-// tokens, over the buckets those tokens grew in, in proportion (the
-// tokens of one series have one price, so this is what each bucket's
-// tokens cost, to rounding).
+// tokens, over the buckets those tokens grew in, each bucket's tokens
+// weighed at what the snapshot's tokens of that bucket cost (a series
+// folded into other mixes models, and long-context tokens cost more):
+// the shares are what each bucket's growth cost, to rounding.
 func (sp *ledgerSpread) charge(k SeriesKey, g int64, tokens SeriesKey) {
 	if g <= 0 {
 		return
 	}
 	id := sp.s.series.id(k)
 	grew := sp.tokens[tokens]
-	var total int64
-	for _, bv := range grew {
-		total = satAdd(total, bv.v)
-	}
-	if total <= 0 {
-		sp.add[ledgerSlot{id, sp.latest(tokens)}] += g
+	if len(grew) == 0 {
+		sp.put(id, sp.latest(tokens), g)
 		return
 	}
-	// Each bucket takes its share rounded down; the rest (a few 1e-10
-	// USD of rounding) goes to the bucket that grew most.
+	weights := sp.weights(tokens, grew)
+	var total uint64
+	for _, w := range weights {
+		total += w
+	}
+	if total == 0 {
+		sp.put(id, grew[len(grew)-1].b, g)
+		return
+	}
+	// Each bucket takes its share rounded down, in exact integers; the
+	// rest (a few 1e-10 USD of rounding, none for one model's series)
+	// goes to the bucket that weighs most.
 	heaviest, left := 0, g
 	for i, bv := range grew {
-		if bv.v > grew[heaviest].v {
+		if weights[i] > weights[heaviest] {
 			heaviest = i
 		}
-		share := min(int64(float64(g)*float64(bv.v)/float64(total)), left)
-		if share > 0 {
-			sp.add[ledgerSlot{id, bv.b}] += share
-			left -= share
+		hi, lo := bits.Mul64(uint64(g), weights[i])
+		share, _ := bits.Div64(hi, lo, total) // weights[i] <= total: the share is at most g
+		if s := min(int64(share), left); s > 0 {
+			sp.put(id, bv.b, s)
+			left -= s
 		}
 	}
-	sp.add[ledgerSlot{id, grew[heaviest].b}] += left
+	sp.put(id, grew[heaviest].b, left)
+}
+
+// weights are what the token growth of each bucket cost at the prices of
+// the snapshot's tokens of that bucket, as integers (1e-10 USD, or
+// tokens when a bucket's cost is unknown: then every bucket weighs its
+// tokens). Their sum stays below 2^64.
+func (sp *ledgerSpread) weights(tokens SeriesKey, grew []bucketValue) []uint64 {
+	weights := make([]uint64, len(grew))
+	var sum uint64
+	for i, bv := range grew {
+		n, c := valueAt(sp.nowTokens[tokens], bv.b), valueAt(sp.costs[tokens], bv.b)
+		if n <= 0 || c <= 0 {
+			return tokenWeights(grew)
+		}
+		hi, lo := bits.Mul64(uint64(bv.v), uint64(c))
+		if hi >= uint64(n) {
+			return tokenWeights(grew) // beyond 64 bits
+		}
+		w, _ := bits.Div64(hi, lo, uint64(n))
+		if w > math.MaxInt64/uint64(len(grew)) || sum+w < sum {
+			return tokenWeights(grew)
+		}
+		weights[i], sum = w, sum+w
+	}
+	return weights
+}
+
+// tokenWeights weighs each bucket by its tokens.
+func tokenWeights(grew []bucketValue) []uint64 {
+	weights := make([]uint64, len(grew))
+	for i, bv := range grew {
+		weights[i] = uint64(max(bv.v, 0))
+	}
+	return weights
 }
 
 // commit merges the spread into the thread's ledger (a new slice).
@@ -383,29 +496,68 @@ func sortLedger(rows []ledgerRow) {
 	slices.SortFunc(rows, func(a, b ledgerRow) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.b, b.b)) })
 }
 
-// boundLedger folds the rows of a thread beyond maxLedgerRows into the
-// next later row of the same series: the earliest buckets of the series
-// with the most rows merge first, so the sums stay and only old detail
-// goes.
+// boundLedger keeps a thread's ledger (sorted) within maxLedgerRows: the
+// series with the most dated rows give up their earliest ones first, each
+// folded into the series' next dated row, so the sums stay and only old
+// detail goes. A row without a time is never folded into a dated one.
 func boundLedger(rows []ledgerRow) []ledgerRow {
-	for len(rows) > maxLedgerRows {
-		// The series with the most rows loses its earliest row.
-		best, bestN, start := -1, 0, 0
-		for i := 1; i <= len(rows); i++ {
-			if i == len(rows) || rows[i].id != rows[start].id {
-				if n := i - start; n > bestN {
-					best, bestN = start, n
-				}
-				start = i
-			}
-		}
-		if bestN < 2 {
-			return rows // one row per series: nothing to fold
-		}
-		rows[best+1].v = satAdd(rows[best+1].v, rows[best].v)
-		rows = slices.Delete(rows, best, best+1)
+	excess := len(rows) - maxLedgerRows
+	if excess <= 0 {
+		return rows
 	}
-	return rows
+	// Each series' dated rows: where they start and how many.
+	type span struct{ first, dated, end int }
+	var spans []span
+	var counts []int
+	for i := 0; i < len(rows); {
+		end := i
+		for end < len(rows) && rows[end].id == rows[i].id {
+			end++
+		}
+		first := i
+		if rows[first].b == undatedBucket {
+			first++
+		}
+		spans = append(spans, span{first, end - first, end})
+		counts = append(counts, end-first)
+		i = end
+	}
+	// keep is the most dated rows a series keeps: the largest number that
+	// folds away at least the excess (or 1, the least a series keeps).
+	removed := func(keep int) int {
+		n := 0
+		for _, c := range counts {
+			n += max(c-keep, 0)
+		}
+		return n
+	}
+	keep := 1
+	for lo, hi := 1, slices.Max(counts); lo <= hi; {
+		mid := (lo + hi) / 2
+		if removed(mid) >= excess {
+			keep, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	out := make([]ledgerRow, 0, len(rows)-removed(keep))
+	start := 0
+	for _, sp := range spans {
+		out = append(out, rows[start:sp.first]...) // the undated row
+		fold := max(sp.dated-keep, 0)
+		var carry int64
+		for i := sp.first; i < sp.end; i++ {
+			if i-sp.first < fold {
+				carry = satAdd(carry, rows[i].v)
+				continue
+			}
+			r := rows[i]
+			r.v, carry = satAdd(r.v, carry), 0
+			out = append(out, r)
+		}
+		start = sp.end
+	}
+	return out
 }
 
 // settleLedger makes a thread's ledger add up to its counters again after
@@ -466,17 +618,41 @@ func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 // thread and model. Session is the thread's id (a thread file without an
 // id: its name without .json). Safe for concurrent use.
 func (s *ThreadStore) Ledger() []ledger.Entry {
-	type entryKey struct {
-		b                    int32
-		session, model, repo string
+	return s.LedgerBetween(math.MinInt64, math.MaxInt64)
+}
+
+// LedgerBetween is Ledger for the buckets that start in [from, to) (epoch
+// ms); usage without any time is in it when from is math.MinInt64.
+func (s *ThreadStore) LedgerBetween(from, to int64) []ledger.Entry {
+	type threadRows struct {
+		key  string
+		rows threadLedger
 	}
+	// Under the lock, only the slices: a record's ledger is replaced,
+	// never changed in place, and the series table only grows.
 	s.mu.RLock()
-	acc := make(map[entryKey]*ledger.Usage, len(s.threads))
+	keys := s.series.keys
+	all := make([]threadRows, 0, len(s.threads))
 	for key, rec := range s.threads {
-		session := strings.TrimSuffix(strings.TrimPrefix(key, "file:"), ".json")
-		for _, r := range rec.ledger {
-			sk := s.series.keys[r.id]
-			ek := entryKey{r.b, session, sk.L1, sk.Repo}
+		if len(rec.ledger) > 0 {
+			all = append(all, threadRows{key, rec.ledger})
+		}
+	}
+	s.mu.RUnlock()
+	type entryKey struct {
+		b           int32
+		model, repo string
+	}
+	var out []ledger.Entry
+	acc := map[entryKey]*ledger.Usage{}
+	for _, t := range all {
+		clear(acc)
+		for _, r := range t.rows {
+			if start := startOf(r.b); start < from || start >= to {
+				continue
+			}
+			sk := keys[r.id]
+			ek := entryKey{r.b, sk.L1, sk.Repo}
 			u := acc[ek]
 			if u == nil {
 				u = &ledger.Usage{}
@@ -484,24 +660,23 @@ func (s *ThreadStore) Ledger() []ledger.Entry {
 			}
 			switch {
 			case sk.Fam == FamCredits:
-				u.Credits += r.v
+				u.Credits = satAdd(u.Credits, r.v)
 			case sk.Fam == FamCost:
-				u.Cost += r.v
+				u.Cost = satAdd(u.Cost, r.v)
 			case sk.L2 == "input":
-				u.Input += r.v
+				u.Input = satAdd(u.Input, r.v)
 			case sk.L2 == "output":
-				u.Output += r.v
+				u.Output = satAdd(u.Output, r.v)
 			case sk.L2 == "cache_read":
-				u.CacheRead += r.v
+				u.CacheRead = satAdd(u.CacheRead, r.v)
 			case sk.L2 == "cache_creation":
-				u.CacheCreation += r.v
+				u.CacheCreation = satAdd(u.CacheCreation, r.v)
 			}
 		}
-	}
-	s.mu.RUnlock()
-	out := make([]ledger.Entry, 0, len(acc))
-	for k, u := range acc {
-		out = append(out, ledger.Entry{Start: startOf(k.b), Session: k.session, Model: k.model, Repo: k.repo, Usage: *u})
+		session := strings.TrimSuffix(strings.TrimPrefix(t.key, "file:"), ".json")
+		for k, u := range acc {
+			out = append(out, ledger.Entry{Start: startOf(k.b), Session: session, Model: k.model, Repo: k.repo, Usage: *u})
+		}
 	}
 	slices.SortFunc(out, func(a, b ledger.Entry) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Repo, b.Repo))
@@ -556,12 +731,18 @@ func ledgerStateOf(keys []SeriesKey, series SeriesList, rows threadLedger) []Led
 // a family the ledger does not keep, a value not above zero) are left
 // out. It reports whether the ledger had to be repaired: rows left out, or
 // sums that did not add up (every state written before the ledger).
-func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo string) bool {
+func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo string, identityOK bool) bool {
 	var bad bool
 	rec.ledger, bad = s.ledgerRows(ts.Series, ts.Ledger, repo)
-	retired, badRetired := s.ledgerRows(ts.Series, ts.LedgerRetired, repo)
-	if len(retired) > 0 && !badRetired {
-		rec.ledgerRetired = retired
+	// The retired part of the ledger goes with the counters' (restored
+	// with the pins, when they check out).
+	badRetired := false
+	if identityOK {
+		var retired threadLedger
+		retired, badRetired = s.ledgerRows(ts.Series, ts.LedgerRetired, repo)
+		if len(retired) > 0 && !badRetired {
+			rec.ledgerRetired = retired
+		}
 	}
 	if rec.win != nil && ts.Window != nil {
 		// A window whose prefix rows do not check out is dropped: the
@@ -583,7 +764,7 @@ func (s *ThreadStore) ledgerRows(series SeriesList, rows []LedgerRow, repo strin
 	out := make(threadLedger, 0, len(rows))
 	for _, r := range rows {
 		b, i, v := r[0], r[1], r[2]
-		if i < 0 || i >= int64(len(series)) || v <= 0 || b < math.MinInt32 || b > math.MaxInt32 {
+		if i < 0 || i >= int64(len(series)) || v <= 0 || b != undatedBucket && (b < int64(ampBeganBucket) || b > math.MaxInt32) {
 			bad = true
 			continue
 		}
@@ -614,4 +795,25 @@ func (s *ThreadStore) LedgerRepairs() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.ledgerRepairs
+}
+
+// UnmarshalJSON reads a row leniently: a row that is not three integers
+// (a damaged state) reads as one restoreLedger leaves out, so that it
+// costs the ledger its row, not the thread its counters.
+func (r *LedgerRow) UnmarshalJSON(data []byte) error {
+	var raw []json.Number
+	*r = LedgerRow{0, -1, 0} // refused by ledgerRows
+	if err := json.Unmarshal(data, &raw); err != nil || len(raw) != 3 {
+		return nil
+	}
+	var row LedgerRow
+	for i, n := range raw {
+		v, err := n.Int64()
+		if err != nil {
+			return nil
+		}
+		row[i] = v
+	}
+	*r = row
+	return nil
 }

@@ -112,6 +112,9 @@ type threadRecord struct {
 	// contrib. ledgerRetired is, per bucket, what the items that left the
 	// thread hold in it (retireLedger), nil until it is first truncated.
 	ledger, ledgerRetired threadLedger
+	// days are a server thread's bills per day (bills_daily.go), sorted
+	// and disjoint; replaced, never changed in place.
+	days []DayBill
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -392,7 +395,8 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
-	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{}}
+	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
+		nowTokens: res.ledger, costs: res.ledgerCost}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.

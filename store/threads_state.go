@@ -104,6 +104,8 @@ type ThreadState struct {
 	// LedgerRetired is what the items that left the thread hold in its
 	// ledger, per bucket (ledger.go, retireLedger).
 	LedgerRetired []LedgerRow `json:"ledger_retired,omitempty"`
+	// DayBills are a server thread's bills per day (bills_daily.go).
+	DayBills []DayBill `json:"day_bills,omitempty"`
 }
 
 // SeriesValue is one persisted series of a contribution.
@@ -170,8 +172,8 @@ func (s *ThreadStore) Import(st *State) error {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
 		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
-			billedAt: ts.BilledAt, repo: repo, repoSet: true}
-		if s.restoreLedger(rec, ts, repo) {
+			billedAt: ts.BilledAt, repo: repo, repoSet: true, days: dayBillsOf(ts.DayBills)}
+		if s.restoreLedger(rec, ts, repo, true) {
 			s.ledgerRepairs++
 		}
 		s.threads[key] = rec

@@ -206,7 +206,7 @@ func (s *ThreadStore) nextWindow(pins pinBlob, repo string, c contribution, led 
 		}
 	}
 	return &windowRec{Window: next.Window, region: slices.Clip(region), prefix: s.series.compact(prefix),
-		prefixLedger: s.prefixLedger(led, res.ledger)}
+		prefixLedger: s.prefixLedger(c, led, res.ledger)}
 }
 
 // windowStateOf is a window's persisted form.
@@ -250,6 +250,11 @@ func (s *ThreadStore) restoreWindow(st *WindowState, repo string) *windowRec {
 		prev += d
 		region = append(region, prev)
 	}
+	// Dollars are never in a prefix (they follow token growth): a saved
+	// one would raise the counter with nothing to show for it.
+	prefix := slices.DeleteFunc(slices.Clone(st.Prefix), func(sv SeriesValue) bool {
+		return Family(sv.Family) == FamCost || Family(sv.Family) == FamUnpriced
+	})
 	return &windowRec{Window: Window{Start: st.Start, Anchor: st.Anchor, Count: st.Count},
-		region: region, prefix: s.series.compact(contributionIn(st.Prefix, repo))}
+		region: region, prefix: s.series.compact(contributionIn(prefix, repo))}
 }

@@ -104,6 +104,7 @@ func newServerSource(cfg *config.Config, env config.Env, logger *slog.Logger, re
 		MaxConcurrency:  a.MaxConcurrency,
 		MaxThreadBytes:  int64(cfg.Limits.MaxFileBytes),
 		Billed:          true,
+		DayBillHorizon:  time.Duration(a.DayBillsHorizon),
 	}, store, ampserver.SyncOptions{
 		Owners: owners, Metrics: metrics, Source: sm, Streams: streams, Logger: logger, Clock: clock.Real{},
 		OnAccount: src.named, OnPass: func() { src.passed.Store(true) },

@@ -468,6 +468,10 @@ func assemble(data []byte, from int, messages []json.RawMessage) ([]byte, error)
 // CostParams are threadDisplayCostInfo's parameters.
 type CostParams struct {
 	ThreadID string `json:"threadID"`
+	// Start and End bound the bill to a period (ISO datetimes, End
+	// exclusive); without them it is the whole thread's.
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
 }
 
 // CostInfo is what Amp bills for a thread and the user's entitlement.
@@ -496,6 +500,18 @@ func (c *Client) ThreadDisplayCostInfo(ctx context.Context, id string) (CostInfo
 	err := c.Call(ctx, MethodThreadDisplayCostInfo, CostParams{ThreadID: id}, &ci)
 	return ci, err
 }
+
+// ThreadDisplayCostInfoWithin returns what Amp bills for the thread within
+// [start, end).
+func (c *Client) ThreadDisplayCostInfoWithin(ctx context.Context, id string, start, end time.Time) (CostInfo, error) {
+	var ci CostInfo
+	err := c.Call(ctx, MethodThreadDisplayCostInfo, CostParams{ThreadID: id, Start: isoTime(start), End: isoTime(end)}, &ci)
+	return ci, err
+}
+
+// isoTime is t as JavaScript's toISOString writes it (UTC, milliseconds),
+// the form the server's schema is sure to take.
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // Version is a thread's `v`: a number, tolerated as a numeric string.
 type Version int64

@@ -19,6 +19,7 @@ func (s *Syncer) rebill(ctx context.Context, ids []string, st *Stats) {
 		case err == nil:
 			s.billed(id, ci)
 			st.Rebilled++
+			s.dayBillsDue(id, nil) // its days read before they ended
 		case errors.Is(err, ErrAuth) || ctx.Err() != nil:
 			return
 		default:

@@ -195,6 +195,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 			return outcomeFailed, fmt.Errorf("billed cost: %w", err)
 		}
 	}
+	days := s.activeDays(sum) // before the store is given sum
 	fv := store.FileVersion{Size: ex.Size, AmpServerV: v, AmpServerCount: int64(t.MessageCount), AmpServerLast: t.LastActivity(),
 		AmpServerWindow: w.Start > 0}
 	if ws, ok := s.store.(WindowStore); ok {
@@ -210,6 +211,7 @@ func (s *Syncer) count(ctx context.Context, t Summary, ex Export, sum *thread.Su
 	if ci != nil {
 		s.billed(t.ID, *ci)
 	}
+	s.dayBillsDue(t.ID, days)
 	return outcomeCounted, nil
 }
 

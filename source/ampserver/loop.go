@@ -69,7 +69,7 @@ func (s *Syncer) Run(ctx context.Context, start <-chan struct{}) error {
 				s.source.Synced(s.clock.Now())
 			}
 			s.log.Debug("synced with the Amp server", "full", st.Full, "pages", st.Pages, "listed", st.Listed,
-				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped, "unreadable", st.Unreadable)
+				"fetched", st.Fetched, "gone", st.Gone, "skipped", st.Skipped, "unreadable", st.Unreadable, "day_bills", st.DayBills)
 		}
 		t := s.clock.NewTimer(wait)
 		select {

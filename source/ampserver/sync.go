@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
@@ -88,6 +89,15 @@ type SyncConfig struct {
 	// (default 500).
 	BillRecheck     time.Duration
 	MaxBillRechecks int
+	// DayBillHorizon: with Billed, the bill of each day (of Location) a
+	// changed thread was active is asked too, for the days that end
+	// within the horizon (default 35 days; negative: no day bills).
+	// MaxDayBills bounds those requests per sync (default 200); what is
+	// left waits for the next sync (daybills.go).
+	DayBillHorizon time.Duration
+	MaxDayBills    int
+	// Location is the time zone of the days (default time.Local).
+	Location *time.Location
 	// WindowOverlap is how many of the messages counted last time a
 	// thread counted before is read again with what is new (window.go;
 	// default 16). Negative: threads are always read whole.
@@ -133,6 +143,16 @@ type Syncer struct {
 	entMu     sync.Mutex
 	entAsked  time.Time
 	entResets time.Time
+	// dayBillsOff: the server refused a day's bill as invalid (its API
+	// changed): no more are asked until a restart. dayBillsWarned: a
+	// failure was logged at warn level since the last pass that failed
+	// nothing. Sync's own (under mu).
+	dayBillsOff    bool
+	dayBillsWarned bool
+	// dayBillsIdle: the last pass asked every due day there was, and no
+	// day was marked since, so the next pass need not look for any (a
+	// look goes through every thread of the store).
+	dayBillsIdle atomic.Bool
 }
 
 // SyncOptions are a Syncer's collaborators; Owners, Streams and Source may
@@ -186,6 +206,15 @@ func NewSyncer(c *Client, cfg SyncConfig, store Store, opts SyncOptions) *Syncer
 	if cfg.MaxBillRechecks <= 0 {
 		cfg.MaxBillRechecks = 500
 	}
+	if cfg.DayBillHorizon == 0 {
+		cfg.DayBillHorizon = DefaultDayBillHorizon
+	}
+	if cfg.MaxDayBills <= 0 {
+		cfg.MaxDayBills = 200
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
 	if cfg.WindowOverlap == 0 {
 		cfg.WindowOverlap = 16
 	}
@@ -214,6 +243,10 @@ type Stats struct {
 	Failed  int // threads that could not be fetched this time
 	// Rebilled threads had their bill read again (SyncConfig.BillRecheck).
 	Rebilled int
+	// DayBills were read (a thread's bill of one day, daybills.go);
+	// DayBillsFailed could not be, and are asked again later.
+	DayBills       int
+	DayBillsFailed int
 	// Unreadable threads were fetched but cannot be counted (too large,
 	// not understood): a parse error, read again when their `v` changes.
 	Unreadable int
@@ -383,6 +416,7 @@ func (s *Syncer) Sync(ctx context.Context) (Stats, error) {
 	st.Passed = listErr == nil && ctx.Err() == nil &&
 		st.Fetched+st.Gone+st.Skipped+st.Unreadable+st.Failed >= st.Changed
 	s.rebill(ctx, rebill, &st)
+	s.askDayBills(ctx, &st)
 	if newest != "" && s.entitlementDue(start) {
 		s.entitlement(ctx, newest, start)
 	}

@@ -108,8 +108,15 @@ func countedThreads(s *store.ThreadStore) map[string]store.ThreadState {
 				kept = append(kept, sv)
 			}
 		}
-		for i, row := range v.Ledger {
-			v.Ledger[i][1] = place[row[1]]
+		for _, rows := range [][]store.LedgerRow{v.Ledger, v.LedgerRetired} {
+			for i, row := range rows {
+				rows[i][1] = place[row[1]]
+			}
+		}
+		if v.Window != nil {
+			for i, row := range v.Window.Ledger {
+				v.Window.Ledger[i][1] = place[row[1]]
+			}
 		}
 		v.Series = kept
 		st[k] = v

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +173,8 @@ func (w *windowSyncer) restarted(t *testing.T, srv *ampservertest.Server, clk *c
 }
 
 // counted is what a store counted, without how it reads its threads next
-// (the window).
+// (the window) and when it read their days' bills (a restart asks the
+// days it read before they ended once more: daybills.go).
 func counted(s *store.ThreadStore) map[string]store.ThreadState {
 	out := map[string]store.ThreadState{}
 	for k, ts := range s.Export().Threads {
@@ -183,6 +185,10 @@ func counted(s *store.ThreadStore) map[string]store.ThreadState {
 		// (docs/ledger.md): how much both count is held here, that each
 		// ledger adds up to it in the store's tests.
 		ts.Ledger, ts.LedgerRetired = nil, nil
+		ts.DayBills = slices.Clone(ts.DayBills)
+		for i := range ts.DayBills {
+			ts.DayBills[i].ReadAt = 0
+		}
 		out[k] = ts
 	}
 	return out
