@@ -10,7 +10,8 @@
 #      the 20 s and the saves that follow them, worst scrape, peak RSS.
 # Usage: scripts/bench-state.sh [threads] [baseline-ref]
 #   (defaults: 30000 main; THREADS_BYTES sets the corpus size, default
-#   8 kB a thread; BASELINE=none skips the baseline)
+#   8 kB a thread; BASELINE=none skips the baseline; THREADGEN_ARGS adds
+#   amp-threadgen flags, e.g. "-days 365 -repositories 12" for a year)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-30000}
@@ -27,7 +28,7 @@ if [ "$base" != none ]; then
   (cd "$work/base-src" && go build -o "$work/base" ./cmd/amp-exporter)
   bins=("base($base)=$work/base" "${bins[@]}")
 fi
-go run ./cmd/amp-threadgen -dir "$work/corpus" -threads "$n" -total-bytes "$bytes" -seed 9 >/dev/null
+go run ./cmd/amp-threadgen -dir "$work/corpus" -threads "$n" -total-bytes "$bytes" -seed 9 ${THREADGEN_ARGS:-} >/dev/null
 echo "corpus: $n threads, $(du -sb "$work/corpus" | cut -f1) bytes; $(nproc) cores"
 
 python3 - "$work" "$n" "${RUNS:-3}" "${bins[@]}" <<'PY'

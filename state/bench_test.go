@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
@@ -25,11 +26,37 @@ func benchThreads(b *testing.B) int {
 	return 2000
 }
 
-// benchStore is a store holding n small generated threads (8 kB on
-// average), and the summary of one of them to rewrite.
+// benchEnv is an integer from the environment, or def when unset.
+func benchEnv(b *testing.B, name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("%s=%q: want a whole number", name, v)
+		}
+		return n
+	}
+	return def
+}
+
+// benchCorpus is the generated corpus of n threads the state benchmarks
+// keep: small threads (AMP_BENCH_THREAD_BYTES, default 8 kB on average)
+// created over four weeks (AMP_BENCH_DAYS days, e.g. 365 for a year of
+// use) in each thread's own repository (AMP_BENCH_REPOS: over that many).
+func benchCorpus(b *testing.B, n int) threadgen.Options {
+	return threadgen.Options{
+		Threads:      n,
+		TotalBytes:   int64(n) * int64(benchEnv(b, "AMP_BENCH_THREAD_BYTES", 8000)),
+		Seed:         9,
+		Span:         time.Duration(benchEnv(b, "AMP_BENCH_DAYS", 0)) * 24 * time.Hour,
+		Repositories: benchEnv(b, "AMP_BENCH_REPOS", 0),
+	}
+}
+
+// benchStore is a store holding the n threads of benchCorpus, and the
+// summary of one of them to rewrite.
 func benchStore(b *testing.B, n int) (*testState, string, *thread.Summary) {
 	b.Helper()
-	gen := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 8000, Seed: 9})
+	gen := threadgen.New(benchCorpus(b, n))
 	s := newTestState(b.TempDir())
 	p := thread.NewParser()
 	var last *thread.Summary
@@ -114,6 +141,39 @@ func BenchmarkStateRestore(b *testing.B) {
 		}
 	})
 
+}
+
+// BenchmarkStateSaveAll is a save of every thread: the first save after a
+// fresh scan, or every thread grown at once. One op is one such save
+// (copying the headers under the lock, encoding and writing the records,
+// and the compaction the superseded records then call for); bytes/save
+// is what it wrote.
+func BenchmarkStateSaveAll(b *testing.B) {
+	n := benchThreads(b)
+	s, _, _ := benchStore(b, n)
+	all := s.stores.Threads.ExportDelta() // every thread and file, to mark changed again
+	if all.ThreadCount() != n {
+		b.Fatalf("%d changed threads, want %d", all.ThreadCount(), n)
+	}
+	s.stores.Threads.Requeue(all)
+	if err := s.keeper.restore(); err != nil { // the first save
+		b.Fatal(err)
+	}
+	defer s.keeper.close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := s.keeper.written
+	for range b.N {
+		b.StopTimer()
+		s.stores.Threads.Requeue(all)
+		b.StartTimer()
+		if err := s.keeper.save(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(s.keeper.written-start)/float64(b.N), "bytes/save")
+	b.ReportMetric(float64(s.keeper.db.Size())/1e6, "MB-on-disk")
 }
 
 // BenchmarkExportDeltaAllChanged is the longest the thread store's lock is

@@ -38,6 +38,7 @@ func run() int {
 		total   = flag.String("total-bytes", "1GB", "approximate total size of the corpus, e.g. 1GB, 500MB, 64MiB")
 		seed    = flag.Int64("seed", 1, "random seed; the same seed gives the same files")
 		start   = flag.String("start", "", "creation time of the first thread, RFC 3339 (default "+threadgen.DefaultStart.Format(time.RFC3339)+")")
+		days    = flag.Int("days", 0, "spread the threads' creation times evenly over this many days, e.g. 365 for a year of use (0: four weeks)")
 		repos   = flag.Int("repositories", 0, "spread the threads over this many repositories, remotes written in every form, some threads without one (0: each thread's project on github.com)")
 		edits   = flag.Bool("edits", false, "write edits whose line counts are known (and stopped shell commands), and print them per repository, tool and kind; off, the corpus is the same bytes as without the flag")
 	)
@@ -52,11 +53,12 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "amp-threadgen: -total-bytes: %v\n", err)
 		return 2
 	}
-	if *threads < 0 {
-		fmt.Fprintln(os.Stderr, "amp-threadgen: -threads must not be negative")
+	if *threads < 0 || *days < 0 {
+		fmt.Fprintln(os.Stderr, "amp-threadgen: -threads and -days must not be negative")
 		return 2
 	}
-	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos, Edits: *edits}
+	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos, Edits: *edits,
+		Span: time.Duration(*days) * 24 * time.Hour}
 	if *start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, *start); err != nil {
 			fmt.Fprintf(os.Stderr, "amp-threadgen: -start: %v\n", err)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 )
@@ -104,10 +105,13 @@ func export(cli string, env []string, id string) ([]byte, error) {
 // conformanceServer holds 24 threads: generated ones, several grown past
 // one 200-message page (exactly 200, 201, 400, 401 and over 1,000
 // messages), one with no messages, and two whose `data` carries a stale
-// `messages` key of its own.
-func conformanceServer(t *testing.T) (*ampservertest.Server, []string) {
+// `messages` key of its own. It returns every id, and the ids of one
+// thread of each shape a page can end in (shapes): exactly one page, two
+// pages with a stale key, two pages and one message, many pages, under a
+// page with a stale key, no messages.
+func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids, shapes []string) {
 	t.Helper()
-	srv := ampservertest.New(conformanceKey, "dev@example.com")
+	srv = ampservertest.New(conformanceKey, "dev@example.com")
 	t.Cleanup(srv.Close)
 	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 24 * 30_000, Seed: 17})
 	if err := srv.PutGenerated(g, 0, 23); err != nil {
@@ -124,7 +128,7 @@ func conformanceServer(t *testing.T) (*ampservertest.Server, []string) {
 	if _, err := srv.Put(b, 0); err != nil {
 		t.Fatal(err)
 	}
-	ids := srv.IDs()
+	ids = srv.IDs()
 	grow := []int{200, 201, 400, 401, 1033, 199}
 	var stale []string
 	for _, id := range ids {
@@ -135,10 +139,17 @@ func conformanceServer(t *testing.T) (*ampservertest.Server, []string) {
 			t.Fatal(err)
 		}
 		if len(d.Messages) == 0 {
+			shapes = append(shapes, id)
 			continue
+		}
+		if len(grow) > 0 && grow[0] != 201 && grow[0] != 199 {
+			shapes = append(shapes, id) // 200, 400, 401, 1033
 		}
 		if len(grow) == 4 || (len(grow) == 0 && len(stale) < 2) {
 			stale = append(stale, id) // one of 400 messages, one short
+			if len(grow) == 0 {
+				shapes = append(shapes, id)
+			}
 		}
 		if len(grow) == 0 {
 			continue
@@ -151,7 +162,7 @@ func conformanceServer(t *testing.T) (*ampservertest.Server, []string) {
 	for _, id := range stale {
 		srv.StaleMessagesInData(id)
 	}
-	return srv, srv.IDs()
+	return srv, srv.IDs(), shapes
 }
 
 func parseJSON(b []byte) (any, error) {
@@ -218,11 +229,17 @@ func compare(t *testing.T, cli string, srv *ampservertest.Server, ids []string) 
 	return diff
 }
 
+// Every thread at the long size (make test); one of each shape at the
+// short (go test ./...): each export starts the CLI, which costs about two
+// CPU-seconds however short the thread.
 func TestStandInConformsToTheAmpCLI(t *testing.T) {
 	cli := ampCLI(t)
-	srv, ids := conformanceServer(t)
-	if len(ids) < 20 {
-		t.Fatalf("%d threads, want at least 20", len(ids))
+	srv, ids, shapes := conformanceServer(t)
+	if len(ids) < 20 || len(shapes) != 6 {
+		t.Fatalf("%d threads, %d of them of a shape of their own, want at least 20 and 6", len(ids), len(shapes))
+	}
+	if !testsize.Long() {
+		ids = shapes
 	}
 	long := 0
 	for _, id := range ids {
@@ -261,14 +278,19 @@ func TestStandInConformsToTheAmpCLI(t *testing.T) {
 }
 
 // A stand-in that answers in another shape than the real server's (here
-// the earlier, wrong description: the document as `thread`) is caught.
+// the earlier, wrong description: the document as `thread`) is caught:
+// for two threads at the long size, one at the short.
 func TestConformanceCatchesAStandInThatDrifts(t *testing.T) {
 	cli := ampCLI(t)
-	srv, ids := conformanceServer(t)
+	srv, ids, _ := conformanceServer(t)
 	srv.LegacyShape()
-	diff := compare(t, cli, srv, ids[:2])
-	if len(diff) != 2 {
-		t.Fatalf("a stand-in in the wrong shape passed for %d of 2 threads: %v", 2-len(diff), diff)
+	n := 1
+	if testsize.Long() {
+		n = 2
+	}
+	diff := compare(t, cli, srv, ids[:n])
+	if len(diff) != n {
+		t.Fatalf("a stand-in in the wrong shape passed for %d of %d threads: %v", n-len(diff), n, diff)
 	}
 	for _, why := range diff {
 		if !strings.Contains(why, "differs") && !strings.Contains(why, "client") {

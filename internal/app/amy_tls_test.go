@@ -132,7 +132,9 @@ func TestAmyProxyRefusesBasicAuth(t *testing.T) {
 // TestAmyProxyStreamsOutliveTheReadTimeout: the proxy's read timeout bounds
 // reading requests, not a long event stream answering one (net/http
 // cancels a request whose connection read deadline passes mid-handler).
+// It waits on a stream of ~800 ms: alongside the other tests that wait.
 func TestAmyProxyStreamsOutliveTheReadTimeout(t *testing.T) {
+	t.Parallel()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for i := 1; i <= 8; i++ {

@@ -23,7 +23,11 @@ import (
 // the limit filled by them a scrape waited that long. Now an unread body
 // is not waited for, and the scrape gets through; a body the handler reads
 // (ingest) is still read whole.
+//
+// Each case waits out a bound at its real value (a second or two) on a
+// server of its own, so the cases, and the test, run alongside others.
 func TestSlowBodiesCannotLockScrapesOut(t *testing.T) {
+	t.Parallel()
 	if serverReadTimeout <= scrapeGuard || refusedBodyWait >= scrapeGuard {
 		t.Fatalf("the guard (%v) must stay below the read timeout (%v) and above the wait for a refused body (%v), or this test cannot fail",
 			scrapeGuard, serverReadTimeout, refusedBodyWait)
@@ -41,7 +45,10 @@ func TestSlowBodiesCannotLockScrapesOut(t *testing.T) {
 		{"refused without credentials", auth, ""},
 		{"refused with wrong credentials", auth, "prometheus:wrong"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { slowBodies(t, tc.webConfig, tc.creds) })
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			slowBodies(t, tc.webConfig, tc.creds)
+		})
 	}
 }
 

@@ -31,6 +31,10 @@ type Options struct {
 	TotalBytes int64     // approximate total size of the corpus; 0 means 500 kB per thread
 	Seed       int64     // the same options give the same bytes
 	Start      time.Time // creation time of the first thread; threads spread over the following weeks. Zero means DefaultStart.
+	// Span is the time the threads' creation times spread over, evenly
+	// (a year of use: 365 days); zero means Spread. With the same other
+	// options the threads are the same but for their times.
+	Span time.Duration
 	// Repositories spreads the threads over this many repositories whose
 	// remotes are written in every form, some threads without a remote
 	// (repositories.go); 0: each thread's project on github.com.
@@ -48,7 +52,8 @@ type Options struct {
 // is zero: the local-thread-file era of the Amp CLI (CLI-Feb).
 var DefaultStart = time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC)
 
-// Spread is the time over which thread creation times are spread.
+// Spread is the time over which thread creation times are spread when
+// Options.Span is zero.
 const Spread = 28 * 24 * time.Hour
 
 const (
@@ -97,8 +102,12 @@ func New(opts Options) *Generator {
 		repos:   opts.Repositories,
 		edits:   opts.Edits,
 	}
+	span := opts.Span
+	if span <= 0 {
+		span = Spread
+	}
 	if n > 0 {
-		g.slotMs = float64(Spread.Milliseconds()) / float64(n)
+		g.slotMs = float64(span.Milliseconds()) / float64(n)
 	}
 	g.perm = newFeistel(uint64(n), g.seed)
 	g.targets = plan(n, total)
@@ -153,7 +162,8 @@ func (g *Generator) TargetSize(i int) int64 {
 }
 
 // Created returns the creation time of thread i. Thread 0 is created at
-// Options.Start, later threads in order over the following four weeks.
+// Options.Start, later threads in order over the following Options.Span
+// (four weeks by default).
 func (g *Generator) Created(i int) time.Time {
 	return time.UnixMilli(g.createdMs(i)).UTC()
 }

@@ -722,3 +722,42 @@ func scan(b []byte) scanStats {
 	value(0)
 	return s
 }
+
+// TestSpan checks that Span spreads the creation times over its length,
+// evenly (a year of use has threads in every week of it), and that the
+// default is Spread with the bytes unchanged but for the times.
+func TestSpan(t *testing.T) {
+	const n = 14_600
+	year := 365 * 24 * time.Hour
+	g := New(Options{Threads: n, TotalBytes: n * 3000, Seed: 5, Span: year})
+	start := g.Created(0)
+	if last := g.Created(n - 1).Sub(start); last < year*99/100 || last > year {
+		t.Errorf("last thread created %v after the first, want about %v", last, year)
+	}
+	weeks := make([]int, 53)
+	for i := range n {
+		c := g.Created(i)
+		if c.Before(start) || i > 0 && c.Before(g.Created(i-1)) {
+			t.Fatalf("thread %d created %v, out of order", i, c)
+		}
+		weeks[int(c.Sub(start)/(7*24*time.Hour))]++
+	}
+	for w, k := range weeks[:52] { // the 53rd week is one day long
+		if k < 7*40*9/10 || k > 7*40*11/10 {
+			t.Errorf("week %d has %d threads, want about %d (40 a day)", w, k, 7*40)
+		}
+	}
+	// Zero is the default, four weeks: Span only moves the times.
+	def := New(Options{Threads: 30, TotalBytes: 30 * 3000, Seed: 5})
+	four := New(Options{Threads: 30, TotalBytes: 30 * 3000, Seed: 5, Span: Spread})
+	for i := range 30 {
+		_, d1 := def.Thread(i)
+		_, d2 := four.Thread(i)
+		if !bytes.Equal(d1, d2) {
+			t.Fatalf("thread %d: Span of Spread differs from the default", i)
+		}
+	}
+	if last := def.Created(29).Sub(def.Created(0)); last < Spread*9/10 || last > Spread {
+		t.Errorf("default: last thread created %v after the first, want about %v", last, Spread)
+	}
+}
