@@ -707,16 +707,16 @@ func ledgerStateOf(keys []SeriesKey, series SeriesList, rows threadLedger) []Led
 	if len(rows) == 0 {
 		return nil
 	}
-	type name struct{ f, l1, l2 string }
-	index := make(map[name]int64, len(series))
-	for i, sv := range series {
-		index[name{sv.Family, sv.L1, sv.L2}] = int64(i)
-	}
+	// series is sorted by family and labels (threadStateOf): each row's
+	// place is found by search, without a map per thread saved.
 	out := make([]LedgerRow, 0, len(rows))
 	for _, r := range rows {
 		k := keys[r.id]
-		if i, ok := index[name{string(k.Fam), k.L1, k.L2}]; ok {
-			out = append(out, LedgerRow{int64(r.b), i, r.v})
+		i, ok := slices.BinarySearchFunc(series, k, func(sv SeriesValue, k SeriesKey) int {
+			return cmp.Or(cmp.Compare(sv.Family, string(k.Fam)), cmp.Compare(sv.L1, k.L1), cmp.Compare(sv.L2, k.L2))
+		})
+		if ok {
+			out = append(out, LedgerRow{int64(r.b), int64(i), r.v})
 		}
 	}
 	// By series as saved, then time: the store's own numbering of series
