@@ -63,12 +63,18 @@ type ScanResult struct {
 	Duplicates int
 }
 
+// ThreadAdder counts a thread: the backfill (Backfill.AddThread), or a
+// store that keeps a ledger (the report).
+type ThreadAdder interface {
+	AddThread(source, path string, sum *thread.Summary) error
+}
+
 // ScanFiles parses the thread files with workers goroutines and replays
 // each into b under source "threads", claiming its thread id in owners
 // (nil: none) so the Amp server's copy of it is skipped. A file that does
 // not parse is counted in Failed and skipped, as the live exporter skips
 // it. progress, if not nil, is called after each file.
-func ScanFiles(ctx context.Context, b *Backfill, files []string, maxBytes int64, workers int,
+func ScanFiles(ctx context.Context, b ThreadAdder, files []string, maxBytes int64, workers int,
 	owners *store.Owners, progress func(done int)) (ScanResult, error) {
 	if workers <= 0 {
 		workers = 1

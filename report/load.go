@@ -59,13 +59,6 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	bf, err := backfill.New(backfill.Options{
-		Until: o.Now, Now: o.Now, Step: Bucket, Buckets: true,
-		Prices: o.Prices, Labels: o.Labels, Repositories: o.Repositories, PerThread: l.AddThread,
-	})
-	if err != nil {
-		return nil, LoadStats{}, fmt.Errorf("report: %w", err)
-	}
 	files, err := backfill.ThreadFiles(o.Dirs)
 	if err != nil {
 		return nil, LoadStats{}, err
@@ -75,11 +68,18 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if o.Progress != nil {
 		progress = func(done int) { o.Progress(done, len(files)) }
 	}
-	scan, err := backfill.ScanFiles(ctx, bf, files, o.MaxFileBytes, o.Workers, owners, progress)
+	// Each thread file is counted once, by a store as the exporter's,
+	// and its ledger taken (store/ledger.go): row for row what replaying
+	// it bucket by bucket gives, without the replay.
+	counter := newFileCounter(o)
+	scan, err := backfill.ScanFiles(ctx, counter, files, o.MaxFileBytes, o.Workers, owners, progress)
 	if err != nil {
 		return nil, LoadStats{}, fmt.Errorf("thread files: %w", err)
 	}
-	st := LoadStats{Files: scan.Files, Duplicates: scan.Duplicates, Failed: scan.Failed}
+	for _, e := range counter.store.Ledger() {
+		l.Add(e)
+	}
+	st := LoadStats{Files: scan.Files, Duplicates: scan.Duplicates, Failed: scan.Failed, Later: counter.later.Load()}
 	if o.Server != nil {
 		c := o.Cache
 		if c == nil {
@@ -100,6 +100,5 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 		st.ServerThreads, st.ServerFetched = c.Threads()
 		st.Later += sbf.Stats().Later
 	}
-	st.Later += bf.Stats().Later
 	return l, st, nil
 }
