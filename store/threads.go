@@ -393,6 +393,36 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		rec.win = win
 		identityMoved = true
 	}
+	changed := s.merge(rec, c, &res, led)
+	if sum.LastActivity > rec.lastActivity {
+		rec.lastActivity = sum.LastActivity
+		s.lastActivity = max(s.lastActivity, sum.LastActivity)
+		changed = true
+	}
+	old, existed := s.files[path]
+	agentMode := s.labels.value("agent_mode", sum.AgentMode)
+	if !existed || old.Key != key || old.AgentMode != agentMode {
+		changed = true
+	}
+	s.files[path] = &FileRecord{Key: key, AgentMode: agentMode, Version: v, tk: s.threadsKeyLocked(agentMode, rec.repo)}
+	if changed {
+		s.lastChange = s.now()
+	}
+	if changed || identityMoved {
+		s.changedThreads[key] = struct{}{}
+	}
+	s.changedFiles[path] = struct{}{}
+	s.generation++
+	return changed, nil
+}
+
+// merge merges a snapshot c (with its window's prefix and the thread's
+// retired part) into the thread's record, both sorted by series number:
+// each series keeps the larger value, the totals grow by the difference,
+// dollars follow the tokens' growth, and the ledger says in which buckets
+// it happened (led: what the snapshot gives per bucket, ledger.go). It
+// reports whether a counter moved. Callers hold the write lock.
+func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led map[SeriesKey][]bucketValue) bool {
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
 	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
@@ -439,26 +469,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		}
 	})
 	spread.commit()
-	if sum.LastActivity > rec.lastActivity {
-		rec.lastActivity = sum.LastActivity
-		s.lastActivity = max(s.lastActivity, sum.LastActivity)
-		changed = true
-	}
-	old, existed := s.files[path]
-	agentMode := s.labels.value("agent_mode", sum.AgentMode)
-	if !existed || old.Key != key || old.AgentMode != agentMode {
-		changed = true
-	}
-	s.files[path] = &FileRecord{Key: key, AgentMode: agentMode, Version: v, tk: s.threadsKeyLocked(agentMode, rec.repo)}
-	if changed {
-		s.lastChange = s.now()
-	}
-	if changed || identityMoved {
-		s.changedThreads[key] = struct{}{}
-	}
-	s.changedFiles[path] = struct{}{}
-	s.generation++
-	return changed, nil
+	return changed
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives
