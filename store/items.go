@@ -83,7 +83,7 @@ type itemCounter struct {
 
 	// led adds up spending per bucket and model in the pass over every
 	// item (ledgerOn), for the ledger.
-	led                  map[ledgerAt]*ledgerAcc
+	led                  map[ledgerAt]*spendAcc
 	withLedger, ledgerOn bool
 	// bounds and floor place item times the thread cannot hold
 	// (ledgerTime), worked out once (boundsSet).

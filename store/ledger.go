@@ -90,13 +90,6 @@ type ledgerAt struct {
 	model string
 }
 
-type ledgerAcc struct {
-	tokens     [4]int64 // TokenTypes order
-	cost       [4]int64 // what the tokens cost at the items' models' prices
-	credits    float64
-	hasCredits bool
-}
-
 // bucketValue is what a series' items of one bucket give in a snapshot.
 type bucketValue struct {
 	b int32
@@ -110,36 +103,16 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 		return
 	}
 	if k.led == nil {
-		k.led = map[ledgerAt]*ledgerAcc{}
+		k.led = map[ledgerAt]*spendAcc{}
 	}
 	key := ledgerAt{bucketOf(k.ledgerTime(it)), model}
 	a := k.led[key]
 	if a == nil {
-		a = &ledgerAcc{}
+		a = &spendAcc{}
 		k.led[key] = a
 	}
-	if it.HasCredits {
-		a.credits += it.Credits
-		a.hasCredits = true
-	}
-	if it.Tokens == (thread.Tokens{}) {
-		return
-	}
-	raw := it.Model
-	if raw == "" {
-		raw = thread.UnknownModel
-	}
-	u := k.priceOf(raw)
-	over := [4]int64{it.Over.Input, it.Over.Output, it.Over.CacheRead, it.Over.CacheCreation}
-	for i, n := range [4]int64{it.Tokens.Input, it.Tokens.Output, it.Tokens.CacheRead, it.Tokens.CacheCreation} {
-		if n > 0 {
-			a.tokens[i] = satAdd(a.tokens[i], n)
-			if u.ok {
-				nl := min(max(over[i], 0), n)
-				a.cost[i] = satAdd(a.cost[i], satAdd(satMul(n-nl, u.std[i]), satMul(nl, u.long[i])))
-			}
-		}
-	}
+	// The same sums as the tuple's (spend), per bucket.
+	k.spend(a, it)
 }
 
 // ledgerTime is the time an item counts at in the ledger: its own, or for
@@ -174,8 +147,8 @@ func (k *itemCounter) ledgerValues() (values, costs map[SeriesKey][]bucketValue)
 			if n > 0 {
 				sk := k.key(FamTokens, at.model, TokenTypes[i])
 				values[sk] = append(values[sk], bucketValue{at.b, n})
-				if a.cost[i] > 0 {
-					costs[sk] = append(costs[sk], bucketValue{at.b, a.cost[i]})
+				if c := satAdd(a.stdCost[i], a.longCost[i]); c > 0 {
+					costs[sk] = append(costs[sk], bucketValue{at.b, c})
 				}
 			}
 		}
