@@ -156,10 +156,15 @@ type message struct {
 // messageShares returns each message's time (epoch ms) and the tokens of
 // its usage. A message's time is its createdAt, else its usage's
 // timestamp, else its meta.sentAt, else the nearest earlier message's,
-// else the thread's creation.
+// else the thread's creation. The shares of the messages read before are
+// kept in t (messages are only appended to); callers hold s.mu.
 func messageShares(t *Thread) (times []int64, weights []uint64) {
+	times, weights = t.times, t.weights
 	at := t.Created
-	for _, raw := range t.messages {
+	if n := len(times); n > 0 {
+		at = times[n-1]
+	}
+	for _, raw := range t.messages[len(times):] {
 		var m message
 		_ = json.Unmarshal(raw, &m)
 		var stamp string
@@ -184,5 +189,6 @@ func messageShares(t *Thread) (times []int64, weights []uint64) {
 		times = append(times, at)
 		weights = append(weights, w)
 	}
+	t.times, t.weights = times, weights
 	return times, weights
 }

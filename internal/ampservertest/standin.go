@@ -14,7 +14,6 @@
 package ampservertest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,9 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
@@ -50,6 +46,12 @@ type Thread struct {
 	// first message), which a client must replace, not append to.
 	staleMessages bool
 	messages      []json.RawMessage
+	// encoded holds the JSON of messages[:len(encoded)] as an answer
+	// carries it, and times and weights their bill's shares
+	// (messageShares): made once, as messages are only appended to.
+	encoded [][]byte
+	times   []int64
+	weights []uint64
 	// Cost is threadDisplayCostInfo's result for the thread; nil gives
 	// {"title": …, "totalCostUSD": null}.
 	Cost map[string]any
@@ -486,14 +488,12 @@ func (s *Server) Document(id string) []byte {
 	if t == nil {
 		return nil
 	}
-	head := make(map[string]json.RawMessage, len(t.head)+1)
+	doc := make(map[string][]byte, len(t.head)+1)
 	for k, v := range t.head {
-		head[k] = v
+		doc[k] = marshal(v)
 	}
-	msgs, _ := json.Marshal(t.messages)
-	head["messages"] = msgs
-	b, _ := json.Marshal(head)
-	return b
+	doc["messages"] = jsonArray(t.encodedMessages(0, len(t.messages)))
+	return jsonObject(doc)
 }
 
 // IDs lists the threads held, newest first.
@@ -761,18 +761,18 @@ func (s *Server) tail(w http.ResponseWriter, r *http.Request, method string, p p
 		s.fail(w, r, http.StatusNotFound, "thread-not-found", "Thread not found", 0)
 		return
 	}
-	res := map[string]any{"thread": s.header(t)}
+	res := map[string][]byte{"thread": marshal(s.header(t))}
 	if method == "getThreadTail" {
 		s.fetched[p.Thread]++
 		from := max(0, len(t.messages)-limit)
-		msgs := append([]json.RawMessage{}, t.messages[from:]...) // [], never null (the CLI's schema)
+		msgs := slices.Clone(t.encodedMessages(from, len(t.messages)))
 		if n := len(msgs); s.swapTail[t.ID] && n >= 2 {
 			msgs[n-2], msgs[n-1] = msgs[n-1], msgs[n-2]
 		}
-		res["messages"] = msgs
-		res["hasMoreBefore"] = from > 0
+		res["messages"] = jsonArray(msgs) // [], never null (the CLI's schema)
+		res["hasMoreBefore"] = marshal(from > 0)
 	}
-	body := encode(true, res, nil)
+	body := okBody(jsonObject(res))
 	s.mu.Unlock()
 	s.write(w, r, http.StatusOK, body)
 }
@@ -805,14 +805,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, p params) {
 			next = from + 1
 		}
 	}
-	res := map[string]any{"messages": append([]json.RawMessage{}, t.messages[from:to]...), "nextMessageIndex": next}
-	body := encode(true, res, nil)
-	if s.oversize[t.ID] {
-		// A valid envelope padded far past any sane limit.
-		body = append(body[:len(body)-1], `,"padding":"`...)
-		body = append(body, bytes.Repeat([]byte("x"), 80<<20)...)
-		body = append(body, `"}`...)
-	}
+	body := okBody(jsonObject(map[string][]byte{
+		"messages":         jsonArray(t.encodedMessages(from, to)),
+		"nextMessageIndex": marshal(next),
+	}))
+	oversize := s.oversize[t.ID]
 	if s.bumpWhilePaging[t.ID] && from == 0 {
 		delete(s.bumpWhilePaging, t.ID)
 		if len(t.messages) > 0 {
@@ -820,6 +817,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, p params) {
 		}
 	}
 	s.mu.Unlock()
+	if oversize {
+		s.writePadded(w, r, body) // a valid envelope padded far past any sane limit
+		return
+	}
 	s.write(w, r, http.StatusOK, body)
 }
 
@@ -895,70 +896,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, 
 		errObj["retryAfterSeconds"] = retryAfterSeconds
 	}
 	s.write(w, r, status, encode(false, nil, errObj))
-}
-
-// acceptsGzip reports whether the request's Accept-Encoding names gzip.
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		if name, _, _ := strings.Cut(strings.TrimSpace(part), ";"); strings.EqualFold(name, "gzip") {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) write(w http.ResponseWriter, r *http.Request, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	s.mu.Lock()
-	gz := !s.noGzip && acceptsGzip(r)
-	zs := s.zstd && strings.Contains(r.Header.Get("Accept-Encoding"), "zstd")
-	s.mu.Unlock()
-	if zs {
-		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		body = zw.EncodeAll(body, nil)
-		w.Header().Set("Content-Encoding", "zstd")
-	} else if gz {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		body = buf.Bytes()
-		w.Header().Set("Content-Encoding", "gzip")
-	}
-	w.WriteHeader(status)
-	n, _ := w.Write(body)
-	s.mu.Lock()
-	s.bytes += int64(n)
-	s.mu.Unlock()
-}
-
-// bombBody is a gzip body of a valid envelope with 1 GiB of spaces inside
-// (about 1 MB on the wire): gzip members, the spaces one compressed once
-// and repeated, which a gzip reader reads as one stream.
-var bombBody = sync.OnceValue(func() []byte {
-	member := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		_, _ = zw.Write(b)
-		_ = zw.Close()
-		return buf.Bytes()
-	}
-	spaces := member(bytes.Repeat([]byte(" "), 16<<20))
-	out := member([]byte(`{"ok":true,"result":{"messages":[`))
-	for range 64 {
-		out = append(out, spaces...)
-	}
-	return append(out, member([]byte(`],"nextMessageIndex":null}}`))...)
-})
-
-func (s *Server) writeBomb(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Encoding", "gzip")
-	w.WriteHeader(http.StatusOK)
-	n, _ := w.Write(bombBody())
-	s.mu.Lock()
-	s.bytes += int64(n)
-	s.mu.Unlock()
 }
 
 // PutGenerated puts threads [from, to) of a generated corpus; thread i's
