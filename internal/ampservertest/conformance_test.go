@@ -102,14 +102,30 @@ func export(cli string, env []string, id string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// The shapes of thread the conformance test picks out: how its messages
+// fall into the 200-message pages the CLI asks for.
+const (
+	shapeOnePage        = "exactly one page"
+	shapeTwoPagesStale  = "exactly two pages, a stale messages key"
+	shapeTwoPagesAndOne = "two pages and one message"
+	shapeManyPages      = "many pages, the last one short"
+	shapeShortStale     = "under one page, a stale messages key"
+	shapeEmpty          = "no messages"
+)
+
+// shortShapes are the shapes the short size exports: one of each way the
+// last answer can end (no messages, within one page, a full page with no
+// next index after others, a short page after others), each way of
+// reading `data` (with and without a stale messages key). The long size
+// exports every thread, these and the other shapes among them.
+var shortShapes = []string{shapeTwoPagesStale, shapeManyPages, shapeShortStale, shapeEmpty}
+
 // conformanceServer holds 24 threads: generated ones, several grown past
 // one 200-message page (exactly 200, 201, 400, 401 and over 1,000
 // messages), one with no messages, and two whose `data` carries a stale
-// `messages` key of its own. It returns every id, and the ids of one
-// thread of each shape a page can end in (shapes): exactly one page, two
-// pages with a stale key, two pages and one message, many pages, under a
-// page with a stale key, no messages.
-func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids, shapes []string) {
+// `messages` key of its own. It returns every id, and the id of one
+// thread of each shape (shapes, by name).
+func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids []string, shapes map[string]string) {
 	t.Helper()
 	srv = ampservertest.New(conformanceKey, "dev@example.com")
 	t.Cleanup(srv.Close)
@@ -130,6 +146,8 @@ func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids, shapes []s
 	}
 	ids = srv.IDs()
 	grow := []int{200, 201, 400, 401, 1033, 199}
+	grown := map[int]string{200: shapeOnePage, 400: shapeTwoPagesStale, 401: shapeTwoPagesAndOne, 1033: shapeManyPages}
+	shapes = map[string]string{}
 	var stale []string
 	for _, id := range ids {
 		var d struct {
@@ -139,16 +157,16 @@ func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids, shapes []s
 			t.Fatal(err)
 		}
 		if len(d.Messages) == 0 {
-			shapes = append(shapes, id)
+			shapes[shapeEmpty] = id
 			continue
 		}
-		if len(grow) > 0 && grow[0] != 201 && grow[0] != 199 {
-			shapes = append(shapes, id) // 200, 400, 401, 1033
+		if len(grow) > 0 && grown[grow[0]] != "" {
+			shapes[grown[grow[0]]] = id
 		}
 		if len(grow) == 4 || (len(grow) == 0 && len(stale) < 2) {
 			stale = append(stale, id) // one of 400 messages, one short
 			if len(grow) == 0 {
-				shapes = append(shapes, id)
+				shapes[shapeShortStale] = id
 			}
 		}
 		if len(grow) == 0 {
@@ -229,30 +247,48 @@ func compare(t *testing.T, cli string, srv *ampservertest.Server, ids []string) 
 	return diff
 }
 
-// Every thread at the long size (make test); one of each shape at the
+// Every thread at the long size (make test); the short shapes at the
 // short (go test ./...): each export starts the CLI, which costs about two
 // CPU-seconds however short the thread.
 func TestStandInConformsToTheAmpCLI(t *testing.T) {
 	cli := ampCLI(t)
 	srv, ids, shapes := conformanceServer(t)
 	if len(ids) < 20 || len(shapes) != 6 {
-		t.Fatalf("%d threads, %d of them of a shape of their own, want at least 20 and 6", len(ids), len(shapes))
+		t.Fatalf("%d threads, %d of them of a shape of their own, want at least 20 and 6: %v", len(ids), len(shapes), shapes)
 	}
-	if !testsize.Long() {
-		ids = shapes
-	}
-	long := 0
-	for _, id := range ids {
+	messages := func(id string) int {
 		var d struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
 		_ = json.Unmarshal(srv.Document(id), &d)
-		if len(d.Messages) > ampserver.PageSize {
+		return len(d.Messages)
+	}
+	for shape, n := range map[string]int{shapeOnePage: 200, shapeTwoPagesStale: 400, shapeTwoPagesAndOne: 401, shapeManyPages: 1033, shapeEmpty: 0} {
+		if got := messages(shapes[shape]); got != n {
+			t.Fatalf("the thread of %s has %d messages, want %d", shape, got, n)
+		}
+	}
+	if n := messages(shapes[shapeShortStale]); n == 0 || n >= ampserver.PageSize {
+		t.Fatalf("the thread of %s has %d messages", shapeShortStale, n)
+	}
+	// Two long threads at the short size, several at the long.
+	wantLong := 2
+	if !testsize.Long() {
+		ids = nil
+		for _, shape := range shortShapes {
+			ids = append(ids, shapes[shape])
+		}
+	} else {
+		wantLong = 3
+	}
+	long := 0
+	for _, id := range ids {
+		if messages(id) > ampserver.PageSize {
 			long++
 		}
 	}
-	if long < 3 {
-		t.Fatalf("%d threads longer than one page, want several", long)
+	if long < wantLong {
+		t.Fatalf("%d threads longer than one page, want at least %d", long, wantLong)
 	}
 	srv.Reset()
 	diff := compare(t, cli, srv, ids)
