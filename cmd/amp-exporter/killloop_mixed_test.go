@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/testsize"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
@@ -84,66 +81,42 @@ func (v *victim) post(body string) (bool, error) {
 	return r.StatusCode == http.StatusOK, nil
 }
 
-// settledFor waits until the counters have not moved for quiet (longer
-// than the hold of a stream-json run the server source may still list)
-// since a scrape made after a sync with the Amp server had completed, and
-// every condition given holds for them. A first sync over the whole
-// server (a clean state's) can take longer than quiet on a loaded machine
-// while the files' counts stand still; counters read before it ended
-// would lack the server's threads.
-func (v *victim) settledFor(t *testing.T, quiet time.Duration, conds ...func(counters string) bool) string {
-	t.Helper()
-	got, err := v.waitSettledFor(quiet, conds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
-// waitSettledFor is settledFor for any goroutine: it returns what
-// settledFor would fail the test with.
-func (v *victim) waitSettledFor(quiet time.Duration, conds ...func(counters string) bool) (string, error) {
+// waitSettledSyncs waits until the counters have stood still through
+// syncs completed syncs with the Amp server, and every condition given
+// holds for them; it returns the counters, or what the test fails with.
+// A stream-json run the server does not list is held until two syncs
+// have completed after its result line (whose execution is counted as it
+// is read, so the counters move then), and counted at the end of the
+// second, before the last-sync gauge is set: counters that stood still
+// through two syncs have nothing held back. Syncs, not a quiet time,
+// because a sync on a loaded machine can take longer than its interval,
+// and a first sync over the whole server (a clean state's) much longer,
+// while the files' counts stand still.
+func (v *victim) waitSettledSyncs(syncs int, conds ...func(counters string) bool) (string, error) {
 	deadline := time.Now().Add(90 * time.Second)
 	var last string
-	var since time.Time
+	var lastSync float64 // the last sync's time, as last scraped
+	seen := 0            // syncs completed since the counters last moved
 	for time.Now().Before(deadline) {
-		time.Sleep(250 * time.Millisecond)
-		synced := v.serverSynced()
-		got, ok := v.counters()
+		time.Sleep(200 * time.Millisecond)
+		got, at, ok := v.scrape()
 		if !ok {
 			continue
 		}
-		if got != last || !synced {
-			last, since = got, time.Now()
+		if got != last || at == 0 {
+			last, lastSync, seen = got, at, 0
 			continue
 		}
-		if time.Since(since) >= quiet && allHold(conds, got) {
+		if at != lastSync {
+			// Two syncs between scrapes count as one: a longer wait,
+			// never a shorter.
+			lastSync, seen = at, seen+1
+		}
+		if seen >= syncs && allHold(conds, got) {
 			return got, nil
 		}
 	}
 	return "", fmt.Errorf("counters never settled; last scrape:\n%s\noutput:\n%s", last, v.out.String())
-}
-
-// serverSynced reports whether the exporter has completed a sync with the
-// Amp server: its last-sync gauge is set.
-func (v *victim) serverSynced() bool {
-	c := &http.Client{Timeout: 2 * time.Second}
-	r, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", v.port))
-	if err != nil {
-		return false
-	}
-	defer r.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(r.Body)
-	if err != nil {
-		return false
-	}
-	for _, m := range mfs["amp_server_last_sync_timestamp_seconds"].GetMetric() {
-		if m.GetGauge().GetValue() > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // TestKillLoopMixedSourcesLosesNoCount is the kill loop over all that the
@@ -250,7 +223,7 @@ amp_server:
 	if err := stopWriters(); err != nil {
 		t.Fatal(err)
 	}
-	const quiet = 4 * time.Second // past two syncs: held runs are decided
+	const syncs = 2 // store's ampServerSyncsToWait: held runs are decided
 	// And every run captured or ingested has ended in a counted execution:
 	// the tailer counts a capture (megabytes here) once read whole, and
 	// /-/ready does not wait for it (see the other kill loop).
@@ -259,18 +232,24 @@ amp_server:
 	}
 	// The run after the kills and the clean run read the same final files
 	// and server into states of their own: they run side by side, the
-	// clean one given the same ingests once it has settled.
+	// clean one given the same ingests once it answers (any history of
+	// them must count the same).
 	v := startVictim(t, cfg, storage)
 	defer v.kill()
 	clean := startVictim(t, cfg, filepath.Join(root, "clean-state"))
 	defer clean.kill()
-	clean.settledFor(t, time.Second)
+	for range 200 {
+		if _, ok := clean.counters(); ok {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for i := range ingests {
 		if ok, err := clean.post(ingestBody(run, i)); err != nil || !ok {
 			t.Fatalf("clean run: ingest %d not answered 200: %v", i, err)
 		}
 	}
-	afterKills, want := settleBoth(t, v, clean, func(v *victim) (string, error) { return v.waitSettledFor(quiet, caughtUp) })
+	afterKills, want := settleBoth(t, v, clean, func(v *victim) (string, error) { return v.waitSettledSyncs(syncs, caughtUp) })
 	for _, s := range []string{"source=threads", "source=server", "source=stream", "amp_executions_total"} {
 		if !strings.Contains(want, s) {
 			t.Fatalf("the clean run counted nothing with %s; nothing to compare:\n%s", s, want)

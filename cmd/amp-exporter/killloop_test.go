@@ -84,24 +84,34 @@ func (v *victim) kill() { _ = v.cmd.Process.Kill(); _ = v.cmd.Wait() }
 // counters scrapes the Amp counters (and histograms) of the exporter, as
 // "name{labels} value" lines; ok is false until it is ready.
 func (v *victim) counters() (string, bool) {
+	counters, _, ok := v.scrape()
+	return counters, ok
+}
+
+// scrape is counters, and the time of the exporter's last completed sync
+// with the Amp server (its last-sync gauge; 0 before the first).
+func (v *victim) scrape() (counters string, lastSync float64, ok bool) {
 	c := &http.Client{Timeout: 2 * time.Second}
 	if r, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/-/ready", v.port)); err != nil {
-		return "", false
+		return "", 0, false
 	} else {
 		r.Body.Close()
 		if r.StatusCode != http.StatusOK {
-			return "", false
+			return "", 0, false
 		}
 	}
 	r, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", v.port))
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
 	defer r.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(r.Body)
 	if err != nil {
-		return "", false
+		return "", 0, false
+	}
+	for _, m := range mfs["amp_server_last_sync_timestamp_seconds"].GetMetric() {
+		lastSync = m.GetGauge().GetValue()
 	}
 	var lines []string
 	for name, mf := range mfs {
@@ -125,7 +135,7 @@ func (v *victim) counters() (string, bool) {
 		}
 	}
 	sort.Strings(lines)
-	return strings.Join(lines, "\n"), true
+	return strings.Join(lines, "\n"), lastSync, true
 }
 
 // settled waits until the counters are the same on three scrapes in a row
