@@ -199,7 +199,11 @@ func jsonArray(elems [][]byte) []byte {
 // encoded, its keys sorted as json.Marshal sorts a map's.
 func jsonObject(fields map[string][]byte) []byte {
 	keys := slices.Sorted(maps.Keys(fields))
-	var b bytes.Buffer
+	n := 2
+	for k, v := range fields {
+		n += len(k) + len(v) + 4
+	}
+	b := bytes.NewBuffer(make([]byte, 0, n))
 	b.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
