@@ -70,7 +70,9 @@ func writeAtomicIn(t *testing.T, dir, name string, data []byte) {
 // parsed (coalescing) or to be read again (a failed version) must not bring
 // the file back into amp_threads afterwards.
 func TestReloadRemovingDirDropsPendingFiles(t *testing.T) {
+	t.Parallel() // mostly waiting for quiet (30 ms of real time a step): alongside the other waiters
 	t.Run("dirty", func(t *testing.T) {
+		t.Parallel()
 		keep, gone := t.TempDir(), t.TempDir()
 		h := newHarness(t, keep, nil, func(c *Config, o *Options) {
 			c.Dirs = []string{keep, gone}
@@ -88,6 +90,7 @@ func TestReloadRemovingDirDropsPendingFiles(t *testing.T) {
 		}
 	})
 	t.Run("retrying", func(t *testing.T) {
+		t.Parallel()
 		keep, gone := t.TempDir(), t.TempDir()
 		h := newHarness(t, keep, nil, func(c *Config, _ *Options) { c.Dirs = []string{keep, gone} })
 		path := filepath.Join(gone, threadA+".json")
@@ -351,6 +354,7 @@ func TestUnreadableFileIsRetriedOnChmodAndReload(t *testing.T) {
 // written: no error is counted for the versions caught mid-write. A version
 // that stays unparseable once the writing stopped is counted, once.
 func TestSlowInPlaceWriterIsNotAnError(t *testing.T) {
+	t.Parallel() // mostly waiting for quiet: alongside the other waiters
 	dir := t.TempDir()
 	path := filepath.Join(dir, threadA+".json")
 	h := newHarness(t, dir, nil, func(_ *Config, o *Options) {
