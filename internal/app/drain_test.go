@@ -15,6 +15,7 @@ import (
 // final save, which waits for its handler, keeps them: a restart on the
 // same storage shows them.
 func TestIngestCutOffByTheDrainIsStillSaved(t *testing.T) {
+	t.Parallel() // waits out a drain timeout: alongside the other waiters
 	dir := t.TempDir()
 	storage := dir + "/state"
 	cfg := fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", mkdir(t, dir, "threads"))

@@ -243,6 +243,7 @@ func TestIdleConnectionsCannotLockScrapesOut(t *testing.T) {
 // server set idle and read timeouts (a body at 1 byte per 4 s was never
 // timed out).
 func TestServersTimeOutSlowAndIdleClients(t *testing.T) {
+	t.Parallel() // waits out a read timeout: alongside the other waiters
 	for name, harden := range map[string]func(*http.Server){"main": hardenServer, "proxy": hardenProxyServer} {
 		s := &http.Server{}
 		harden(s)
@@ -286,6 +287,7 @@ func (b blockingCollector) Collect(chan<- prometheus.Metric) { b.fn() }
 // TestBusyConnectionsMakeNewOnesWait: with every connection busy, a new one
 // waits for a free place instead of being refused.
 func TestBusyConnectionsMakeNewOnesWait(t *testing.T) {
+	t.Parallel() // mostly waiting: alongside the other waiters
 	release := make(chan struct{})
 	var busy atomic.Int64
 	mux := http.NewServeMux()

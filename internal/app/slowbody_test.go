@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -25,7 +26,10 @@ import (
 // (ingest) is still read whole.
 //
 // Each case waits out a bound at its real value (a second or two) on a
-// server of its own, so the cases, and the test, run alongside others.
+// server of its own, so the test runs alongside others, and its cases all
+// at once: each in a goroutine of its own, not as parallel subtests, which
+// go test would run two at a time (-parallel is the number of cores), one
+// case waiting for another's slot.
 func TestSlowBodiesCannotLockScrapesOut(t *testing.T) {
 	t.Parallel()
 	if serverReadTimeout <= scrapeGuard || refusedBodyWait >= scrapeGuard {
@@ -40,16 +44,17 @@ func TestSlowBodiesCannotLockScrapesOut(t *testing.T) {
 	if err := os.WriteFile(auth, []byte(fmt.Sprintf("basic_auth_users:\n  prometheus: %s\n", hash)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var wg sync.WaitGroup
 	for _, tc := range []struct{ name, webConfig, creds string }{
 		{"answered without reading the body", "", ""},
 		{"refused without credentials", auth, ""},
 		{"refused with wrong credentials", auth, "prometheus:wrong"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			slowBodies(t, tc.webConfig, tc.creds)
+		wg.Go(func() {
+			t.Run(tc.name, func(t *testing.T) { slowBodies(t, tc.webConfig, tc.creds) })
 		})
 	}
+	wg.Wait()
 }
 
 func slowBodies(t *testing.T, webConfig, creds string) {
