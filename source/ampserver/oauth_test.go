@@ -647,6 +647,7 @@ func cliRefresh(path, ampURL string, now func() time.Time) string {
 // finds a token the CLI processes are refreshing too. Over more than 50
 // rotations neither side loses the login and no sync fails twice in a row.
 func TestOAuthRaceWithTheCLI(t *testing.T) {
+	t.Parallel() // mostly waiting (the exporter pauses 100 ms for the CLI): alongside the other waiter
 	e := newOAuthEnv(t, 200*time.Second)
 	g := threadgen.New(threadgen.Options{Threads: 4, TotalBytes: 4 * 20_000, Seed: 5})
 	if err := e.back.PutGenerated(g, 0, 4); err != nil {

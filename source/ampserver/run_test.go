@@ -46,6 +46,7 @@ func (m *sourceMetrics) SetEntitlement(e collector.Entitlement) {
 // error line per attempt, amp_server_up 0 and a retry only after
 // AuthRetry; the key is in no log line, even when the server echoes it.
 func TestRunRefusedKeyRetriesSlowlyAndNeverLogsIt(t *testing.T) {
+	t.Parallel() // mostly waiting (a millisecond a fake second): alongside the other waiter
 	h := newHarness(t, 3, SyncConfig{Interval: 2 * time.Second, AuthRetry: 5 * time.Minute})
 	m := &sourceMetrics{upCh: make(chan bool, 16)}
 	h.sync.source = m
