@@ -10,6 +10,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testsize"
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
@@ -55,7 +56,8 @@ func (g *growingThread) grow(at int64, out int) {
 // sync costs at most 2% of its size on the wire per sync, and counts what a
 // whole read counts after every growth, after a truncation (an early prompt
 // edited and resent: read whole, then by window again) and after a restart
-// from the saved state.
+// from the saved state. The short size grows it 3 times before the
+// truncation, the long 10.
 func TestGrowingThreadByWindow(t *testing.T) {
 	g := newGrowingThread(t, 5e6)
 	defer g.srv.Close()
@@ -79,15 +81,19 @@ func TestGrowingThreadByWindow(t *testing.T) {
 		return wire
 	}
 	syncBoth("first sync")
-	for i := range 10 {
+	var growths int64 = 3 // the short size; the long 10
+	if testsize.Long() {
+		growths = 10
+	}
+	for i := range growths {
 		clk.Advance(time.Minute)
 		g.grow(clk.Now().UnixMilli(), 4)
 		if wire := syncBoth("growth"); wire > size/50 {
 			t.Fatalf("growth %d: %d bytes on the wire for a thread of %d (more than 2%%)", i, wire, size)
 		}
 	}
-	if ws := win.sync.WindowStats(); ws.Windows != 10 || ws.Refused != 0 {
-		t.Fatalf("window stats %+v, want 10 windows", ws)
+	if ws := win.sync.WindowStats(); ws.Windows != growths || ws.Refused != 0 {
+		t.Fatalf("window stats %+v, want %d windows", ws, growths)
 	}
 	// An early prompt edited and resent: the thread is cut there.
 	var doc struct {
