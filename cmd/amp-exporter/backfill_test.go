@@ -27,7 +27,7 @@ func TestBackfillCommand(t *testing.T) {
 		{"bad until", []string{"backfill", "--output=" + out, "--until=yesterday"}, 1, "--until: "},
 		{"from after until", []string{"backfill", "--output=" + out, "--from=2026-03-01T00:00:00Z", "--until=2026-02-01T00:00:00Z"}, 1, "is not before --until"},
 		{"bad step", []string{"backfill", "--output=" + out, "--step=1ms"}, 1, "--step: "},
-		{"written", []string{"backfill", "--output=" + out, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z"}, 0,
+		{"written", []string{"backfill", "--output=" + out, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z", "--step=1h"}, 0,
 			"next: promtool tsdb create-blocks-from openmetrics --max-block-duration=43800h " + out},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

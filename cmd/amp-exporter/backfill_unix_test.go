@@ -36,7 +36,7 @@ func TestBackfillOutputToAPipe(t *testing.T) {
 		read <- b
 	}()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"backfill", "--output=" + fifo, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z"},
+	if code := run([]string{"backfill", "--output=" + fifo, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z", "--step=1h"},
 		&stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
@@ -114,7 +114,9 @@ func TestBackfillOutputThroughALink(t *testing.T) {
 func backfillTo(t *testing.T, out string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"backfill", "--output=" + out, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z"},
+	// An hour's step: where the history goes is tested here, not its
+	// samples (at the default 5m, 21 MB of them).
+	if code := run([]string{"backfill", "--output=" + out, "--label=job=amp", "--label=instance=a:1", "--until=2026-03-01T00:00:00Z", "--step=1h"},
 		&stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
