@@ -23,6 +23,7 @@ import (
 // server drains before the sources stop and the final save runs), and the
 // run must count once.
 func TestIngestAnsweredDuringShutdownIsSaved(t *testing.T) {
+	t.Parallel() // its own exporters and storage: alongside the kill loops
 	root := t.TempDir()
 	threadsDir := filepath.Join(root, "threads")
 	if err := os.Mkdir(threadsDir, 0o755); err != nil {

@@ -15,6 +15,7 @@ import (
 // with an error naming it; once the first is killed (kill -9: the system
 // releases the lock), an exporter starts on it.
 func TestSecondExporterOnOneStoragePathFailsFast(t *testing.T) {
+	t.Parallel() // its own exporters and storage: alongside the kill loops
 	root := t.TempDir()
 	threadsDir, storage := filepath.Join(root, "threads"), filepath.Join(root, "state")
 	if err := os.Mkdir(threadsDir, 0o755); err != nil {
