@@ -227,6 +227,7 @@ func (th *simThread) rewriteEarly(r *rand.Rand) bool {
 //
 // Two seeds at the short size (go test ./...), six at the long (make test).
 func TestWindowSameAsWhole(t *testing.T) {
+	t.Parallel() // alongside the tests that mostly wait, which leave a core idle
 	seeds := []uint64{1, 2}
 	if testsize.Long() {
 		seeds = []uint64{1, 2, 3, 4, 5, 6}
