@@ -228,7 +228,12 @@ func (th *simThread) rewriteEarly(r *rand.Rand) bool {
 // Two seeds at the short size (go test ./...), six at the long (make test).
 func TestWindowSameAsWhole(t *testing.T) {
 	t.Parallel() // alongside the tests that mostly wait, which leave a core idle
-	seeds := []uint64{1, 2}
+	// One seed at the short size: each one's 150 steps take every
+	// operation below several times (the log says how often). Seed 3,
+	// whose steps catch a store that no longer refuses a window missing
+	// an item it had; seeds 1 and 2, the short size before, do not. The
+	// long size runs six.
+	seeds := []uint64{3}
 	if testsize.Long() {
 		seeds = []uint64{1, 2, 3, 4, 5, 6}
 	}
