@@ -114,11 +114,12 @@ const (
 )
 
 // shortShapes are the shapes the short size exports: one of each way the
-// last answer can end (no messages, within one page, a full page with no
-// next index after others, a short page after others), each way of
-// reading `data` (with and without a stale messages key). The long size
-// exports every thread, these and the other shapes among them.
-var shortShapes = []string{shapeTwoPagesStale, shapeManyPages, shapeShortStale, shapeEmpty}
+// last answer can end (a tail with no messages, a full page with no next
+// index, a short page), each way of reading `data` (with and without a
+// stale messages key). The long size exports every thread, these and the
+// other shapes among them (a thread within one page, one page exactly,
+// two pages and one message).
+var shortShapes = []string{shapeTwoPagesStale, shapeManyPages, shapeEmpty}
 
 // conformanceServer holds 24 threads: generated ones, several grown past
 // one 200-message page (exactly 200, 201, 400, 401 and over 1,000
