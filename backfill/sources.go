@@ -1,13 +1,14 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,18 +38,26 @@ func ThreadFiles(dirs []string) ([]string, error) {
 			}
 		}
 	}
-	sizes := make(map[string]int64, len(out))
-	for _, p := range out {
+	type sized struct {
+		path string
+		size int64
+	}
+	files := make([]sized, len(out))
+	for i, p := range out {
+		files[i].path = p
 		if fi, err := os.Stat(p); err == nil {
-			sizes[p] = fi.Size()
+			files[i].size = fi.Size()
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool {
-		if sizes[out[a]] != sizes[out[b]] {
-			return sizes[out[a]] > sizes[out[b]]
+	slices.SortFunc(files, func(a, b sized) int {
+		if a.size != b.size {
+			return cmp.Compare(b.size, a.size)
 		}
-		return out[a] < out[b]
+		return strings.Compare(a.path, b.path)
 	})
+	for i, f := range files {
+		out[i] = f.path
+	}
 	return out, nil
 }
 
