@@ -155,23 +155,19 @@ func ScanFiles(ctx context.Context, b ThreadAdder, files []string, maxBytes int6
 // parseFile reads and parses one thread file of at most maxBytes, as the
 // live exporter's watcher does.
 func parseFile(p *thread.Parser, path string, maxBytes int64) (*thread.Thread, int64, error) {
-	f, err := os.Open(path)
+	f, size, err := openThreadFile(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", errRead, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", errRead, err)
-	}
-	if maxBytes > 0 && fi.Size() > maxBytes {
-		return nil, fi.Size(), errTooLarge
+	if maxBytes > 0 && size > maxBytes {
+		return nil, size, errTooLarge
 	}
 	if maxBytes <= 0 {
 		maxBytes = 64 << 20
 	}
 	t, err := p.Parse(io.LimitReader(f, maxBytes+1))
-	return t, fi.Size(), err
+	return t, size, err
 }
 
 var (
