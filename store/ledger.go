@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
@@ -597,6 +599,11 @@ func (s *ThreadStore) Ledger() []ledger.Entry {
 // LedgerBetween is Ledger for the buckets that start in [from, to) (epoch
 // ms); usage without any time is in it when from is math.MinInt64.
 func (s *ThreadStore) LedgerBetween(from, to int64) []ledger.Entry {
+	return s.ledgerBetween(from, to, runtime.GOMAXPROCS(0))
+}
+
+// ledgerBetween is LedgerBetween on at most cores goroutines.
+func (s *ThreadStore) ledgerBetween(from, to int64, cores int) []ledger.Entry {
 	type threadRows struct {
 		key  string
 		rows threadLedger
@@ -612,15 +619,28 @@ func (s *ThreadStore) LedgerBetween(from, to int64) []ledger.Entry {
 		}
 	}
 	s.mu.RUnlock()
-	var out []ledger.Entry
-	var sums entrySums
-	for _, t := range all {
-		session := strings.TrimSuffix(strings.TrimPrefix(t.key, "file:"), ".json")
-		out = sums.add(out, keys, t.rows, session, from, to)
+	// Threads are added up on every core, a share each (a year of
+	// threads is seconds of work on one; a report waits for it).
+	parts := max(1, min(cores, len(all)/ledgerShare))
+	outs := make([][]ledger.Entry, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			var sums entrySums
+			for i := p; i < len(all); i += parts {
+				session := strings.TrimSuffix(strings.TrimPrefix(all[i].key, "file:"), ".json")
+				outs[p] = sums.add(outs[p], keys, all[i].rows, session, from, to)
+			}
+		})
 	}
+	wg.Wait()
+	out := slices.Concat(outs...)
 	slices.SortFunc(out, ledger.Compare)
 	return out
 }
+
+// ledgerShare is the fewest threads LedgerBetween gives a core of its own.
+const ledgerShare = 256
 
 // entrySums adds up one thread's rows into entries (one per bucket, model
 // and repository), reusing its tables from thread to thread.
