@@ -2,11 +2,15 @@ package backfill
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -102,5 +106,41 @@ func TestScanCountsAFileGoneAsUnreadable(t *testing.T) {
 	}
 	if len(c.ids) != len(files)-1 || res.Files != len(files)-1 {
 		t.Errorf("%d threads counted, %d files read, want %d", len(c.ids), res.Files, len(files)-1)
+	}
+}
+
+// TestThreadFilesLargestFirst: the thread files of a directory with more
+// files than one core is given are listed once each, largest first and by
+// name among equals; hidden files and other names are not thread files.
+func TestThreadFilesLargestFirst(t *testing.T) {
+	dir := t.TempDir()
+	n := 2*statShare + 77
+	want := make([]string, 0, n)
+	for i := range n {
+		name := filepath.Join(dir, fmt.Sprintf("T-%04d.json", i))
+		if err := os.WriteFile(name, bytes.Repeat([]byte{' '}, (i*7919)%1000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	for _, other := range []string{".T-hidden.json", "notes.txt", "T-x.json.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, other), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	slices.SortFunc(want, func(a, b string) int { return cmp.Or(cmp.Compare(size(b), size(a)), strings.Compare(a, b)) })
+	got, err := ThreadFiles([]string{dir, filepath.Join(dir, "missing")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d files listed, want %d in order; first %v", len(got), len(want), got[:min(3, len(got))])
 	}
 }
