@@ -11,7 +11,9 @@
 package ledger
 
 import (
+	"cmp"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -91,4 +93,20 @@ type Bill struct {
 	Repo    string `json:"repository,omitempty"`
 	// USD is in 1e-10 USD.
 	USD int64 `json:"usd"`
+}
+
+// Compare orders entries by time, thread, model and repository: the order
+// ledgers are handed out in. It compares only as far as it must (a
+// ledger of a year holds hundreds of thousands of entries to sort).
+func Compare(a, b Entry) int {
+	if a.Start != b.Start {
+		return cmp.Compare(a.Start, b.Start)
+	}
+	if c := strings.Compare(a.Session, b.Session); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Model, b.Model); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Repo, b.Repo)
 }

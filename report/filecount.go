@@ -22,7 +22,7 @@ type fileCounter struct {
 
 func newFileCounter(o LoadOptions) *fileCounter {
 	st := store.NewThreadStore(store.StoreOptions{Labels: o.Labels, Repositories: o.Repositories,
-		Now: func() time.Time { return o.Now }})
+		Now: func() time.Time { return o.Now }, AppliedOnce: true})
 	st.SetPrices(o.Prices)
 	return &fileCounter{store: st, now: o.Now.UnixMilli()}
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +33,9 @@ type entryKey struct {
 type Ledger struct {
 	mu   sync.Mutex
 	rows map[entryKey]*Usage
+	// sorted are entries added whole (AddSorted): in the order of
+	// ledger.Compare, one per key.
+	sorted []Entry
 }
 
 // NewLedger returns an empty ledger.
@@ -95,6 +97,16 @@ func (l *Ledger) Add(e Entry) {
 	}
 }
 
+// AddSorted adds entries in the order of ledger.Compare, one per key (a
+// store's Ledger), without looking each up: a ledger's rows of a year's
+// thread files are kept as they are and merged with the others once, by
+// Entries. It takes entries over.
+func (l *Ledger) AddSorted(entries []Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sorted = mergeSorted(l.sorted, entries)
+}
+
 // Entries returns the ledger's rows, sorted by time, thread and model.
 func (l *Ledger) Entries() []Entry {
 	l.mu.Lock()
@@ -103,8 +115,32 @@ func (l *Ledger) Entries() []Entry {
 	for k, u := range l.rows {
 		out = append(out, Entry{Start: k.start, Session: k.session, Model: k.model, Repo: k.repo, Usage: *u})
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Repo, b.Repo))
-	})
-	return out
+	slices.SortFunc(out, ledger.Compare)
+	return mergeSorted(l.sorted, out)
+}
+
+// mergeSorted merges two lists of entries in the order of ledger.Compare,
+// each with one entry per key, into one: the entries of a key in both
+// added up.
+func mergeSorted(a, b []Entry) []Entry {
+	if len(b) == 0 {
+		return slices.Clone(a)
+	}
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]Entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch c := ledger.Compare(a[0], b[0]); {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			e := a[0]
+			e.Add(b[0].Usage)
+			out, a, b = append(out, e), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }

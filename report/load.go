@@ -13,7 +13,10 @@ import (
 // LoadOptions say where the usage is read from.
 type LoadOptions struct {
 	// Dirs are the thread directories.
-	Dirs         []string
+	Dirs []string
+	// Files, when set, gives the thread files of Dirs
+	// (backfill.ThreadFiles), listed meanwhile; nil: Load lists them.
+	Files        func() ([]string, error)
 	MaxFileBytes int64
 	Workers      int
 	// Prices and Labels as the live exporter's (store.Prices, its label
@@ -59,7 +62,11 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	files, err := backfill.ThreadFiles(o.Dirs)
+	list := o.Files
+	if list == nil {
+		list = func() ([]string, error) { return backfill.ThreadFiles(o.Dirs) }
+	}
+	files, err := list()
 	if err != nil {
 		return nil, LoadStats{}, err
 	}
@@ -76,9 +83,7 @@ func Load(ctx context.Context, o LoadOptions) (*Ledger, LoadStats, error) {
 	if err != nil {
 		return nil, LoadStats{}, fmt.Errorf("thread files: %w", err)
 	}
-	for _, e := range counter.store.Ledger() {
-		l.Add(e)
-	}
+	l.AddSorted(counter.store.Ledger())
 	st := LoadStats{Files: scan.Files, Duplicates: scan.Duplicates, Failed: scan.Failed, Later: counter.later.Load()}
 	if o.Server != nil {
 		c := o.Cache

@@ -112,6 +112,7 @@ type folding struct{ label, raw, value string }
 func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pinBlob) itemCounter {
 	pg := newPinning(&s.tuples, base)
 	pg.expect = max(len(sum.Items)-len(pg.dec.keys), 8)
+	pg.unkept = s.appliedOnce && len(base) == 0
 	d := pg.dec
 	d.seen = grow(d.seen[:0], len(d.keys))
 	d.fresh = d.fresh[:0]
@@ -570,6 +571,9 @@ func (s *ThreadStore) reidentified(sum *thread.Summary, d *decodedPins) bool {
 // snapshot's items adopt is the thread's, so that no message takes over
 // its neighbour's pin.
 func (k *itemCounter) adopt() {
+	if len(k.d.keys) == 0 {
+		return // no pins yet: no alias to take over
+	}
 	alias := func(it *thread.Item) uint64 { return it.Alias }
 	if fromZero := func(it *thread.Item) uint64 { return it.AliasFromZero }; k.adoptWith(fromZero, false) > k.adoptWith(alias, false) {
 		alias = fromZero

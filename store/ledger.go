@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
@@ -597,6 +599,11 @@ func (s *ThreadStore) Ledger() []ledger.Entry {
 // LedgerBetween is Ledger for the buckets that start in [from, to) (epoch
 // ms); usage without any time is in it when from is math.MinInt64.
 func (s *ThreadStore) LedgerBetween(from, to int64) []ledger.Entry {
+	return s.ledgerBetween(from, to, runtime.GOMAXPROCS(0))
+}
+
+// ledgerBetween is LedgerBetween on at most cores goroutines.
+func (s *ThreadStore) ledgerBetween(from, to int64, cores int) []ledger.Entry {
 	type threadRows struct {
 		key  string
 		rows threadLedger
@@ -612,49 +619,96 @@ func (s *ThreadStore) LedgerBetween(from, to int64) []ledger.Entry {
 		}
 	}
 	s.mu.RUnlock()
-	type entryKey struct {
-		b           int32
-		model, repo string
+	// Threads are added up on every core, a share each (a year of
+	// threads is seconds of work on one; a report waits for it).
+	parts := max(1, min(cores, len(all)/ledgerShare))
+	outs := make([][]ledger.Entry, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			var sums entrySums
+			for i := p; i < len(all); i += parts {
+				session := strings.TrimSuffix(strings.TrimPrefix(all[i].key, "file:"), ".json")
+				outs[p] = sums.add(outs[p], keys, all[i].rows, session, from, to)
+			}
+		})
 	}
-	var out []ledger.Entry
-	acc := map[entryKey]*ledger.Usage{}
-	for _, t := range all {
-		clear(acc)
-		for _, r := range t.rows {
-			if start := startOf(r.b); start < from || start >= to {
-				continue
-			}
-			sk := keys[r.id]
-			ek := entryKey{r.b, sk.L1, sk.Repo}
-			u := acc[ek]
-			if u == nil {
-				u = &ledger.Usage{}
-				acc[ek] = u
-			}
-			switch {
-			case sk.Fam == FamCredits:
-				u.Credits = satAdd(u.Credits, r.v)
-			case sk.Fam == FamCost:
-				u.Cost = satAdd(u.Cost, r.v)
-			case sk.L2 == "input":
-				u.Input = satAdd(u.Input, r.v)
-			case sk.L2 == "output":
-				u.Output = satAdd(u.Output, r.v)
-			case sk.L2 == "cache_read":
-				u.CacheRead = satAdd(u.CacheRead, r.v)
-			case sk.L2 == "cache_creation":
-				u.CacheCreation = satAdd(u.CacheCreation, r.v)
-			}
-		}
-		session := strings.TrimSuffix(strings.TrimPrefix(t.key, "file:"), ".json")
-		for k, u := range acc {
-			out = append(out, ledger.Entry{Start: startOf(k.b), Session: session, Model: k.model, Repo: k.repo, Usage: *u})
-		}
-	}
-	slices.SortFunc(out, func(a, b ledger.Entry) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Session, b.Session), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Repo, b.Repo))
-	})
+	wg.Wait()
+	out := slices.Concat(outs...)
+	slices.SortFunc(out, ledger.Compare)
 	return out
+}
+
+// ledgerShare is the fewest threads LedgerBetween gives a core of its own.
+const ledgerShare = 256
+
+// entrySums adds up one thread's rows into entries (one per bucket, model
+// and repository), reusing its tables from thread to thread.
+type entrySums struct {
+	// groups are the thread's (model, repository) pairs, a few; place
+	// maps a bucket and group to the entry's index in the output.
+	groups []entryGroup
+	place  map[uint64]int
+}
+
+type entryGroup struct{ model, repo string }
+
+// add appends the entries of one thread's rows (those of the buckets that
+// start in [from, to)) to out.
+func (e *entrySums) add(out []ledger.Entry, keys []SeriesKey, rows threadLedger, session string, from, to int64) []ledger.Entry {
+	e.groups = e.groups[:0]
+	if e.place == nil || len(e.place) > 4096 {
+		// A map cleared keeps its size: one grown by a long thread is
+		// dropped rather than cleared for every thread after it.
+		e.place = make(map[uint64]int, 64)
+	} else {
+		clear(e.place)
+	}
+	g, last := 0, uint32(math.MaxUint32)
+	for _, r := range rows {
+		start := startOf(r.b)
+		if start < from || start >= to {
+			continue
+		}
+		sk := &keys[r.id]
+		if r.id != last { // rows come series by series
+			g, last = e.group(sk.L1, sk.Repo), r.id
+		}
+		pk := uint64(uint32(r.b))<<32 | uint64(g)
+		i, ok := e.place[pk]
+		if !ok {
+			i = len(out)
+			e.place[pk] = i
+			out = append(out, ledger.Entry{Start: start, Session: session, Model: sk.L1, Repo: sk.Repo})
+		}
+		u := &out[i].Usage
+		switch {
+		case sk.Fam == FamCredits:
+			u.Credits = satAdd(u.Credits, r.v)
+		case sk.Fam == FamCost:
+			u.Cost = satAdd(u.Cost, r.v)
+		case sk.L2 == "input":
+			u.Input = satAdd(u.Input, r.v)
+		case sk.L2 == "output":
+			u.Output = satAdd(u.Output, r.v)
+		case sk.L2 == "cache_read":
+			u.CacheRead = satAdd(u.CacheRead, r.v)
+		case sk.L2 == "cache_creation":
+			u.CacheCreation = satAdd(u.CacheCreation, r.v)
+		}
+	}
+	return out
+}
+
+// group is the index of a (model, repository) pair among the thread's.
+func (e *entrySums) group(model, repo string) int {
+	for i, g := range e.groups {
+		if g.model == model && g.repo == repo {
+			return i
+		}
+	}
+	e.groups = append(e.groups, entryGroup{model, repo})
+	return len(e.groups) - 1
 }
 
 // LedgerRows returns how many rows the threads' ledgers hold (a gauge of

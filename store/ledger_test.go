@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -392,5 +393,31 @@ func TestLedgerTruncationKeepsNewItemsInTheirBucket(t *testing.T) {
 	}
 	if want := map[int64]int64{ledger.StartOf(ledgerT0): 175, ledger.StartOf(later): 30}; fmt.Sprint(in) != fmt.Sprint(want) {
 		t.Errorf("after a restart: input by bucket %v, want %v", in, want)
+	}
+}
+
+// TestLedgerOnSeveralCoresIsOneCores: the ledger of many threads added up
+// on several cores (a share of the threads each) is the one added up on
+// one, the whole of it and a range of buckets.
+func TestLedgerOnSeveralCoresIsOneCores(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	s.SetPrices(ledgerPrices())
+	threads := 4*ledgerShare + 37
+	for i := range threads {
+		id := fmt.Sprintf("T-%04d", i)
+		at := ledgerT0 + int64(i%97)*15*60_000
+		items := []thread.Item{spendMsg(1, "m1", at, 100+int64(i), 10, 0), spendMsg(2, []string{"m1", "m2"}[i%2], at+int64(i%5)*3_600_000, 50, 5, float64(i%3))}
+		s.Apply("/t/"+id+".json", FileVersion{Size: 1}, thread.FromItems(id, "smart", items))
+	}
+	for _, r := range []struct{ from, to int64 }{{math.MinInt64, math.MaxInt64}, {ledgerT0 + 3_600_000, ledgerT0 + 10*3_600_000}} {
+		one := s.ledgerBetween(r.from, r.to, 1)
+		if len(one) < 100 {
+			t.Fatalf("%d entries of %d threads: the ledger is not what the test thinks", len(one), threads)
+		}
+		for _, cores := range []int{2, 3, 64} {
+			if got := s.ledgerBetween(r.from, r.to, cores); !slices.Equal(got, one) {
+				t.Errorf("[%d, %d) on %d cores: %d entries differ from one core's %d", r.from, r.to, cores, len(got), len(one))
+			}
+		}
 	}
 }

@@ -195,6 +195,9 @@ type pinning struct {
 	// alias's place among the pins the Apply started from: the item is
 	// not new, and the alias is not gone.
 	adopted map[uint64]int
+	// unkept: the items' tuples are numbered but not pinned to their keys
+	// (StoreOptions.AppliedOnce: no later snapshot reads the pins).
+	unkept bool
 }
 
 func newPinning(tt *tupleTable, base pinBlob) *pinning {
@@ -233,8 +236,8 @@ func (pg *pinning) tuple(n uint16) pinTuple { return pg.dec.tuples[n-1] }
 // the thread has too many tuples to pin it.
 func (pg *pinning) pin(tt *tupleTable, key uint64, t pinTuple) uint16 {
 	n := pg.local(tt, t)
-	if n == 0 {
-		return 0
+	if n == 0 || pg.unkept {
+		return n
 	}
 	if pg.set == nil {
 		pg.set = make(map[uint64]uint16, pg.expect)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // pinCorpus applies a generated corpus (the size mix of a real one, 500 kB
@@ -87,21 +88,27 @@ func TestPinnedLabelsStaySmall(t *testing.T) {
 //	go test -run '^$' -bench ApplyRewrite ./collector
 func BenchmarkApplyRewrite(b *testing.B) {
 	g := threadgen.New(threadgen.Options{Threads: 200, TotalBytes: 200 * 500_000, Seed: 3, Start: time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC)})
-	p := thread.NewParser()
 	var sums []*thread.Summary
 	for i := 0; i < g.Len(); i++ {
 		_, data := g.Thread(i)
-		th, err := p.ParseBytes(data)
+		// A parser per thread: a summary's items are the parser's until
+		// it parses again (thread.Summary.ItemsValid), and Apply takes
+		// those of a reused parser's earlier threads for stale.
+		th, err := thread.NewParser().ParseBytes(data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum := thread.Summarize(th)
-		sum.Items = append([]thread.Item(nil), sum.Items...)
-		sums = append(sums, sum)
+		sums = append(sums, thread.Summarize(th))
 	}
+	tab, err := pricing.Embedded(func() time.Time { return fixedNow })
+	if err != nil {
+		b.Fatal(err)
+	}
+	prices := pricing.New(tab, "genai-prices", "test", nil)
 	b.Run("first-apply", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			s := newTestStore(0)
+			s.SetPrices(prices)
 			for j, sum := range sums {
 				s.Apply("/d/"+strconv.Itoa(j), FileVersion{}, sum)
 			}

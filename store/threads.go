@@ -172,6 +172,7 @@ type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
 	repos        *Repositories // the repository label's configuration; nil: none
+	appliedOnce  bool          // StoreOptions.AppliedOnce: no pins are kept
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -221,6 +222,11 @@ type StoreOptions struct {
 	// Repositories is the repository label's configuration, shared with
 	// the other thread stores; nil: no thread has a repository.
 	Repositories *Repositories
+	// AppliedOnce: every thread is applied once and never again (a
+	// report counts each thread file once). The store then keeps no pins:
+	// they say how a thread's items were labeled for its later snapshots,
+	// and there are none.
+	AppliedOnce bool
 }
 
 // NewThreadStore returns an empty store.
@@ -235,13 +241,14 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		opts.Labels = NewLabelCap(opts.MaxLabelValues, opts.OnFold)
 	}
 	return &ThreadStore{
-		labels:  opts.Labels,
-		repos:   opts.Repositories,
-		threads: map[string]*threadRecord{},
-		series:  seriesIndex{ids: map[SeriesKey]uint32{}},
-		files:   map[string]*FileRecord{},
-		totals:  contribution{},
-		now:     opts.Now,
+		labels:      opts.Labels,
+		repos:       opts.Repositories,
+		appliedOnce: opts.AppliedOnce,
+		threads:     map[string]*threadRecord{},
+		series:      seriesIndex{ids: map[SeriesKey]uint32{}},
+		files:       map[string]*FileRecord{},
+		totals:      contribution{},
+		now:         opts.Now,
 
 		changedThreads: map[string]struct{}{},
 		changedFiles:   map[string]struct{}{},

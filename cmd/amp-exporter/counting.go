@@ -23,11 +23,26 @@ type counting struct {
 // loadCounting reads the configuration file (its path "" for none) and
 // builds the prices and the repository rules from it.
 func loadCounting(configFile string) (counting, error) {
+	cfg, env, err := loadConfig(configFile)
+	if err != nil {
+		return counting{}, err
+	}
+	return countingFor(cfg, env)
+}
+
+// loadConfig reads the configuration file (its path "" for none).
+func loadConfig(configFile string) (*config.Config, config.Env, error) {
 	env := config.OSEnv()
 	cfg, err := config.Load(configFile, env)
 	if err != nil {
-		return counting{}, fmt.Errorf("configuration: %w", err)
+		return nil, config.Env{}, fmt.Errorf("configuration: %w", err)
 	}
+	return cfg, env, nil
+}
+
+// countingFor builds the prices and the repository rules of a
+// configuration.
+func countingFor(cfg *config.Config, env config.Env) (counting, error) {
 	embedded, err := pricing.Embedded(nil)
 	if err != nil {
 		return counting{}, fmt.Errorf("embedded price table: %w", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	_ "time/tzdata" // --timezone takes IANA names on systems without a zone database (Windows)
@@ -18,6 +19,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 
+	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/report"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
@@ -113,11 +115,18 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	if r.ccusageCfg != "" {
 		logger.Warn("--config (ccusage's configuration file) is not read: the report's settings come from --config.file")
 	}
-	cc, err := loadCounting(f.configFile)
+	cfg, env, err := loadConfig(f.configFile)
 	if err != nil {
 		return err
 	}
-	cfg, env, pricer, repos := cc.cfg, cc.env, cc.pricer, cc.repos
+	// The thread files are listed while the price table is read: both
+	// come before the first file is read, and each takes a core.
+	files := listThreadFiles(cfg.Threads.Dirs)
+	cc, err := countingFor(cfg, env)
+	if err != nil {
+		return err
+	}
+	pricer, repos := cc.pricer, cc.repos
 	cachePath := ""
 	if r.cacheDir != "" && cfg.AmpServer.Enabled != config.AmpServerOff {
 		cachePath = report.CacheFile(r.cacheDir, cfg.AmpServer.URL)
@@ -132,7 +141,7 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 	defer stop()
 	bar := newProgress(stderr)
 	ledger, st, err := report.Load(ctx, report.LoadOptions{
-		Dirs: cfg.Threads.Dirs, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
+		Dirs: cfg.Threads.Dirs, Files: files, MaxFileBytes: int64(cfg.Limits.MaxFileBytes), Workers: r.workers,
 		Prices: pricer, Labels: ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil), Repositories: repos, Now: opts.Now,
 		Cache:    cache,
 		Progress: func(done, total int) { bar.show("thread files", done, total) },
@@ -206,4 +215,22 @@ func colorOn(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// listThreadFiles lists the thread files of dirs (backfill.ThreadFiles)
+// in the background; the function it returns waits for the list.
+func listThreadFiles(dirs []string) func() ([]string, error) {
+	type listed struct {
+		files []string
+		err   error
+	}
+	ch := make(chan listed, 1)
+	go func() {
+		files, err := backfill.ThreadFiles(dirs)
+		ch <- listed{files, err}
+	}()
+	return sync.OnceValues(func() ([]string, error) {
+		l := <-ch
+		return l.files, l.err
+	})
 }
