@@ -167,6 +167,7 @@ func TestRaisingMaxFileBytesRereadsRefusedFiles(t *testing.T) {
 // Two names for one thread count once. Links to nothing or to directories
 // are left alone.
 func TestSymlinkedThreadFiles(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	for _, mode := range []string{"inotify", "polling"} {
 		t.Run(mode, func(t *testing.T) {
 			dir, elsewhere := t.TempDir(), t.TempDir()
@@ -271,6 +272,7 @@ func (o *flakyOpener) count() int {
 // retried with a growing delay until it succeeds; the error is counted
 // once, however many attempts fail.
 func TestTransientReadErrorIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	dir := t.TempDir()
 	path := filepath.Join(dir, threadA+".json")
 	op := &flakyOpener{path: path, err: syscall.EMFILE, n: 5}
@@ -314,6 +316,7 @@ func TestTransientReadErrorIsRetriedWithBackoff(t *testing.T) {
 // on the attribute event of the chmod, not at the next resync; a reload
 // reads a failing file again at once.
 func TestUnreadableFileIsRetriedOnChmodAndReload(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	t.Run("chmod", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, threadA+".json")

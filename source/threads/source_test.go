@@ -23,6 +23,7 @@ func (quietMetrics) DirsMissing(int)              {}
 // The source runs only once configured; a directory added while it runs
 // is scanned at once; Apply after Run has returned does not wait.
 func TestSourceAppliesBeforeAndWhileRunning(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	st := store.NewThreadStore(store.StoreOptions{})
 	scanned := make(chan struct{})
 	src := NewSource(Options{OnFirstScan: func() { close(scanned) }}, st, quietMetrics{})

@@ -254,6 +254,7 @@ func TestCreateRewriteAndIdenticalRewrite(t *testing.T) {
 }
 
 func TestInPlaceWrites(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	h := newHarness(t, t.TempDir(), nil, nil)
 	for n := 1; n <= 4; n++ {
 		h.writeInPlace(threadA+".json", makeThread(threadA, n))
@@ -356,6 +357,7 @@ func TestStrayAndOversizedFiles(t *testing.T) {
 }
 
 func TestDirectoryRemovedAndRecreated(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	dir := filepath.Join(t.TempDir(), "threads")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -382,6 +384,7 @@ func TestDirectoryRemovedAndRecreated(t *testing.T) {
 }
 
 func TestMissingDirectoryAtStart(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	dir := filepath.Join(t.TempDir(), "not-yet")
 	h := newHarness(t, dir, nil, nil) // becomes ready although the directory is missing
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -392,6 +395,7 @@ func TestMissingDirectoryAtStart(t *testing.T) {
 }
 
 func TestOverflowFallsBackToPolling(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	h := newHarness(t, t.TempDir(), nil, nil)
 	h.writeAtomic(threadA+".json", makeThread(threadA, 1))
 	h.waitFor("created", func() bool { return h.outputTokens() == 100 })
@@ -413,6 +417,7 @@ func TestOverflowFallsBackToPolling(t *testing.T) {
 }
 
 func TestFailedWatchFallsBackToPolling(t *testing.T) {
+	t.Parallel() // waits on quiet periods: alongside the other waiters
 	h := newHarness(t, t.TempDir(), nil, func(_ *Config, o *Options) {
 		o.addWatch = func(*fsnotify.Watcher, string) error { return syscall.ENOSPC }
 	})
