@@ -155,6 +155,7 @@ func TestPushSucceeds(t *testing.T) {
 }
 
 func TestPushRetriesAndOutcomes(t *testing.T) {
+	t.Parallel() // mostly waiting on retries and ticks: alongside the other waiter
 	retryAfter := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
 	for _, tc := range []struct {
 		name       string
@@ -302,6 +303,7 @@ func TestNoReplayAfterOutage(t *testing.T) {
 }
 
 func TestRunWaitsForReadinessAndPushesOnShutdown(t *testing.T) {
+	t.Parallel() // mostly waiting on retries and ticks: alongside the other waiter
 	rcv := newReceiver(t, nil)
 	var ready atomic.Bool
 	f := newFixture(t, rcv.srv.URL, func(o *Options) { o.Ready = ready.Load })
