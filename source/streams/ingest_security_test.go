@@ -116,6 +116,7 @@ func TestIngestCapsConcurrentRequests(t *testing.T) {
 // TestIngestTimesOutASilentBody: a body that stops sending (mid-line) is
 // ended after the read timeout, and its slot freed.
 func TestIngestTimesOutASilentBody(t *testing.T) {
+	t.Parallel() // waits out read timeouts: alongside the other waiter
 	e := newEnv(t, nil)
 	srv := ingestServer(e, IngestConfig{MaxLineBytes: 64 << 10, MaxBodyBytes: 1 << 30, MaxConcurrent: 1, ReadTimeout: 200 * time.Millisecond})
 	defer srv.Close()

@@ -338,6 +338,7 @@ func TestIngestStreamsAChunkedBody(t *testing.T) {
 }
 
 func TestIngestBadInput(t *testing.T) {
+	t.Parallel() // waits out read timeouts: alongside the other waiter
 	e := newEnv(t, nil)
 	srv := ingestServer(e, IngestConfig{MaxLineBytes: 1024, MaxBodyBytes: 4096})
 	defer srv.Close()
