@@ -127,7 +127,7 @@ func ScanFiles(ctx context.Context, b ThreadAdder, files []string, maxBytes int6
 					res.Failed[reason(err)]++
 					mu.Unlock()
 				} else {
-					sum := thread.Summarize(t)
+					sum := thread.SummarizeItems(t)
 					key := sum.ID
 					if key == "" {
 						key = "file:" + filepath.Base(path)

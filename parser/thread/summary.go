@@ -209,16 +209,23 @@ func orUnknown(model string) string {
 // When t comes from a Parser, Summary.Items lives in the parser's storage
 // and is valid until its next Parse, like t itself.
 func Summarize(t *Thread) *Summary {
+	s := SummarizeItems(t)
+	s.total()
+	return s
+}
+
+// SummarizeItems is Summarize without the totals (the message counts,
+// Tokens, Credits, Finished, ToolCalls, ContextUtil, ExchangeSeconds):
+// the items alone, which is all a store counts. A report or a backfill
+// reads each of thousands of files once and counts its items; adding
+// them up per model as well was a twentieth of a report's CPU.
+func SummarizeItems(t *Thread) *Summary {
 	s := &Summary{
 		ID:               t.ID,
 		Version:          t.Version,
 		AgentMode:        t.AgentMode,
 		Repository:       t.Repository,
 		RepositoryReason: t.RepositoryReason,
-		Tokens:           map[string]Tokens{},
-		Credits:          map[string]float64{},
-		Finished:         map[string]map[string]int{},
-		ToolCalls:        map[string]map[string]int{},
 		LastActivity:     t.Created,
 		Created:          t.Created,
 		FoldedModels:     t.FoldedModels,
@@ -337,7 +344,6 @@ func Summarize(t *Thread) *Summary {
 		*t.items = items
 	}
 	s.Items, s.gen, s.parses = items, t.gen, t.parses
-	s.total()
 	return s
 }
 
@@ -379,6 +385,8 @@ func duplicates(msgs []Message) []bool {
 // total adds up the items that are the thread's own into the summary's
 // totals.
 func (s *Summary) total() {
+	s.Tokens, s.Credits = map[string]Tokens{}, map[string]float64{}
+	s.Finished, s.ToolCalls = map[string]map[string]int{}, map[string]map[string]int{}
 	ratios, exchanges := 0, 0
 	for i := range s.Items {
 		it := &s.Items[i]
