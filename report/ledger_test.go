@@ -27,26 +27,22 @@ func TestEntriesMergeSortedAndAdded(t *testing.T) {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			want := NewLedger()
 			got := NewLedger()
-			// A sorted list with one entry per key, as a store gives it.
-			sorted := NewLedger()
-			for range rng.IntN(30) {
-				e := entry()
-				sorted.Add(e)
-				want.Add(e)
-			}
-			got.AddSorted(sorted.Entries())
-			for range rng.IntN(30) {
-				e := entry()
-				got.Add(e)
-				want.Add(e)
-			}
-			if round%3 == 0 { // a second sorted list merges too
-				second := NewLedger()
-				for range rng.IntN(10) {
+			// addRandom adds n random entries to want and to l.
+			addRandom := func(n int, l *Ledger) {
+				for range n {
 					e := entry()
-					second.Add(e)
+					l.Add(e)
 					want.Add(e)
 				}
+			}
+			// A sorted list with one entry per key, as a store gives it.
+			sorted := NewLedger()
+			addRandom(rng.IntN(30), sorted)
+			got.AddSorted(sorted.Entries())
+			addRandom(rng.IntN(30), got)
+			if round%3 == 0 { // a second sorted list merges too
+				second := NewLedger()
+				addRandom(rng.IntN(10), second)
 				got.AddSorted(second.Entries())
 			}
 			w, g := want.Entries(), got.Entries()

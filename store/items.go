@@ -118,12 +118,18 @@ func newItemCounter(s *ThreadStore, sum *thread.Summary, prices Prices, base pin
 	d.fresh = d.fresh[:0]
 	return itemCounter{
 		s: s, sum: sum, prices: prices, pg: pg, d: d,
-		series:    make(contribution, 24+len(sum.Tokens)*12+len(sum.ToolCalls)*2),
-		rates:     make(map[SeriesKey]rate, 4*len(sum.Tokens)),
+		series:    make(contribution, seriesHint(sum)),
+		rates:     make(map[SeriesKey]rate, 4),
 		ctxScale:  scaleOf(FamContextSum),
 		exchScale: scaleOf(FamExchangeSum),
 	}
 }
+
+// seriesHint sizes a summary's series table from its items alone (the
+// summary's per-model totals are not there when it was made by
+// thread.SummarizeItems): a thread's series are the per-thread ones and a
+// few per model and tool used, far fewer than its items.
+func seriesHint(sum *thread.Summary) int { return 24 + min(len(sum.Items), 24) }
 
 // count runs the steps in order and gives the tables back to the pool.
 func (k *itemCounter) count(partial bool) counted {
