@@ -78,6 +78,15 @@ func startTestApp(t *testing.T, cfgText string, env map[string]string, opts ...f
 		}
 	})
 	testutil.WaitUntil(t, "the first scan", a.ready.Load)
+	// The web server starts beside the sources: a first scan of an empty
+	// directory can be done before it listens.
+	testutil.WaitUntil(t, "the web server", func() bool {
+		c, err := net.Dial("tcp", e.addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	return e
 }
 
