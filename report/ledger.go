@@ -108,9 +108,14 @@ func (l *Ledger) AddSorted(entries []Entry) {
 }
 
 // Entries returns the ledger's rows, sorted by time, thread and model.
+// The list may be the ledger's own (a year of rows is not copied for
+// nothing): callers must not change it.
 func (l *Ledger) Entries() []Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if len(l.rows) == 0 {
+		return slices.Clip(l.sorted)
+	}
 	out := make([]Entry, 0, len(l.rows))
 	for k, u := range l.rows {
 		out = append(out, Entry{Start: k.start, Session: k.session, Model: k.model, Repo: k.repo, Usage: *u})

@@ -619,8 +619,9 @@ func (s *ThreadStore) ledgerBetween(from, to int64, cores int) []ledger.Entry {
 		}
 	}
 	s.mu.RUnlock()
-	// Threads are added up on every core, a share each (a year of
-	// threads is seconds of work on one; a report waits for it).
+	// Threads are added up and sorted on every core, a share each (a
+	// year of threads is seconds of work on one; a report waits for it),
+	// and the sorted shares merged.
 	parts := max(1, min(cores, len(all)/ledgerShare))
 	outs := make([][]ledger.Entry, parts)
 	var wg sync.WaitGroup
@@ -631,12 +632,46 @@ func (s *ThreadStore) ledgerBetween(from, to int64, cores int) []ledger.Entry {
 				session := strings.TrimSuffix(strings.TrimPrefix(all[i].key, "file:"), ".json")
 				outs[p] = sums.add(outs[p], keys, all[i].rows, session, from, to)
 			}
+			slices.SortFunc(outs[p], ledger.Compare)
 		})
 	}
 	wg.Wait()
-	out := slices.Concat(outs...)
-	slices.SortFunc(out, ledger.Compare)
-	return out
+	return mergeShares(outs)
+}
+
+// mergeShares merges lists of entries, each sorted by ledger.Compare, into
+// one sorted list: pair by pair, so that each entry is copied once per
+// halving of the lists (a handful of times on a many-core machine).
+func mergeShares(shares [][]ledger.Entry) []ledger.Entry {
+	for len(shares) > 1 {
+		next := shares[:0:0]
+		for i := 0; i < len(shares); i += 2 {
+			if i+1 == len(shares) {
+				next = append(next, shares[i])
+				break
+			}
+			next = append(next, mergeTwo(shares[i], shares[i+1]))
+		}
+		shares = next
+	}
+	if len(shares) == 0 {
+		return nil
+	}
+	return shares[0]
+}
+
+// mergeTwo merges two sorted lists of entries; entries of equal keys (two
+// threads of one session name) are both kept, a's first.
+func mergeTwo(a, b []ledger.Entry) []ledger.Entry {
+	out := make([]ledger.Entry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if ledger.Compare(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // ledgerShare is the fewest threads LedgerBetween gives a core of its own.
@@ -679,6 +714,11 @@ func (e *entrySums) add(out []ledger.Entry, keys []SeriesKey, rows threadLedger,
 		if !ok {
 			i = len(out)
 			e.place[pk] = i
+			if len(out) == cap(out) {
+				// Doubled: append grows a long list by a quarter, which
+				// copies it (and touches new memory) four times as often.
+				out = slices.Grow(out, max(len(out), 64))
+			}
 			out = append(out, ledger.Entry{Start: start, Session: session, Model: sk.L1, Repo: sk.Repo})
 		}
 		u := &out[i].Usage
