@@ -10,7 +10,8 @@ import (
 )
 
 // fileCounter counts thread files into a store that keeps the usage
-// ledger, as the live exporter counts them: one Apply per thread. Items
+// ledger, as the live exporter counts them: one Apply per thread, of the
+// families the ledger is made of alone (store.StoreOptions.LedgerOnly). Items
 // stamped after the report's now are left out (and counted in later), as
 // the backfill leaves them to the live counters: a report shows no usage
 // of a time that has not come.
@@ -22,7 +23,7 @@ type fileCounter struct {
 
 func newFileCounter(o LoadOptions) *fileCounter {
 	st := store.NewThreadStore(store.StoreOptions{Labels: o.Labels, Repositories: o.Repositories,
-		Now: func() time.Time { return o.Now }, AppliedOnce: true})
+		Now: func() time.Time { return o.Now }, AppliedOnce: true, LedgerOnly: true})
 	st.SetPrices(o.Prices)
 	return &fileCounter{store: st, now: o.Now.UnixMilli()}
 }

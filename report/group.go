@@ -104,13 +104,20 @@ func Build(entries []Entry, o Options) (*Report, error) {
 	from := lastFrom(o)
 	r := &Report{Kind: o.Kind}
 	byKey := map[string]*Period{}
+	// Entries come by time, a day's together: its name is made once.
+	var day string
+	var dayY, dayD int
+	var dayM time.Month
 	for i := range entries {
 		e := &entries[i]
 		if e.Start == Undated {
 			r.Undated.Add(e.Usage)
 			continue
 		}
-		day := time.UnixMilli(e.Start).In(o.Location).Format("2006-01-02")
+		if y, m, d := time.UnixMilli(e.Start).In(o.Location).Date(); day == "" || y != dayY || m != dayM || d != dayD {
+			dayY, dayM, dayD = y, m, d
+			day = time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Format("2006-01-02")
+		}
 		if (o.Since != "" && day < o.Since) || (o.Until != "" && day > o.Until) || (from != "" && day < from) {
 			continue
 		}

@@ -239,11 +239,25 @@ func (k *itemCounter) item(i int, all bool) {
 		k.pg.pin(&k.s.tuples, it.Key, pinTuple{none: true})
 		return
 	}
-	k.countMessage(it)
+	if k.s.ledgerOnly && !spendsMoney(it) {
+		if it.IsTool() && it.Lines && it.Status == thread.StatusDone {
+			k.fold("model", it.Model) // as pinItem would: the cap folds the same values
+		}
+		return
+	}
+	if !k.s.ledgerOnly {
+		k.countMessage(it)
+	}
 	n, t, ok := k.pinItem(it, n, t)
 	if ok {
 		k.addItem(it, n, t)
 	}
+}
+
+// spendsMoney reports whether an item can give a series the ledger keeps:
+// an assistant message or a ledger event (tokens, credits).
+func spendsMoney(it *thread.Item) bool {
+	return it.IsLedger() || it.IsMessage() && it.Role == thread.RoleAssistant
 }
 
 // countMessage adds a message to the thread's message counts.
@@ -443,6 +457,9 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 	}
 	if a.hasCredits {
 		k.add(FamCredits, t.name, "", fixed(FamCredits, a.credits))
+	}
+	if k.s.ledgerOnly {
+		return
 	}
 	k.add(FamFinished, t.name, t.outcome, a.finished)
 	k.add(FamContextBucket, t.name, t.bucket, a.ctx)

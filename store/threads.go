@@ -173,6 +173,7 @@ type ThreadStore struct {
 	labels       *LabelCap
 	repos        *Repositories // the repository label's configuration; nil: none
 	appliedOnce  bool          // StoreOptions.AppliedOnce: no pins are kept
+	ledgerOnly   bool          // StoreOptions.LedgerOnly
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -227,6 +228,13 @@ type StoreOptions struct {
 	// they say how a thread's items were labeled for its later snapshots,
 	// and there are none.
 	AppliedOnce bool
+	// LedgerOnly: the store counts only the families the usage ledger is
+	// made of and those its dollars follow (tokens, long-context tokens,
+	// credits, dollars, unpriced tokens), as a report needs: tool calls,
+	// exchanges, message counts and the other families are left out. The model
+	// label's cap still sees the model of every edit that counts lines, as
+	// a whole store's does, so that it folds the same values.
+	LedgerOnly bool
 }
 
 // NewThreadStore returns an empty store.
@@ -244,6 +252,7 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		labels:      opts.Labels,
 		repos:       opts.Repositories,
 		appliedOnce: opts.AppliedOnce,
+		ledgerOnly:  opts.LedgerOnly,
 		threads:     map[string]*threadRecord{},
 		series:      seriesIndex{ids: map[SeriesKey]uint32{}},
 		files:       map[string]*FileRecord{},
