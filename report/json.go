@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,25 +121,51 @@ func WriteJSON(w io.Writer, r *Report) error {
 		periods = append(periods, jp)
 	}
 	t := r.Totals
-	out := map[string]any{
-		listName(r.Kind): periods,
-		"totals": jsonTotals{
-			CacheCreationTokens: t.CacheCreation,
-			CacheReadTokens:     t.CacheRead,
-			Credits:             credits(t.Credits),
-			InputTokens:         t.Input,
-			OutputTokens:        t.Output,
-			TotalCost:           dollars(t.Cost),
-			TotalTokens:         t.Tokens(),
-		},
+	totals := jsonTotals{
+		CacheCreationTokens: t.CacheCreation,
+		CacheReadTokens:     t.CacheRead,
+		Credits:             credits(t.Credits),
+		InputTokens:         t.Input,
+		OutputTokens:        t.Output,
+		TotalCost:           dollars(t.Cost),
+		TotalTokens:         t.Tokens(),
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	// The object {"<list>": [...], "totals": {...}} as encoding/json
+	// indents it, written a period at a time: a year of sessions is
+	// megabytes, which encoding it whole held twice over.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	fmt.Fprintf(bw, "{\n  %q: [", listName(r.Kind))
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("report: %w", err)
+	write := func(v any) error {
+		one.Reset()
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		_, err := bw.Write(bytes.TrimSuffix(one.Bytes(), []byte("\n")))
+		return err
 	}
-	return nil
+	enc.SetIndent("    ", "  ")
+	for i := range periods {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		if err := write(&periods[i]); err != nil {
+			return err
+		}
+	}
+	if len(periods) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("],\n  \"totals\": ")
+	enc.SetIndent("  ", "  ")
+	if err := write(totals); err != nil {
+		return err
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 // listName is the name of the periods' list in the JSON.

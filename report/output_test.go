@@ -67,6 +67,50 @@ func TestJSONIsCcusages(t *testing.T) {
 	}
 }
 
+// TestJSONIsOneIndentedObject: the report, written a period at a time,
+// is byte for byte what encoding/json gives for the whole object indented
+// by two spaces (its fields are in alphabetical order, as a map's keys are
+// encoded): for each kind, with no period, one, several, repositories and
+// a name to escape.
+func TestJSONIsOneIndentedObject(t *testing.T) {
+	entries := []Entry{
+		{Start: ms("2026-02-01T10:00:00Z"), Session: "T-a", Model: "claude-opus-4-6", Repo: "github.com/o/r<&>",
+			Usage: Usage{Input: 1200, Output: 34, CacheCreation: 5, CacheRead: 1_000_000, Cost: 12_345_600_000}},
+		{Start: ms("2026-02-02T10:00:00Z"), Session: "T-b", Model: "gpt-5.2-\"codex\"",
+			Usage: Usage{Input: 7, Output: 8, Credits: 250_000_000, Cost: 1_000_000}},
+		{Start: ms("2026-03-02T10:00:00Z"), Session: "T-b", Model: "claude-opus-4-6", Repo: "gitlab.com/g/p",
+			Usage: Usage{Input: 1, Output: 2, Cost: 3}},
+	}
+	for _, kind := range []Kind{Daily, Monthly, Session} {
+		for n := range len(entries) + 1 {
+			r, err := Build(entries[:n], Options{Kind: kind, Location: time.UTC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := WriteJSON(&got, r); err != nil {
+				t.Fatal(err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(got.Bytes()))
+			dec.UseNumber()
+			var whole map[string]any
+			if err := dec.Decode(&whole); err != nil {
+				t.Fatalf("%s of %d entries: %v\n%s", kind, n, err, got.String())
+			}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(whole); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("%s of %d entries:\n%s\nwant\n%s", kind, n, got.String(), want.String())
+			}
+		}
+	}
+}
+
 // TestTableAlignedWithTotals: every line of the table is as wide as the
 // heading's columns make it; the totals are the last line; color only when
 // asked.
