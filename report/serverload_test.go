@@ -6,12 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/amp-exporter/amp-exporter/pricing"
 	"io"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/pricing"
 
 	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
