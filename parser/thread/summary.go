@@ -216,9 +216,11 @@ func Summarize(t *Thread) *Summary {
 
 // SummarizeItems is Summarize without the totals (the message counts,
 // Tokens, Credits, Finished, ToolCalls, ContextUtil, ExchangeSeconds):
-// the items alone, which is all a store counts. A report or a backfill
-// reads each of thousands of files once and counts its items; adding
-// them up per model as well was a twentieth of a report's CPU.
+// the items alone, which is all a store counts, and what every source
+// that counts (the watcher, the Amp server's sync, the backfill, the
+// report) gives it. Adding the items up per model as well was a twentieth
+// of a report's CPU; the totals serve the tests that read one thread's
+// sums.
 func SummarizeItems(t *Thread) *Summary {
 	s := &Summary{
 		ID:               t.ID,

@@ -117,7 +117,7 @@ func (s *Syncer) fetchOne(ctx context.Context, p *parsers, t Summary, whole bool
 		s.parseFailed(thread.Reason(err), t.ID, err)
 		return outcomeUnreadable, fmt.Errorf("thread from the server: %w", err)
 	}
-	sum := thread.Summarize(parsed)
+	sum := thread.SummarizeItems(parsed)
 	next := s.next(p, parsed, sum, ex, 1)
 	return s.count(ctx, t, ex, sum, store.Window{}, next, began)
 }

@@ -54,7 +54,7 @@ func (s *Syncer) fetchWindow(ctx context.Context, p *parsers, t Summary, w store
 		s.windowed(true, true)
 		return 0, nil, false
 	}
-	sum := thread.Summarize(parsed)
+	sum := thread.SummarizeItems(parsed)
 	next := s.next(p, parsed, sum, ex, w.Start)
 	if next != nil && next.Start == w.Start {
 		next.Sum = sum
@@ -115,7 +115,7 @@ func (s *Syncer) next(p *parsers, parsed *thread.Thread, sum *thread.Summary, ex
 	if err != nil {
 		return nil
 	}
-	next.Sum = thread.Summarize(part)
+	next.Sum = thread.SummarizeItems(part)
 	return next
 }
 

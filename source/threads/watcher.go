@@ -659,7 +659,7 @@ func (w *Watcher) parseOne(p *thread.Parser, j job) result {
 		r.err = err
 		return r
 	}
-	w.store.Apply(j.path, j.version, thread.Summarize(t))
+	w.store.Apply(j.path, j.version, thread.SummarizeItems(t))
 	w.metrics.Parsed(store.SourceThreads, w.opts.Clock.Now().Sub(start))
 	return r
 }
