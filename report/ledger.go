@@ -54,27 +54,11 @@ func (l *Ledger) AddThread(tg backfill.ThreadGrowth) {
 	defer l.mu.Unlock()
 	for _, g := range tg.Growth {
 		var u Usage
-		switch g.Key.Fam {
-		case store.FamTokens:
-			switch g.Key.L2 {
-			case "input":
-				u.Input = g.V
-			case "output":
-				u.Output = g.V
-			case "cache_read":
-				u.CacheRead = g.V
-			case "cache_creation":
-				u.CacheCreation = g.V
-			default:
-				continue
-			}
-		case store.FamCredits:
-			u.Credits = g.V
-		case store.FamCost:
-			u.Cost = g.V
-		default:
+		f := store.UsageField(&g.Key, &u)
+		if f == nil {
 			continue
 		}
+		*f = g.V
 		k := entryKey{g.At, session, g.Key.L1, g.Key.Repo}
 		if r := l.rows[k]; r != nil {
 			r.Add(u)

@@ -721,23 +721,35 @@ func (e *entrySums) add(out []ledger.Entry, keys []SeriesKey, rows threadLedger,
 			}
 			out = append(out, ledger.Entry{Start: start, Session: session, Model: sk.L1, Repo: sk.Repo})
 		}
-		u := &out[i].Usage
-		switch {
-		case sk.Fam == FamCredits:
-			u.Credits = satAdd(u.Credits, r.v)
-		case sk.Fam == FamCost:
-			u.Cost = satAdd(u.Cost, r.v)
-		case sk.L2 == "input":
-			u.Input = satAdd(u.Input, r.v)
-		case sk.L2 == "output":
-			u.Output = satAdd(u.Output, r.v)
-		case sk.L2 == "cache_read":
-			u.CacheRead = satAdd(u.CacheRead, r.v)
-		case sk.L2 == "cache_creation":
-			u.CacheCreation = satAdd(u.CacheCreation, r.v)
+		if f := UsageField(sk, &out[i].Usage); f != nil {
+			*f = satAdd(*f, r.v)
 		}
 	}
 	return out
+}
+
+// UsageField is the field of u that the values of series k are: a token
+// type's count, the credits or the dollars; nil for a series the ledger
+// does not keep.
+func UsageField(k *SeriesKey, u *ledger.Usage) *int64 {
+	switch k.Fam {
+	case FamCredits:
+		return &u.Credits
+	case FamCost:
+		return &u.Cost
+	case FamTokens:
+		switch k.L2 {
+		case "input":
+			return &u.Input
+		case "output":
+			return &u.Output
+		case "cache_read":
+			return &u.CacheRead
+		case "cache_creation":
+			return &u.CacheCreation
+		}
+	}
+	return nil
 }
 
 // group is the index of a (model, repository) pair among the thread's.

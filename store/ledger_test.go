@@ -421,3 +421,32 @@ func TestLedgerOnSeveralCoresIsOneCores(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageField: each series the ledger keeps is one field of a usage,
+// and no other series is any.
+func TestUsageField(t *testing.T) {
+	for _, c := range []struct {
+		k    SeriesKey
+		want ledger.Usage
+	}{
+		{SeriesKey{Fam: FamTokens, L1: "m", L2: "input"}, ledger.Usage{Input: 7}},
+		{SeriesKey{Fam: FamTokens, L1: "m", L2: "output"}, ledger.Usage{Output: 7}},
+		{SeriesKey{Fam: FamTokens, L1: "m", L2: "cache_read"}, ledger.Usage{CacheRead: 7}},
+		{SeriesKey{Fam: FamTokens, L1: "m", L2: "cache_creation"}, ledger.Usage{CacheCreation: 7}},
+		{SeriesKey{Fam: FamCredits, L1: "m"}, ledger.Usage{Credits: 7}},
+		{SeriesKey{Fam: FamCost, L1: "m"}, ledger.Usage{Cost: 7}},
+	} {
+		var u ledger.Usage
+		if f := UsageField(&c.k, &u); f == nil {
+			t.Errorf("%v: no field", c.k)
+		} else if *f = 7; u != c.want {
+			t.Errorf("%v: %+v, want %+v", c.k, u, c.want)
+		}
+	}
+	for _, k := range []SeriesKey{{Fam: FamTokens, L1: "m", L2: "reasoning"}, {Fam: FamTokensLong, L1: "m", L2: "input"}, {Fam: FamUnpriced, L1: "m"}, {Fam: FamToolCalls, L1: "Bash", L2: "done"}} {
+		var u ledger.Usage
+		if f := UsageField(&k, &u); f != nil {
+			t.Errorf("%v: a field of the ledger", k)
+		}
+	}
+}
