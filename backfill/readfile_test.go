@@ -144,3 +144,54 @@ func TestThreadFilesLargestFirst(t *testing.T) {
 		t.Errorf("%d files listed, want %d in order; first %v", len(got), len(want), got[:min(3, len(got))])
 	}
 }
+
+// linesAdder adds up the lines of the edits it is given, and says whether
+// it keeps them (LinesSkipper).
+type linesAdder struct {
+	mu           sync.Mutex
+	skips        bool
+	edits, lines int64
+}
+
+func (a *linesAdder) SkipsLines() bool { return a.skips }
+
+func (a *linesAdder) AddThread(_, _ string, sum *thread.Summary) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, it := range sum.Items {
+		if it.Lines {
+			a.edits++
+			a.lines += it.Added + it.Removed
+		}
+	}
+	return nil
+}
+
+// TestScanLeavesLinesToWhoKeepsThem: an adder that keeps no lines
+// (LinesSkipper) is given the edits with their lines uncounted; any other
+// is given them counted.
+func TestScanLeavesLinesToWhoKeepsThem(t *testing.T) {
+	dir := t.TempDir()
+	g := threadgen.New(threadgen.Options{Threads: 8, TotalBytes: 800_000, Seed: 4})
+	if _, err := g.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ThreadFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, skips := range []bool{false, true} {
+		a := &linesAdder{skips: skips}
+		if _, err := ScanFiles(context.Background(), a, files, 0, 2, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case a.edits == 0:
+			t.Fatal("no edit in the corpus: the test shows nothing")
+		case skips && a.lines != 0:
+			t.Errorf("%d lines counted for an adder that keeps none", a.lines)
+		case !skips && a.lines == 0:
+			t.Error("no lines counted for an adder that keeps them")
+		}
+	}
+}

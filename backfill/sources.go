@@ -91,6 +91,12 @@ type ThreadAdder interface {
 	AddThread(source, path string, sum *thread.Summary) error
 }
 
+// LinesSkipper is a ThreadAdder that keeps no lines changed: ScanFiles
+// then leaves them uncounted (thread.Parser.SkipLineCounts).
+type LinesSkipper interface {
+	SkipsLines() bool
+}
+
 // ScanFiles parses the thread files with workers goroutines and replays
 // each into b under source "threads", claiming its thread id in owners
 // (nil: none) so the Amp server's copy of it is skipped. A file that does
@@ -115,6 +121,9 @@ func ScanFiles(ctx context.Context, b ThreadAdder, files []string, maxBytes int6
 		go func() {
 			defer wg.Done()
 			p := thread.NewParser()
+			if ls, ok := b.(LinesSkipper); ok && ls.SkipsLines() {
+				p.SkipLineCounts()
+			}
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
 				if i >= len(files) {

@@ -28,6 +28,10 @@ func newFileCounter(o LoadOptions) *fileCounter {
 	return &fileCounter{store: st, now: o.Now.UnixMilli()}
 }
 
+// SkipsLines: the report's store counts no lines, so its files are read
+// without counting them (backfill.LinesSkipper).
+func (c *fileCounter) SkipsLines() bool { return true }
+
 // AddThread counts one thread (backfill.ThreadAdder).
 func (c *fileCounter) AddThread(_, path string, sum *thread.Summary) error {
 	if slices.ContainsFunc(sum.Items, func(it thread.Item) bool { return it.At > c.now }) {

@@ -52,6 +52,10 @@ type editInput struct {
 	old, new, content, patch []byte
 	hasOld, hasNew           bool
 	hasContent, hasPatch     bool
+	// presence: the strings are read (so that a bad one fails the parse
+	// as it always does) but not kept, and count says only whether the
+	// lines could be counted (Parser.SkipLineCounts).
+	presence bool
 }
 
 func (e *editInput) reset() {
@@ -80,7 +84,10 @@ func (p *Parser) editInput() {
 			continue
 		}
 		if v, ok := sc.StringPrefix(maxEditText); ok {
-			*dst, *has = append((*dst)[:0], v...), true
+			*has = true
+			if !e.presence {
+				*dst = append((*dst)[:0], v...)
+			}
 		}
 	}
 }
@@ -98,18 +105,25 @@ func (e *editInput) count(k editKind) (added, removed int64, ok bool) {
 		if !e.hasOld || !e.hasNew {
 			return 0, 0, false
 		}
-		added, removed, _ = linecount.Diff(view(e.old), view(e.new))
+		if !e.presence {
+			added, removed, _ = linecount.Diff(view(e.old), view(e.new))
+		}
 		return added, removed, true
 	case editCreate:
 		if !e.hasContent {
 			return 0, 0, false
 		}
-		return linecount.Lines(view(e.content)), 0, true
+		if !e.presence {
+			added = linecount.Lines(view(e.content))
+		}
+		return added, 0, true
 	case editPatch:
 		if !e.hasPatch {
 			return 0, 0, false
 		}
-		added, removed = linecount.Patch(view(e.patch))
+		if !e.presence {
+			added, removed = linecount.Patch(view(e.patch))
+		}
 		return added, removed, true
 	}
 	return 0, 0, false

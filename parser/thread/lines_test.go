@@ -1,10 +1,16 @@
 package thread
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/threadgen"
 )
 
 // editThread builds a thread whose assistant calls the given tools, one
@@ -177,5 +183,53 @@ func TestEditInputBeforeName(t *testing.T) {
 	lines, _ := lineTotals(t, data)
 	if lines["Write/added"] != 2 || len(lines) != 2 {
 		t.Errorf("lines = %v, want Write +2 only", lines)
+	}
+}
+
+// TestSkipLineCountsKeepsAllButTheCounts: a parser that skips line
+// counts gives every item of a generated corpus as a counting parser does
+// (Lines included: an edit's model is a label value either way), with
+// Added and Removed 0; and a file with a bad string in an edit's input
+// fails to parse either way.
+func TestSkipLineCountsKeepsAllButTheCounts(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 2 << 20, Seed: 4, Start: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)})
+	counted, edits := 0, 0
+	skipping := NewParser()
+	skipping.SkipLineCounts()
+	for i := 0; i < g.Len(); i++ {
+		name, data := g.Thread(i)
+		full, err := NewParser().ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(SummarizeItems(full).Items)
+		th, err := skipping.ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := SummarizeItems(th).Items
+		for j := range want {
+			if want[j].Lines {
+				edits++
+			}
+			if want[j].Added+want[j].Removed > 0 {
+				counted++
+			}
+			want[j].Added, want[j].Removed = 0, 0
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the items differ beyond the line counts", name)
+		}
+	}
+	if edits == 0 || counted == 0 {
+		t.Fatalf("%d edits, %d with lines: the corpus does not exercise them", edits, counted)
+	}
+	bad := bytes.Replace(editThread(t, []call{{"edit_file", map[string]any{"path": "/a.go", "old_str": "a", "new_str": "b@"}, "done", nil}}),
+		[]byte("b@"), []byte(`b\q`), 1)
+	if _, err := NewParser().ParseBytes(bad); err == nil {
+		t.Fatal("a bad escape in an edit's input parses: the test shows nothing")
+	}
+	if _, err := skipping.ParseBytes(bad); err == nil {
+		t.Error("a bad escape in an edit's input parses when lines are not counted")
 	}
 }

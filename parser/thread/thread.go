@@ -223,6 +223,14 @@ func NewParser() *Parser {
 	}
 }
 
+// SkipLineCounts makes the parser leave the lines of edits uncounted:
+// each edit's input is still read, so a file parses or fails as it always
+// does, and ToolUse.Lines still says whether its lines could be counted,
+// but Added and Removed stay 0. For a reader that keeps no lines (the
+// report, whose store counts the ledger's families alone): diffing edits
+// is about a twelfth of parsing.
+func (p *Parser) SkipLineCounts() { p.edit.presence = true }
+
 // Parse decodes one thread from r. Errors are ErrNotThread, or wrap
 // jsonscan.ErrTruncated, jsonscan.ErrTokenTooLong, *jsonscan.SyntaxError or
 // a read error; Reason classifies them.
