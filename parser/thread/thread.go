@@ -227,8 +227,9 @@ func NewParser() *Parser {
 // each edit's input is still read, so a file parses or fails as it always
 // does, and ToolUse.Lines still says whether its lines could be counted,
 // but Added and Removed stay 0. For a reader that keeps no lines (the
-// report, whose store counts the ledger's families alone): diffing edits
-// is about a twelfth of parsing.
+// report, whose store counts the ledger's families alone): counting lines
+// is about a twelfth of parsing, and the copies and diffs are most of it
+// that can go (reading the strings stays).
 func (p *Parser) SkipLineCounts() { p.edit.presence = true }
 
 // Parse decodes one thread from r. Errors are ErrNotThread, or wrap
