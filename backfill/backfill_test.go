@@ -482,15 +482,7 @@ func abs(x int64) int64 {
 // prices) give every sample of every series the same value as one worker;
 // under -race (make unit) it also checks that the shared counting is safe.
 func TestScanFilesWorkersAgree(t *testing.T) {
-	dir := t.TempDir()
-	g := threadgen.New(threadgen.Options{Threads: 48, TotalBytes: 5_000_000, Seed: 5})
-	if _, err := g.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	files, err := ThreadFiles([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := generatedFiles(t, threadgen.Options{Threads: 48, TotalBytes: 5_000_000, Seed: 5})
 	pr, err := pricing.Embedded(nil)
 	if err != nil {
 		t.Fatal(err)

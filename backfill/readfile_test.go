@@ -84,15 +84,7 @@ func (c *countingAdder) AddThread(_, _ string, sum *thread.Summary) error {
 // listing and its reading is one failed file of reason "read"; every
 // other file is counted.
 func TestScanCountsAFileGoneAsUnreadable(t *testing.T) {
-	dir := t.TempDir()
-	g := threadgen.New(threadgen.Options{Threads: 6, TotalBytes: 300_000, Seed: 4})
-	if _, err := g.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	files, err := ThreadFiles([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := generatedFiles(t, threadgen.Options{Threads: 6, TotalBytes: 300_000, Seed: 4})
 	if err := os.Remove(files[2]); err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +163,7 @@ func (a *linesAdder) AddThread(_, _ string, sum *thread.Summary) error {
 // (LinesSkipper) is given the edits with their lines uncounted; any other
 // is given them counted.
 func TestScanLeavesLinesToWhoKeepsThem(t *testing.T) {
-	dir := t.TempDir()
-	g := threadgen.New(threadgen.Options{Threads: 8, TotalBytes: 800_000, Seed: 4})
-	if _, err := g.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	files, err := ThreadFiles([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := generatedFiles(t, threadgen.Options{Threads: 8, TotalBytes: 800_000, Seed: 4})
 	for _, skips := range []bool{false, true} {
 		a := &linesAdder{skips: skips}
 		if _, err := ScanFiles(context.Background(), a, files, 0, 2, nil, nil); err != nil {
@@ -194,4 +178,19 @@ func TestScanLeavesLinesToWhoKeepsThem(t *testing.T) {
 			t.Error("no lines counted for an adder that keeps them")
 		}
 	}
+}
+
+// generatedFiles writes a generated corpus to a temporary directory and
+// lists its thread files.
+func generatedFiles(t *testing.T, o threadgen.Options) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := threadgen.New(o).WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ThreadFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

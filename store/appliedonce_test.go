@@ -22,28 +22,12 @@ func TestAppliedOnceCountsAsTheStore(t *testing.T) {
 		t.Run(fmt.Sprint("max_label_values=", maxValues), func(t *testing.T) {
 			kept := NewThreadStore(StoreOptions{MaxLabelValues: maxValues, Now: func() time.Time { return fixedNow }})
 			once := NewThreadStore(StoreOptions{MaxLabelValues: maxValues, Now: func() time.Time { return fixedNow }, AppliedOnce: true})
-			for _, s := range []*ThreadStore{kept, once} {
-				s.SetPrices(prices)
-				for i, sum := range sums {
-					s.Apply(fmt.Sprintf("/d/T-%d.json", i), FileVersion{Size: 1}, sum)
-				}
-			}
+			applyAll(prices, sums, kept, once)
 			want, got := kept.Snapshot().Totals(), once.Snapshot().Totals()
 			if len(want) < 20 {
 				t.Fatalf("the corpus gives %d series: too few to show anything", len(want))
 			}
-			if !maps.Equal(got, want) {
-				for k, v := range want {
-					if got[k] != v {
-						t.Errorf("%v: %d kept no pins, %d kept them", k, got[k], v)
-					}
-				}
-				for k, v := range got {
-					if _, ok := want[k]; !ok {
-						t.Errorf("%v: %d kept no pins, none kept them", k, v)
-					}
-				}
-			}
+			compareTotals(t, got, want, "kept no pins", "kept them")
 			if !slices.Equal(once.Ledger(), kept.Ledger()) {
 				t.Error("the ledgers differ")
 			}
@@ -97,34 +81,44 @@ func TestLedgerOnlyCountsTheLedgerAsTheStore(t *testing.T) {
 				whole := NewThreadStore(opts)
 				opts.LedgerOnly, opts.AppliedOnce = true, once
 				part := NewThreadStore(opts)
-				for _, s := range []*ThreadStore{whole, part} {
-					s.SetPrices(prices)
-					for i, sum := range sums {
-						s.Apply(fmt.Sprintf("/d/T-%d.json", i), FileVersion{Size: 1}, sum)
-					}
-				}
+				applyAll(prices, sums, whole, part)
 				want := maps.Clone(whole.Snapshot().Totals())
 				maps.DeleteFunc(want, func(k SeriesKey, _ int64) bool { return !money[k.Fam] })
 				got := part.Snapshot().Totals()
 				if len(want) < 10 || len(got) == len(whole.Snapshot().Totals()) {
 					t.Fatalf("%d series of the ledger's families of %d: the corpus shows nothing", len(want), len(got))
 				}
-				if !maps.Equal(got, want) {
-					for k, v := range want {
-						if got[k] != v {
-							t.Errorf("%v: %d counting the ledger alone, %d counting all", k, got[k], v)
-						}
-					}
-					for k, v := range got {
-						if _, ok := want[k]; !ok {
-							t.Errorf("%v: %d counting the ledger alone, none counting all", k, v)
-						}
-					}
-				}
+				compareTotals(t, got, want, "counting the ledger alone", "counting all")
 				if !slices.Equal(part.Ledger(), whole.Ledger()) {
 					t.Error("the ledgers differ")
 				}
 			})
+		}
+	}
+}
+
+// applyAll applies each summary to each store, priced at prices.
+func applyAll(prices Prices, sums []*thread.Summary, stores ...*ThreadStore) {
+	for _, s := range stores {
+		s.SetPrices(prices)
+		for i, sum := range sums {
+			s.Apply(fmt.Sprintf("/d/T-%d.json", i), FileVersion{Size: 1}, sum)
+		}
+	}
+}
+
+// compareTotals reports every series whose counter differs between got
+// and want, each side named as the test calls it.
+func compareTotals(t *testing.T, got, want map[SeriesKey]int64, gotName, wantName string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%v: %d %s, %d %s", k, got[k], gotName, v, wantName)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%v: %d %s, none %s", k, v, gotName, wantName)
 		}
 	}
 }

@@ -231,9 +231,9 @@ type StoreOptions struct {
 	// LedgerOnly: the store counts only the families the usage ledger is
 	// made of and those its dollars follow (tokens, long-context tokens,
 	// credits, dollars, unpriced tokens), as a report needs: tool calls,
-	// exchanges, message counts and the other families are left out. The model
-	// label's cap still sees the model of every edit that counts lines, as
-	// a whole store's does, so that it folds the same values.
+	// exchanges, message counts and the other families are left out. The
+	// model label's cap still sees the model of every edit that counts
+	// lines, as a whole store's does, so that it folds the same values.
 	LedgerOnly bool
 }
 
