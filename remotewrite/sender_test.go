@@ -71,6 +71,13 @@ func newReceiver(t *testing.T, respond func(n int) (int, http.Header)) *receiver
 	return r
 }
 
+// last returns the decoded body of the latest request.
+func (r *receiver) last() []decodedSample {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pushes[len(r.pushes)-1]
+}
+
 func (r *receiver) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -289,11 +296,14 @@ func TestNoReplayAfterOutage(t *testing.T) {
 	mu.Lock()
 	down = false
 	mu.Unlock()
+	// The receiver is up, so the push needs no retry and the clock stays
+	// where it is: its timestamp is this instant. (Moving the clock while
+	// waiting let a slow start stamp the push a second later.)
 	at := f.clk.Now()
-	if r := f.push(t, time.Second); r != ResultSent {
+	if r := f.push(t, 0); r != ResultSent {
 		t.Fatalf("second push %s", r)
 	}
-	last := rcv.pushes[len(rcv.pushes)-1]
+	last := rcv.last()
 	if rcv.count() != outage+1 || len(last) != 1 || last[0].Value != 3 || last[0].TS != at.UnixMilli() {
 		t.Fatalf("after the outage: %d requests (outage %d), last push %+v", rcv.count(), outage, last)
 	}
@@ -343,7 +353,7 @@ func TestRunWaitsForReadinessAndPushesOnShutdown(t *testing.T) {
 	if rcv.count() != before+1 {
 		t.Fatalf("%d pushes at shutdown, want 1", rcv.count()-before)
 	}
-	if last := rcv.pushes[len(rcv.pushes)-1]; last[0].Value != 9 {
+	if last := rcv.last(); last[0].Value != 9 {
 		t.Fatalf("final push %+v", last)
 	}
 }
@@ -375,7 +385,7 @@ func TestPartialGatherPushesTheRest(t *testing.T) {
 			t.Fatalf("result %s", r)
 		}
 	}
-	if last := rcv.pushes[len(rcv.pushes)-1]; len(last) != 1 || last[0].Value != 4 {
+	if last := rcv.last(); len(last) != 1 || last[0].Value != 4 {
 		t.Fatalf("pushed %+v", last)
 	}
 	if n := strings.Count(f.logs.String(), "collector x failed"); n != 1 {
