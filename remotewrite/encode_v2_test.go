@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/snappy"
 	"google.golang.org/protobuf/proto"
@@ -221,7 +220,7 @@ func TestV2NegotiatesAndFallsBack(t *testing.T) {
 			rcv.srv.Config.Handler = v2Handler(t, &got, tc.v2)
 			f := newFixture(t, rcv.srv.URL, func(o *Options) { o.Message = MessageV2 })
 			for range 2 {
-				f.push(t, time.Second)
+				f.push(t)
 			}
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("requests\n %v\nwant\n %v", got, tc.want)

@@ -118,9 +118,13 @@ func newFixture(t *testing.T, url string, mod func(*Options)) *fixture {
 	return f
 }
 
-// push runs one push to its interval's deadline, moving the fake clock by
-// step while it waits, and returns its result.
-func (f *fixture) push(t *testing.T, step time.Duration) string {
+// push runs one push to its interval's deadline and returns its result.
+// The fake clock moves only to the retry timers the sender sets, so each
+// request is made at the instant the sender chose, however slowly this
+// machine runs it. (A clock that moved with real time let a slow request
+// eat the interval: an HTTP-date Retry-After read as already past, a retry
+// given less time than it needed.)
+func (f *fixture) push(t *testing.T) string {
 	t.Helper()
 	done := make(chan string, 1)
 	go func() { done <- f.sender.Push(context.Background(), f.clk.Now().Add(f.sender.o.Interval)) }()
@@ -129,7 +133,7 @@ func (f *fixture) push(t *testing.T, step time.Duration) string {
 		case r := <-done:
 			return r
 		case <-time.After(time.Millisecond):
-			f.clk.Advance(step)
+			f.clk.AdvanceToNext()
 		}
 	}
 }
@@ -142,7 +146,7 @@ func TestPushSucceeds(t *testing.T) {
 	rcv := newReceiver(t, nil)
 	f := newFixture(t, rcv.srv.URL+"/api/v1/write", nil)
 	f.tokens.Add(5)
-	if r := f.push(t, 0); r != ResultSent {
+	if r := f.push(t); r != ResultSent {
 		t.Fatalf("result %s", r)
 	}
 	if len(rcv.pushes) != 1 || len(rcv.pushes[0]) != 1 {
@@ -204,7 +208,7 @@ func TestPushRetriesAndOutcomes(t *testing.T) {
 			f := newFixture(t, rcv.srv.URL, func(o *Options) {
 				o.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			})
-			if got := f.push(t, 100*time.Millisecond); got != tc.want {
+			if got := f.push(t); got != tc.want {
 				t.Fatalf("result %s, want %s", got, tc.want)
 			}
 			if n := rcv.count(); n != tc.requests && !(tc.atLeast && n >= tc.requests) {
@@ -231,11 +235,11 @@ func TestPermanentErrorLoggedOncePerDistinctError(t *testing.T) {
 	rcv := newReceiver(t, func(int) (int, http.Header) { return code, nil })
 	f := newFixture(t, rcv.srv.URL+"/write?token=s3cret", nil)
 	for range 3 {
-		f.push(t, time.Second)
+		f.push(t)
 	}
 	code = 401
-	f.push(t, time.Second)
-	f.push(t, time.Second)
+	f.push(t)
+	f.push(t)
 	logs := f.logs.String()
 	if n := strings.Count(logs, "refused the push"); n != 2 {
 		t.Fatalf("%d refusal lines, want 2 (one per distinct error):\n%s", n, logs)
@@ -254,7 +258,7 @@ func TestHangingReceiverNeverBlocksScrapes(t *testing.T) {
 	defer close(rcv.hang)
 	f := newFixture(t, rcv.srv.URL+"/write?token=s3cret", func(o *Options) { o.Timeout = 20 * time.Millisecond })
 	done := make(chan string, 1)
-	go func() { done <- f.push(t, 500*time.Millisecond) }()
+	go func() { done <- f.push(t) }()
 	// While the push hangs, the registry still answers.
 	for rcv.count() == 0 {
 		time.Sleep(time.Millisecond)
@@ -288,7 +292,7 @@ func TestNoReplayAfterOutage(t *testing.T) {
 	})
 	f := newFixture(t, rcv.srv.URL, nil)
 	f.tokens.Add(1)
-	if r := f.push(t, time.Second); r != ResultDropped {
+	if r := f.push(t); r != ResultDropped {
 		t.Fatalf("first push %s", r)
 	}
 	outage := rcv.count()
@@ -296,11 +300,9 @@ func TestNoReplayAfterOutage(t *testing.T) {
 	mu.Lock()
 	down = false
 	mu.Unlock()
-	// The receiver is up, so the push needs no retry and the clock stays
-	// where it is: its timestamp is this instant. (Moving the clock while
-	// waiting let a slow start stamp the push a second later.)
+	// The receiver is up: no retry, so the push is stamped this instant.
 	at := f.clk.Now()
-	if r := f.push(t, 0); r != ResultSent {
+	if r := f.push(t); r != ResultSent {
 		t.Fatalf("second push %s", r)
 	}
 	last := rcv.last()
@@ -381,7 +383,7 @@ func TestPartialGatherPushesTheRest(t *testing.T) {
 		return mfs, errors.New("collector x failed")
 	})
 	for range 2 {
-		if r := f.push(t, time.Second); r != ResultSent {
+		if r := f.push(t); r != ResultSent {
 			t.Fatalf("result %s", r)
 		}
 	}

@@ -99,7 +99,37 @@ func (f *Fake) NewTicker(d time.Duration) Ticker {
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	end := f.now.Add(d)
+	f.advanceTo(f.now.Add(d))
+}
+
+// AdvanceToNext moves the clock to the moment the earliest running timer or
+// ticker comes due, and fires it; false, and the clock unmoved, when none
+// runs. A test that calls it while the code under test works leaves that
+// work at one fixed instant however slowly the machine runs it, and moves
+// time only through the waits the code itself asked for.
+func (f *Fake) AdvanceToNext() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var next *fakeWaiter
+	for _, w := range f.waiters {
+		if !w.stopped && (next == nil || w.at.Before(next.at)) {
+			next = w
+		}
+	}
+	if next == nil {
+		return false
+	}
+	end := next.at
+	if end.Before(f.now) {
+		end = f.now // a timer set for a past instant fires now
+	}
+	f.advanceTo(end)
+	return true
+}
+
+// advanceTo fires, in order, everything due by end and sets the clock to
+// end; f.mu is held.
+func (f *Fake) advanceTo(end time.Time) {
 	for {
 		sort.SliceStable(f.waiters, func(i, j int) bool { return f.waiters[i].at.Before(f.waiters[j].at) })
 		var next *fakeWaiter
