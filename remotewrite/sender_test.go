@@ -71,10 +71,13 @@ func newReceiver(t *testing.T, respond func(n int) (int, http.Header)) *receiver
 	return r
 }
 
-// last returns the decoded body of the latest request.
+// last returns the decoded body of the latest request; nil before any.
 func (r *receiver) last() []decodedSample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.pushes) == 0 {
+		return nil
+	}
 	return r.pushes[len(r.pushes)-1]
 }
 
@@ -149,10 +152,10 @@ func TestPushSucceeds(t *testing.T) {
 	if r := f.push(t); r != ResultSent {
 		t.Fatalf("result %s", r)
 	}
-	if len(rcv.pushes) != 1 || len(rcv.pushes[0]) != 1 {
-		t.Fatalf("pushes %+v", rcv.pushes)
+	if n, last := rcv.count(), rcv.last(); n != 1 || len(last) != 1 {
+		t.Fatalf("%d pushes, the last %+v", n, last)
 	}
-	s := rcv.pushes[0][0]
+	s := rcv.last()[0]
 	want := []Label{{"__name__", "amp_tokens_total"}, {"host", "laptop-7"}, {"user", "alice"}}
 	if s.Value != 5 || s.TS != start.UnixMilli() || len(s.Labels) != 3 || s.Labels[0] != want[0] || s.Labels[1] != want[1] || s.Labels[2] != want[2] {
 		t.Fatalf("sample %+v", s)
