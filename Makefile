@@ -31,7 +31,7 @@ test: test-deps unit rules dashboards helm-check e2e
 
 # `make test` (and so CI) runs the tests that have a short and a long size
 # at the long one: the kill loops with 40 and 24 kills instead of 12 and 8,
-# the differential tests over 10x the inputs (internal/testsize).
+# the differential tests over 10x the inputs (internal/testsupport/testsize).
 test: export AMP_TEST_LONG = 1
 
 # What the suite needs, pinned and cached under .cache/ (see the script).

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 

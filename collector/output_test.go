@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
+	sharedtest "github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/remotewrite"

@@ -19,7 +19,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 )
 
 // usageDay is what the corpus spends on one UTC day.

@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 )
 
 // fixtures are the thread-parser fixtures the e2e tests copy into a thread

@@ -17,7 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // flatPrices are the USD per million tokens the test's configuration sets

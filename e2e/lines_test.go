@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // linesWant is what a generated corpus changed, keyed as the queries of

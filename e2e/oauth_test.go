@@ -13,8 +13,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // TestAmpServerOAuthLogin runs the binary against an Amp server whose login

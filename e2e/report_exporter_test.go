@@ -14,7 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 )
 
 // With the Amp server stand-in in the configuration as well as thread

@@ -18,7 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	sharedtest "github.com/amp-exporter/amp-exporter/internal/testutil"
+	sharedtest "github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 )
 
 // receiver is an httptest remote-write receiver whose answers a test

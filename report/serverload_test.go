@@ -14,7 +14,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/pricing"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
 	"github.com/amp-exporter/amp-exporter/store"
 )

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 HELM_VERSION=v3.22.0
 CCUSAGE_VERSION=20.0.24
 # The Amp CLI the stand-in of the Amp server is checked against
-# (internal/ampservertest's conformance test names the same version).
+# (internal/testsupport/ampservertest's conformance test names the same version).
 AMP_CLI_VERSION=0.0.1790142911-g7618fb
 
 root=$PWD

@@ -3,7 +3,7 @@ package store
 import (
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadtest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadtest"
 )
 
 func billedTotal(s *ThreadStore) float64 {

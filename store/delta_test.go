@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadtest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
-	"github.com/amp-exporter/amp-exporter/internal/threadtest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )

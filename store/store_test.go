@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
-	"github.com/amp-exporter/amp-exporter/internal/threadtest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/app"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // startExporter runs the exporter in this process on the configuration

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 
 	"github.com/amp-exporter/amp-exporter/internal/app"
 )

@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // victimEnv makes the test binary run the exporter itself (with the

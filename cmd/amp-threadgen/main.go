@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 func main() { os.Exit(run()) }

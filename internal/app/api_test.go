@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amp-exporter/amp-exporter/internal/spend"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
 

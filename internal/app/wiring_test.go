@@ -16,8 +16,8 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/config"
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
 

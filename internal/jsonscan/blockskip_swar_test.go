@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
 )
 
 func TestByteMask(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // blkStep applies the byte-wise rules of blockState to one byte. It is the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // benchDocs generates a small in-memory corpus (about 40 MB, the size mix of

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // editThread builds a thread whose assistant calls the given tools, one

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // member is one top-level member of a thread document: its key as written

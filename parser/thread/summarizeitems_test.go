@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // TestSummarizeItemsIsSummarizeWithoutTotals: over a generated corpus

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
 )
 
 // referenceParseTimestamp is parseTimestamp as it was before the hand-written

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

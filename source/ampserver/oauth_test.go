@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

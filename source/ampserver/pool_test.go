@@ -12,9 +12,9 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 	"github.com/klauspost/compress/zstd"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/collector"
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 )
 
 type sourceMetrics struct {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // TestMain runs the stand-in as a process of its own when asked

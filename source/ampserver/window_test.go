@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amp-exporter/amp-exporter/internal/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
 
-	"github.com/amp-exporter/amp-exporter/internal/ampservertest"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/ampservertest"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

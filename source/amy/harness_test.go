@@ -17,7 +17,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/collector"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 

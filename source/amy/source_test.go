@@ -15,7 +15,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/clock"
-	"github.com/amp-exporter/amp-exporter/internal/testutil"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/source"
 	"github.com/amp-exporter/amp-exporter/store"

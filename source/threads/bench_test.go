@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )

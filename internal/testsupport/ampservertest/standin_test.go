@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/internal/threadgen"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 func call(t *testing.T, s *Server, key, method string, params any) (int, map[string]json.RawMessage) {
