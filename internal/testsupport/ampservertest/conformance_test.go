@@ -37,7 +37,7 @@ func ampCLI(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("AMP_CLI")
 	if p == "" {
-		p = filepath.Join("..", "..", ".cache", "amp-cli", ampCLIVersion, "amp")
+		p = filepath.Join("..", "..", "..", ".cache", "amp-cli", ampCLIVersion, "amp")
 	}
 	if _, err := os.Stat(p); err == nil {
 		abs, _ := filepath.Abs(p)
