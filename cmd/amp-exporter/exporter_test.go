@@ -20,8 +20,9 @@ import (
 )
 
 // startExporter runs the exporter in this process on the configuration
-// file and returns its base URL; it stops at the end of the test.
-func startExporter(t *testing.T, cfgPath string) string {
+// file and returns its base URL; it stops at the end of the test. opts
+// change the options it is built with.
+func startExporter(t *testing.T, cfgPath string, opts ...func(*app.Options)) string {
 	t.Helper()
 	env := config.OSEnv()
 	cfg, err := config.Load(cfgPath, env)
@@ -35,9 +36,13 @@ func startExporter(t *testing.T, cfgPath string) string {
 	addr := l.Addr().String()
 	l.Close()
 	addrs, systemd, webCfg := []string{addr}, false, ""
-	a, err := app.New(app.Options{ConfigFile: cfgPath, Env: env, Config: cfg, Logger: slog.New(slog.DiscardHandler),
+	o := app.Options{ConfigFile: cfgPath, Env: env, Config: cfg, Logger: slog.New(slog.DiscardHandler),
 		TelemetryPath: "/metrics", Web: &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg},
-		Limits: app.ServerLimits{MaxRequests: 4, MaxConnections: 16}})
+		Limits: app.ServerLimits{MaxRequests: 4, MaxConnections: 16}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a, err := app.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

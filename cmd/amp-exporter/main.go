@@ -52,6 +52,7 @@ type flags struct {
 	storagePath   string
 	saveInterval  time.Duration // hidden: how often the state is saved (tests)
 	web           *web.FlagConfig
+	externalNames []string
 	server        app.ServerLimits
 	log           *promslog.Config
 	backfill      backfillFlags
@@ -73,6 +74,9 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	cli.Flag("storage.save-interval", "How often changed counting state is saved.").Hidden().
 		Default(app.StateSaveInterval.String()).DurationVar(&f.saveInterval)
 	f.web = kingpinflag.AddFlags(cli, DefaultListenAddress)
+	cli.Flag("web.external-name", "A DNS name clients reach the exporter by (Prometheus, a browser, report --exporter), besides localhost, IP addresses, "+
+		"the listen address and the machine's host name; requests to any other name are refused (DNS rebinding; see docs/security.md). Repeatable.").
+		PlaceHolder("NAME").StringsVar(&f.externalNames)
 	addServerFlags(cli, &f.server)
 	flag.AddFlags(cli, f.log)
 	cli.Command("serve", "Run the exporter (the default command).").Default()
@@ -147,6 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Logger:        logger,
 		TelemetryPath: f.telemetryPath,
 		Web:           f.web,
+		ExternalNames: f.externalNames,
 		Limits:        f.server,
 		StoragePath:   f.storagePath,
 		SaveInterval:  f.saveInterval,

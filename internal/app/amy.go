@@ -50,10 +50,11 @@ func loopbackAddress(addr string) bool {
 }
 
 // amyProxies builds the servers of the reverse-proxy taps configured at
-// start (the amy source's taps follow reloads of their upstream; the
-// listeners are fixed for the life of the process, and a reload that
-// changes them is reported as needing a restart).
-func amyProxies(cfg *config.Config, taps *amy.Source) ([]amyProxy, error) {
+// start, each served under names and its own listen address's host (the
+// amy source's taps follow reloads of their upstream; the listeners are
+// fixed for the life of the process, and a reload that changes them is
+// reported as needing a restart).
+func amyProxies(cfg *config.Config, taps *amy.Source, names hostNames) ([]amyProxy, error) {
 	var out []amyProxy
 	for _, u := range cfg.Amy {
 		if u.Proxy.ListenAddress == "" {
@@ -75,7 +76,10 @@ func amyProxies(cfg *config.Config, taps *amy.Source) ([]amyProxy, error) {
 				return nil, fmt.Errorf("amy %q proxy.web_config_file: %w", u.Name, err)
 			}
 		}
-		srv := &http.Server{Addr: u.Proxy.ListenAddress, Handler: h}
+		// Clients reach a proxy by its listen address, a loopback name or
+		// the exporter's names: a web page rebinding another name to it
+		// would have the upstream answer that page.
+		srv := &http.Server{Addr: u.Proxy.ListenAddress, Handler: refuseOtherHosts(names.with([]string{u.Proxy.ListenAddress}), h)}
 		hardenProxyServer(srv)
 		out = append(out, amyProxy{
 			upstream: u.Name, target: amy.UpstreamOf(u).BaseURL.Redacted(), server: srv, webConfig: u.Proxy.WebConfigFile,

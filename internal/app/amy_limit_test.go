@@ -73,7 +73,7 @@ func TestAmyProxyConnectionsStayBounded(t *testing.T) {
 	for i := range 12 {
 		c := dial()
 		_ = c.SetDeadline(time.Now().Add(20 * time.Second)) // a guard against hangs
-		fmt.Fprint(c, "GET /v1/ws HTTP/1.1\r\nHost: amy\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+		fmt.Fprint(c, "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("upgrade %d: %v", i, err)
@@ -86,7 +86,7 @@ func TestAmyProxyConnectionsStayBounded(t *testing.T) {
 	for i := range 15 {
 		c := dial()
 		if i%2 == 1 {
-			fmt.Fprint(c, "GET /v1/turns HTTP/1.1\r\nHost: amy\r\n")
+			fmt.Fprint(c, "GET /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 		}
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), scrapeGuard)

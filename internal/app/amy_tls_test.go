@@ -185,5 +185,5 @@ func proxiesFor(cfg *config.Config, st *store.AmyStore, log *slog.Logger) ([]amy
 	if err := src.Apply(cfg); err != nil {
 		return nil, err
 	}
-	return amyProxies(cfg, src)
+	return amyProxies(cfg, src, hostNames{})
 }

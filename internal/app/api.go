@@ -28,6 +28,37 @@ const LedgerJSONVersion = 1
 // (each copies the whole ledger), whatever --web.max-requests says.
 const maxLedgerRequests = 2
 
+// Defaults of ledgerLimits. A client that stops reading holds its
+// response's place (and its copy of the ledger) while a write waits for
+// it: at most defaultLedgerStall, so that two such clients delay the
+// others by about that long rather than locking them out until the
+// server's 2-minute write timeout. A request finding both places taken
+// waits for one rather than failing at once.
+const (
+	defaultLedgerStall    = 10 * time.Second
+	defaultLedgerSlotWait = 30 * time.Second
+)
+
+// ledgerLimits bound /api/ledger's responses; zero fields take the
+// defaults above.
+type ledgerLimits struct {
+	// stall is the longest one write may wait for the client to read;
+	// then the response is cut and its place freed.
+	stall time.Duration
+	// slotWait is the longest a request waits for a place; then 503.
+	slotWait time.Duration
+}
+
+func (l ledgerLimits) withDefaults() ledgerLimits {
+	if l.stall <= 0 {
+		l.stall = defaultLedgerStall
+	}
+	if l.slotWait <= 0 {
+		l.slotWait = defaultLedgerSlotWait
+	}
+	return l
+}
+
 // LedgerReader reads the usage ledger the exporter keeps.
 type LedgerReader interface {
 	// Ledger returns every row: a copy, the caller's to keep.
@@ -173,8 +204,9 @@ func jsonHeaders(w http.ResponseWriter) {
 }
 
 // ledgerHandler serves {"version":1,"entries":[…],"bills":[…]}, written
-// row by row: the response holds no second copy of the ledger.
-func ledgerHandler(in spendInputs) http.Handler {
+// row by row: the response holds no second copy of the ledger. Every
+// write must be taken by the client within stall (progressWriter).
+func ledgerHandler(in spendInputs, stall time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !readOnly(w, r) {
 			return
@@ -184,7 +216,9 @@ func ledgerHandler(in spendInputs) http.Handler {
 			return
 		}
 		entries, bills := in.ledger.Ledger(), in.ledger.Bills()
-		bw := bufio.NewWriterSize(w, 64<<10)
+		pw := newProgressWriter(w, stall)
+		defer pw.flush()
+		bw := bufio.NewWriterSize(pw, 64<<10)
 		_, _ = bw.WriteString(`{"version":1,"entries":[`)
 		for i := range entries {
 			if !writeRow(bw, i, &entries[i]) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,11 +88,16 @@ func apiFixture(bills bool) (*fakeLedger, spendInputs) {
 
 func apiServer(t *testing.T, in *spendInputs, maxRequests int) *httptest.Server {
 	t.Helper()
+	return apiServerWith(t, in, maxRequests, ledgerLimits{})
+}
+
+func apiServerWith(t *testing.T, in *spendInputs, maxRequests int, ledger ledgerLimits) *httptest.Server {
+	t.Helper()
 	var ready atomic.Bool
 	mux := http.NewServeMux()
 	if err := routes(mux, routeDeps{telemetryPath: "/metrics", registry: prometheus.NewRegistry(), ready: &ready,
 		reloads: make(chan reloadRequest), config: func() string { return "" }, logger: slog.New(slog.DiscardHandler),
-		maxRequests: maxRequests, spend: in}); err != nil {
+		maxRequests: maxRequests, spend: in, ledger: ledger}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(mux)
@@ -169,12 +175,14 @@ func TestAPIReadOnly(t *testing.T) {
 }
 
 // At most maxLedgerRequests ledger responses are written at once, however
-// high --web.max-requests is (and with it off); one more is 503 at once.
+// high --web.max-requests is (and with it off); one more waits for a
+// place, and gets 503 with a Retry-After when none frees in time, saying
+// what is full (not --web.max-requests, which is not the ledger's).
 func TestLedgerEndpointBounded(t *testing.T) {
 	for _, maxRequests := range []int{0, 40} {
 		f, in := apiFixture(false)
 		f.block, f.reading = make(chan struct{}), make(chan struct{})
-		srv := apiServer(t, &in, maxRequests)
+		srv := apiServerWith(t, &in, maxRequests, ledgerLimits{slotWait: 50 * time.Millisecond})
 		done := make(chan int, maxLedgerRequests)
 		for range maxLedgerRequests {
 			go func() {
@@ -188,8 +196,9 @@ func TestLedgerEndpointBounded(t *testing.T) {
 			}()
 			<-f.reading
 		}
-		if resp, _ := do(t, "GET", srv.URL+LedgerPath); resp.StatusCode != http.StatusServiceUnavailable {
-			t.Errorf("max-requests %d: a third ledger request under way: %d, want 503", maxRequests, resp.StatusCode)
+		if resp, body := do(t, "GET", srv.URL+LedgerPath); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+			strings.Contains(string(body), "max-requests") || !strings.Contains(string(body), "2 responses are being written") {
+			t.Errorf("max-requests %d: a third ledger request under way: %d, Retry-After %q, %q; want 503", maxRequests, resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 		close(f.block)
 		for range maxLedgerRequests {

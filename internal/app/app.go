@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,10 @@ type Options struct {
 	// StoragePath keeps the counting state across restarts ("" for none).
 	StoragePath  string
 	SaveInterval time.Duration
+	// ExternalNames are names, besides loopback ones and IP literals, that
+	// clients reach the exporter's servers by (--web.external-name): a
+	// request to any other name is refused (hostcheck.go).
+	ExternalNames []string
 	// DrainTimeout bounds how long shutdown waits for HTTP requests under
 	// way (an ingest streaming its body, an Amy event stream through a
 	// proxy) before it closes their connections (0: defaultDrainTimeout).
@@ -96,6 +101,8 @@ type App struct {
 	mu      sync.RWMutex
 	current *config.Config
 
+	// names are the Host names every server answers to (hostcheck.go).
+	names   hostNames
 	web     *http.Server
 	proxies []amyProxy
 	// ingests counts ingest requests under way: shutdown waits for them
@@ -146,6 +153,10 @@ func New(o Options) (a *App, err error) {
 		o.DrainTimeout = defaultDrainTimeout
 	}
 	a = &App{o: o, log: o.Logger, reloads: make(chan reloadRequest)}
+	hostname, _ := os.Hostname() // none known: only the other names are served
+	if a.names, err = newHostNames(hostname, o.ExternalNames); err != nil {
+		return nil, err
+	}
 	cfg := o.Config
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(
@@ -225,7 +236,7 @@ func New(o Options) (a *App, err error) {
 	if a.ampServer != nil {
 		a.ampServer.seed(a.threads, a.streams)
 	}
-	if a.proxies, err = amyProxies(cfg, a.amy); err != nil {
+	if a.proxies, err = amyProxies(cfg, a.amy, a.names); err != nil {
 		a.closeKeeper()
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -434,7 +445,13 @@ func (a *App) buildWeb() error {
 	}); err != nil {
 		return fmt.Errorf("cannot set up HTTP routes: %w", err)
 	}
-	a.web = &http.Server{Handler: mux}
+	var listen []string
+	if a.o.Web.WebListenAddresses != nil {
+		listen = *a.o.Web.WebListenAddresses
+	}
+	// Every path, ingest and reload included, answers only the exporter's
+	// own names; every answer carries the browser hardening headers.
+	a.web = &http.Server{Handler: pageHeaders(refuseOtherHosts(a.names.with(listen), mux))}
 	hardenServer(a.web)
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +38,8 @@ type routeDeps struct {
 	// spend serves /api/ledger, /api/spend and the landing page's spend
 	// section; nil: none of them.
 	spend *spendInputs
+	// ledger bounds /api/ledger's responses (zero: the defaults).
+	ledger ledgerLimits
 }
 
 // IngestPath is where stream-json lines are POSTed.
@@ -101,7 +105,8 @@ func routes(mux *http.ServeMux, d routeDeps) error {
 		// Reading only, under the same TLS and authentication as /metrics
 		// (the toolkit serves this mux); each ledger response copies the
 		// whole ledger, so few are written at once.
-		mux.Handle(LedgerPath, limitInFlight(maxLedgerRequests, ledgerHandler(*d.spend)))
+		limits := d.ledger.withDefaults()
+		mux.Handle(LedgerPath, waitInFlight(maxLedgerRequests, limits.slotWait, ledgerHandler(*d.spend, limits.stall)))
 		mux.Handle(SpendPath, limitInFlight(d.maxRequests, spendHandler(*d.spend)))
 	}
 	mux.HandleFunc("/config", func(w http.ResponseWriter, _ *http.Request) {
@@ -149,6 +154,33 @@ func limitInFlight(n int, h http.Handler) http.Handler {
 		default:
 			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d, --web.max-requests), try again later.", n), http.StatusServiceUnavailable)
 		}
+	})
+}
+
+// waitInFlight serves at most n requests of h at once; one more waits for
+// a place, at most wait (or until its client goes), then gets 503 with a
+// Retry-After. The holders' own bounds (ledgerLimits.stall for the
+// ledger) keep the wait short.
+func waitInFlight(n int, wait time.Duration, h http.Handler) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case slots <- struct{}{}:
+			case <-t.C:
+				w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+1)))
+				http.Error(w, fmt.Sprintf("%s: %d responses are being written and none ended within %v; try again later.", r.URL.Path, n, wait), http.StatusServiceUnavailable)
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+		defer func() { <-slots }()
+		h.ServeHTTP(w, r)
 	})
 }
 

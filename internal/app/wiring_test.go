@@ -191,7 +191,7 @@ func TestNewSeedsTheServerSourceFromTheRestoredState(t *testing.T) {
 	// threads, and no count for the thread files, restored too but
 	// waiting for their first scan.
 	rec := httptest.NewRecorder()
-	second.web.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	second.web.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:9974/", nil))
 	const threadsCell = 4
 	if c := row(t, rec.Body.String(), "Amp server"); c[threadsCell] != "3" {
 		t.Errorf("landing page, Amp server threads before a sync: %q, want 3 (restored)", c[threadsCell])
