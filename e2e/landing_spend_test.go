@@ -62,7 +62,7 @@ func TestLandingPageSpendInChromium(t *testing.T) {
 	// runs for up to about 12 hours), and one short thread started two
 	// minutes ago (today's, in the zone, at any time of day).
 	now := time.Now()
-	month := threadgen.New(threadgen.Options{Threads: 150, TotalBytes: 150 * 15_000, Seed: 26, Repositories: 4,
+	month := threadgen.New(threadgen.Options{Threads: 150, TotalBytes: 150 * 15_000, Seed: 26, Repositories: 4, ClockSkew: true,
 		Start: now.Add(-threadgen.Spread - 14*time.Hour)})
 	y, m, d := now.In(loc).Date()
 	recent := threadgen.New(threadgen.Options{Threads: 1, TotalBytes: 30_000, Seed: 27, Repositories: 4,

@@ -71,7 +71,7 @@ func threeEraCorpus(t *testing.T) string {
 		time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC),
 		time.Date(2026, 3, 2, 18, 30, 0, 0, time.UTC),
 	} {
-		g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 6 << 20, Seed: int64(100 + i), Start: start})
+		g := threadgen.New(threadgen.Options{Threads: 40, TotalBytes: 6 << 20, Seed: int64(100 + i), Start: start, ClockSkew: true})
 		if _, err := g.WriteDir(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +201,12 @@ func compareReports(t *testing.T, what string, ours, theirs reportJSON) int {
 // Claude models' dollars to 1e-6.
 func TestReportAgreesWithCcusage(t *testing.T) {
 	dir := threeEraCorpus(t)
+	// Ledger events the server stamped hours before their thread was
+	// created (the client's clock ahead): both tools count them at their
+	// own stamp, on another day than the thread's created.
+	if n := eventsBeforeCreated(t, dir); n == 0 {
+		t.Error("no ledger event is stamped over an hour before its thread's created: the corpus does not exercise it")
+	}
 	for _, kind := range []string{"daily", "monthly", "session"} {
 		for _, zone := range []string{"UTC", "Asia/Kolkata", "America/New_York"} {
 			for _, bounds := range [][]string{nil, {"--since", "20260201", "--until", "2026-03-08"}} {
@@ -229,6 +235,40 @@ func TestReportAgreesWithCcusage(t *testing.T) {
 	}
 }
 
+// eventsBeforeCreated counts the ledger events of dir's thread files
+// stamped over an hour before their thread's created.
+func eventsBeforeCreated(t *testing.T, dir string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var th struct {
+			Created     int64 `json:"created"`
+			UsageLedger struct {
+				Events []struct {
+					Timestamp time.Time `json:"timestamp"`
+				} `json:"events"`
+			} `json:"usageLedger"`
+		}
+		if err := json.Unmarshal(data, &th); err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		for _, e := range th.UsageLedger.Events {
+			if !e.Timestamp.IsZero() && e.Timestamp.UnixMilli() < th.Created-time.Hour.Milliseconds() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func dailyKeys(r reportJSON) []string {
 	var ks []string
 	for _, p := range r.Daily {
@@ -241,7 +281,7 @@ func dailyKeys(r reportJSON) []string {
 // threads of the last month: both count calendar periods back from today.
 func TestReportLastAgreesWithCcusage(t *testing.T) {
 	dir := t.TempDir()
-	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 3 << 20, Seed: 7, Start: time.Now().Add(-31 * 24 * time.Hour)})
+	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 3 << 20, Seed: 7, Start: time.Now().Add(-31 * 24 * time.Hour), ClockSkew: true})
 	if _, err := g.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}

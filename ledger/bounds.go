@@ -23,8 +23,8 @@ var AmpBegan = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // Why an item's time was bounded.
 const (
 	// BoundBeforeCreated: an item of the thread's own (not one a fork
-	// copied from its parent) stamped before the thread was created; it
-	// counts at the thread's created.
+	// copied from its parent, nor a ledger event) stamped before the
+	// thread was created; it counts at the thread's created.
 	BoundBeforeCreated = "before_created"
 	// BoundBeforeAmp: stamped before Floor, in a thread whose created is
 	// no help (missing, or itself before Floor); it counts at the thread's
@@ -34,9 +34,8 @@ const (
 	BoundFuture = "future"
 )
 
-// createdSlack is how far before its thread's created an item may be
-// stamped and keep its time: the server stamps some items (ledger events)
-// with its own clock, the client the thread with its.
+// createdSlack is how far before its thread's created an item stamped by
+// the client's clock (as the thread is) may be stamped and keep its time.
 const createdSlack = int64(time.Hour / time.Millisecond)
 
 // Bounds are the times an item can have, epoch ms.
@@ -44,9 +43,9 @@ type Bounds struct {
 	Floor, Now int64
 }
 
-// ThreadFloor is the earliest time an item of the thread's own can have:
-// its created, when that is plausible; else the earliest plausible time of
-// its own items; 0 when it has none.
+// ThreadFloor is where an item stamped at a time its thread cannot hold
+// is placed: its created, when that is plausible; else the earliest
+// plausible time of its own items; 0 when it has none.
 func (b Bounds) ThreadFloor(sum *thread.Summary) int64 {
 	if sum.Created >= b.Floor && sum.Created <= b.Now {
 		return sum.Created
@@ -63,20 +62,28 @@ func (b Bounds) ThreadFloor(sum *thread.Summary) int64 {
 // ItemTime returns the time an item counts at, and why it is not its own
 // ("" when it is); an item after Now is at math.MaxInt64. lo is the
 // thread's floor (ThreadFloor). An item without any time (0) stays so.
+//
+// A ledger event keeps its stamp however long before its thread's created
+// it is: the Amp server stamps it when it bills the tokens, while the
+// client's clock stamped the thread, and a client clock hours ahead (one
+// keeping local time read as UTC) puts the thread after its own spending.
+// The server's stamp is when the tokens were spent, and where ccusage
+// counts them.
 func (b Bounds) ItemTime(sum *thread.Summary, lo int64, it *thread.Item) (int64, string) {
 	t := it.At
+	// A fork's copied items are its parent's, older than the fork.
+	ownClock := !it.Copied && !it.IsLedger()
 	switch {
 	case t == 0:
 		return 0, ""
 	case t > b.Now:
 		return math.MaxInt64, BoundFuture
 	case t < b.Floor:
-		if lo == sum.Created && lo != 0 && !it.Copied {
+		if lo == sum.Created && lo != 0 && ownClock {
 			return lo, BoundBeforeCreated
 		}
 		return lo, BoundBeforeAmp
-	case t < sum.Created-createdSlack && lo == sum.Created && !it.Copied:
-		// A fork's copied items are its parent's, older than the fork.
+	case t < sum.Created-createdSlack && lo == sum.Created && ownClock:
 		return lo, BoundBeforeCreated
 	}
 	return t, ""

@@ -364,6 +364,27 @@ func TestLedgerBoundsTimesAsTheReport(t *testing.T) {
 	}
 }
 
+// A ledger event stamped hours before its thread's created (the server's
+// clock against a client clock that is ahead) is in the ledger at its own
+// stamp, where the report and ccusage put it; a message stamped so is
+// still at the created.
+func TestLedgerKeepsEarlyLedgerEventsAtTheirStamp(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	early := ledgerT0 - 5*3_600_000
+	event := thread.Item{Key: thread.ItemKey(thread.ItemLedger, 1), Model: "m1", At: early,
+		Tokens: thread.Tokens{Input: 40, Output: 4}}
+	sum := thread.FromItems("T-l", "smart", []thread.Item{event, spendMsg(2, "m1", early, 20, 2, 0), spendMsg(3, "m1", ledgerT0+60_000, 30, 3, 0)})
+	sum.Created = ledgerT0
+	s.Apply("/t/T-l.json", FileVersion{Size: 1}, sum)
+	in := map[int64]int64{}
+	for _, e := range s.Ledger() {
+		in[e.Start] += e.Input
+	}
+	if want := map[int64]int64{ledger.StartOf(early): 40, ledger.StartOf(ledgerT0): 50}; fmt.Sprint(in) != fmt.Sprint(want) {
+		t.Errorf("input by bucket %v, want the event at its stamp, the messages at the created %v", in, want)
+	}
+}
+
 // After a truncation (an edited prompt drops the answer), the new answer
 // counts in its own bucket even when the answer that left held that
 // bucket: the retired part is kept per bucket too.

@@ -85,6 +85,20 @@ func checkValue(t *testing.T, in string) string {
 	return out
 }
 
+// checkHost checks that a URL's host is the one before its first "/",
+// whatever the path holds: a value, if any, names that host.
+func checkHost(t *testing.T, host, path string) {
+	t.Helper()
+	if host == "" || strings.ContainsAny(host, "@/?#:[]\\") {
+		return // not a plain host: where it ends is not the question here
+	}
+	in := "https://" + host + "/" + path
+	out := checkValue(t, in)
+	if want := strings.TrimRight(strings.ToLower(host), ".") + "/"; out != "" && !strings.HasPrefix(out, want) {
+		t.Fatalf("Normalize(%q) = %q: host is not %q", in, out, strings.TrimSuffix(want, "/"))
+	}
+}
+
 func FuzzNormalize(f *testing.F) {
 	seeds := []string{
 		"https://github.com/acme/web.git",
@@ -99,14 +113,25 @@ func FuzzNormalize(f *testing.F) {
 		"file:///srv/git/web",
 		`C:\src\web`,
 		"gitlab.example.com/platform/infra/tools",
+		// An "@" in the path, which must not end credentials.
+		"https://host.example/a@x/y",
+		"ssh://git@host.example:22/a@x/y.git",
+		"https://bitbucket.example/scm/~jo@example.com/web.git",
+		"https://pa/ss@github.com/acme/web",
+		"git@host.example:a@x/y",
+		"https://host.example/" + strings.Repeat("a", MaxBytes) + "@x/y",
 	}
 	for i, s := range seeds {
 		f.Add(s, uint8(i), "git", "GitHub.com", "acme/web.git")
 	}
 	f.Add("", uint8(4), "u?", "h?x", "p@q")
 	f.Add("", uint8(7), "a:b", "[::1]", "x/y#z")
+	f.Add("", uint8(0), "git", "host.example", "a@x/y")
+	f.Add("", uint8(1), "git", "host.example", "a@github.com/acme/web")
+	f.Add("", uint8(6), "git", "host.example", "scm/~jo@example.com/web")
 	f.Fuzz(func(t *testing.T, raw string, form uint8, user, host, path string) {
 		checkValue(t, raw)
+		checkHost(t, host, path)
 
 		in := withSecret(form, user, host, path)
 		out := strings.ToLower(checkValue(t, in))

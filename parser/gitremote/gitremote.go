@@ -37,7 +37,8 @@ const (
 	ReasonLocal Reason = "local"
 	// ReasonInvalid: not a remote this package can read without guessing
 	// (a character no label should carry, a port that is not a number, no
-	// path, credentials and a query that cannot be told apart).
+	// path, credentials and a path, query or fragment that cannot be told
+	// apart: an "@" after the host).
 	ReasonInvalid Reason = "invalid"
 	// ReasonTooLong: the input is over MaxInputBytes or the value over
 	// MaxBytes.
@@ -116,26 +117,32 @@ func isScheme(s string) bool {
 
 // splitURL splits what follows "scheme://" into host and path.
 //
-// Credentials end at the last "@": a password may hold "@" and "/"
-// unescaped (the Amp CLI, which strips `user:password@` before upload,
-// leaves what follows the first "@" of such a password). The query or
-// fragment starts at the first "?" or "#". When an "@" follows a "?" or
-// "#", either the password holds the "?" or the query holds the "@": the
-// remote is refused rather than guessed, since either guess may put a
-// secret in the value.
+// The authority (credentials, host, port) ends at the first "/", "?" or
+// "#", as git reads it: an "@" after that is not the end of credentials,
+// so `https://host/a@x/y` never names host `x`. Within the authority,
+// credentials end at the last "@": a password may hold "@" unescaped (the
+// Amp CLI, which strips `user:password@` before upload, leaves what follows
+// the first "@" of such a password).
+//
+// An "@" after the authority is refused rather than guessed: either the
+// path, query or fragment holds it, or a password holds an unescaped "/",
+// "?" or "#" and what follows the host's end is the rest of the password.
+// The second guess would put that rest in the value.
 func splitURL(rest string) (host, path string, _ Reason) {
-	at := strings.LastIndexByte(rest, '@')
-	q := strings.IndexAny(rest, "?#")
-	if at >= 0 && q >= 0 && q < at {
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if strings.IndexByte(rest[end:], '@') >= 0 {
 		return "", "", ReasonInvalid
 	}
-	if q >= 0 {
-		rest = rest[:q]
+	if q := strings.IndexAny(rest[end:], "?#"); q >= 0 {
+		rest = rest[:end+q]
 	}
-	if at >= 0 {
-		rest = rest[at+1:]
+	authority, path := rest[:end], strings.TrimPrefix(rest[end:], "/")
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
 	}
-	authority, path, _ := strings.Cut(rest, "/")
 	host, ok := hostPort(authority)
 	if !ok {
 		return "", "", ReasonInvalid

@@ -49,14 +49,12 @@ func TestNormalize(t *testing.T) {
 		{"https://github.com/acme/web#SECRET", web, ReasonNone},
 		{"https://u:p@github.com/acme/web?token=SECRET", web, ReasonNone},
 		{"git@github.com:acme/web.git?token=SECRET", web, ReasonNone},
-		// What the Amp CLI leaves of a password holding "@" or "/".
+		// What the Amp CLI leaves of a password holding "@".
 		{"https://ss@github.com/acme/web", web, ReasonNone},
 		{"https://user:p@ss@github.com/acme/web", web, ReasonNone},
-		{"https://user:pa/ss@github.com/acme/web", web, ReasonNone},
-		{"https://user:pa/s@s/x@github.com/acme/web", web, ReasonNone},
-		{"https://pa/ss@github.com/acme/web", web, ReasonNone},
 		{"https://user:pa:ss@github.com/acme/web", web, ReasonNone},
 		{"git@pa@github.com:acme/web", web, ReasonNone},
+		{"ssh://git@pa@github.com:22/acme/web", web, ReasonNone},
 		// Path as written: case kept, nested groups kept.
 		{"https://gitlab.example.com/platform/infra/tools.git", "gitlab.example.com/platform/infra/tools", ReasonNone},
 		{"git@gitlab.example.com:platform/infra/tools.git", "gitlab.example.com/platform/infra/tools", ReasonNone},
@@ -119,6 +117,28 @@ func TestNormalize(t *testing.T) {
 		{"https://.github.com/acme/web", "", ReasonInvalid},
 		{"https:///acme/web", "", ReasonInvalid},
 		{"https://github.com/acme/web@v2", "", ReasonInvalid},
+		// An "@" after the host's "/": git reads it as part of the path,
+		// so it never names the host. Whether the path holds it or a
+		// password holds an unescaped "/" cannot be told, so the remote
+		// gives no value rather than a guess.
+		{"https://host.example/a@x/y", "", ReasonInvalid},
+		{"https://host.example/a@x.example/y/z", "", ReasonInvalid},
+		{"ssh://git@host.example/a@x/y", "", ReasonInvalid},
+		{"ssh://git@host.example:22/a@x/y.git", "", ReasonInvalid},
+		{"https://u:p@host.example/a@x/y", "", ReasonInvalid},
+		{"https://bitbucket.example/scm/~jo@example.com/web.git", "", ReasonInvalid},
+		{"git+https://host.example/a/b@github.com/acme/web", "", ReasonInvalid},
+		{"persistent-https::https://host.example/a@x/y", "", ReasonInvalid},
+		{"https://host.example?a@x/y", "", ReasonInvalid},
+		{"https://host.example#a@x/y", "", ReasonInvalid},
+		{"git@host.example:a@x/y", "", ReasonInvalid},
+		{"host.example/a@x/y", "", ReasonInvalid},
+		// A password holding an unescaped "/" ends the host where git
+		// ends it: no value, and no part of the password in one.
+		{"https://user:pa/ss@github.com/acme/web", "", ReasonInvalid},
+		{"https://user:pa/s@s/x@github.com/acme/web", "", ReasonInvalid},
+		{"https://pa/ss@github.com/acme/web", "", ReasonInvalid},
+		{"ssh://tok/en@github.com/acme/web", "", ReasonInvalid},
 		{"A::", "", ReasonInvalid},
 		{"persistent-https::", "", ReasonInvalid},
 		// Too long.

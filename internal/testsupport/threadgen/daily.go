@@ -14,10 +14,11 @@ type spentItem struct {
 // DailySpend is what the corpus spent per day of loc (YYYY-MM-DD) and
 // model, each item in the day of its own time, known from what the
 // generator wrote, not read back from it: an assistant message's usage at
-// its usage timestamp (only its cache tokens in a thread with a usage
-// ledger), a ledger event's input and output at the event's timestamp
-// (written to the second). The same items as Spend; it generates every
-// thread once.
+// its usage timestamp; in a thread with a usage ledger, a ledger event's
+// input and output, and the cache tokens of the message it bills, at the
+// event's timestamp (written to the second), which may be hours before
+// the thread was created (serverBehind). The same items as Spend; it
+// generates every thread once.
 func (g *Generator) DailySpend(loc *time.Location) map[string]map[string]Tokens {
 	out := map[string]map[string]Tokens{}
 	add := func(ms int64, model string, tok Tokens) {

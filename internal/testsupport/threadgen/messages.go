@@ -252,12 +252,12 @@ func (t *threadBuilder) assistantMsg(calls []call, cancelled, last bool) {
 	w.endObj()
 	if t.ledger && !t.nested {
 		t.events = append(t.events, ledgerEvent{
-			fromID: t.msgID - 1, toID: t.msgID, ms: u.ms, model: u.model,
+			fromID: t.msgID - 1, toID: t.msgID, ms: u.ms - t.serverBehind, model: u.model,
 			in: u.in, out: u.out, credits: t.credits(u),
 		})
 		if t.nAssist == 0 && r.IntN(3) != 0 {
 			t.events = append(t.events, ledgerEvent{
-				fromID: 0, ms: u.ms + 800 + int64(r.IntN(2000)), model: mHaiku.name,
+				fromID: 0, ms: u.ms - t.serverBehind + 800 + int64(r.IntN(2000)), model: mHaiku.name,
 				in: 300 + int64(r.IntN(700)), out: 6 + int64(r.IntN(14)), title: true,
 			})
 			e := &t.events[len(t.events)-1]

@@ -183,7 +183,14 @@ func (t *threadBuilder) tally(u usage) {
 	s.Input += item.Input
 	s.Output += item.Output
 	t.spent[u.model] = s
-	t.spentAt = append(t.spentAt, spentItem{ms: u.ms, model: u.model, tokens: item})
+	at := u.ms
+	if t.ledger {
+		// The ledger event that bills the message carries its cache
+		// tokens: they count at the event's time, to the second.
+		at -= t.serverBehind
+		at -= at % 1000
+	}
+	t.spentAt = append(t.spentAt, spentItem{ms: at, model: u.model, tokens: item})
 }
 
 // spentTokens is what the thread spent, by model.

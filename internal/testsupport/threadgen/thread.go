@@ -168,6 +168,10 @@ type threadBuilder struct {
 	share    float64 // set point of the tool-result share (the result lands ~3 points lower)
 	meanTool float64
 	proj     *project
+	// serverBehind is how far the Amp server's clock, which stamps the
+	// ledger events, is behind the client's, which stamps the thread and
+	// its messages (serverBehind in threadgen.go), in ms.
+	serverBehind int64
 
 	now       int64 // clock, epoch ms
 	lastInfer int64
@@ -203,6 +207,9 @@ func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 		edits:   g.edits,
 	}
 	t.ledger = r.IntN(20) == 0
+	if t.ledger {
+		t.serverBehind = g.serverBehind(i)
+	}
 	switch u := r.Float64(); {
 	case u < 0.70:
 		t.mode = "smart"

@@ -46,6 +46,13 @@ type Options struct {
 	// succeeded and failed. Off, the corpus is the same bytes as before
 	// the option existed.
 	Edits bool
+	// ClockSkew writes half the threads with a usage ledger as a client
+	// whose clock is 2 to 36 hours ahead of the Amp server's (one keeping
+	// local time read as UTC, a date set a day ahead): the server stamps
+	// the ledger events, so they are stamped hours before the thread was
+	// created, on other days than it. Off, the corpus is the same bytes as
+	// before the option existed.
+	ClockSkew bool
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -81,6 +88,7 @@ type Generator struct {
 	targets []int64 // planned size by size rank, ascending
 	repos   int     // Options.Repositories
 	edits   bool    // Options.Edits
+	skew    bool    // Options.ClockSkew
 }
 
 // New returns the generator of the corpus described by opts.
@@ -101,6 +109,7 @@ func New(opts Options) *Generator {
 		startMs: start.UnixMilli(),
 		repos:   opts.Repositories,
 		edits:   opts.Edits,
+		skew:    opts.ClockSkew,
 	}
 	span := opts.Span
 	if span <= 0 {
@@ -190,6 +199,19 @@ func (g *Generator) threadID(i int) string {
 
 func (g *Generator) rng(i, stream int) *rand.Rand {
 	return rand.New(rand.NewPCG(g.seed^splitmix(uint64(stream)), splitmix(uint64(i)+0x51ed)))
+}
+
+// serverBehind returns how far, in ms, the client clock that wrote ledger
+// thread i is ahead of the Amp server's (Options.ClockSkew): 0 for half of
+// them, else between 2 and 36 hours. It draws from a stream of its own,
+// so a thread's other bytes do not depend on it.
+func (g *Generator) serverBehind(i int) int64 {
+	r := g.rng(i, 8)
+	if !g.skew || r.IntN(2) == 0 {
+		return 0
+	}
+	const hour = int64(time.Hour / time.Millisecond)
+	return 2*hour + r.Int64N(34*hour)
 }
 
 // Thread returns thread i of the corpus as the bytes of a T-<uuid>.json

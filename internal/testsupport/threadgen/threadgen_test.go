@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -759,5 +760,63 @@ func TestSpan(t *testing.T) {
 	}
 	if last := def.Created(29).Sub(def.Created(0)); last < Spread*9/10 || last > Spread {
 		t.Errorf("default: last thread created %v after the first, want about %v", last, Spread)
+	}
+}
+
+// TestLedgerEventsStampedByTheServer: with ClockSkew the server stamps a
+// ledger thread's events with its own clock, some threads' client clocks
+// being hours ahead of it: each inference event is its message's usage time less one offset
+// per thread (to the second), and the corpus holds threads whose events
+// are stamped more than an hour before the thread was created as well as
+// threads whose are not.
+func TestLedgerEventsStampedByTheServer(t *testing.T) {
+	g := New(Options{Threads: 300, TotalBytes: 300 * 8e3, Seed: 11, ClockSkew: true})
+	const hour = int64(time.Hour / time.Millisecond)
+	early, onTime := 0, 0
+	for i := range g.Len() {
+		_, data := g.Thread(i)
+		var th ampThread
+		if err := json.Unmarshal(data, &th); err != nil {
+			t.Fatalf("thread %d: %v", i, err)
+		}
+		if th.UsageLedger == nil {
+			continue
+		}
+		usageMs := map[int64]int64{}
+		for _, m := range th.Messages {
+			if m.Usage != nil {
+				ts, err := time.Parse(time.RFC3339Nano, m.Usage.Timestamp)
+				if err != nil {
+					t.Fatalf("thread %d: %v", i, err)
+				}
+				usageMs[m.MessageID] = ts.UnixMilli()
+			}
+		}
+		offset := int64(-1)
+		first := int64(math.MaxInt64)
+		for _, e := range th.UsageLedger.Events {
+			ts, err := time.Parse(time.RFC3339, e.Timestamp)
+			if err != nil {
+				t.Fatalf("thread %d: event time %q: %v", i, e.Timestamp, err)
+			}
+			first = min(first, ts.UnixMilli())
+			if e.ToMessageID == nil {
+				continue
+			}
+			// The event is written to the second, the offset is not.
+			d := usageMs[*e.ToMessageID] - ts.UnixMilli()
+			if d < 0 || offset >= 0 && (d < offset-1000 || d > offset+1000) {
+				t.Fatalf("thread %d: event for message %d stamped %d ms before it, others %d", i, *e.ToMessageID, d, offset)
+			}
+			offset = max(offset, d)
+		}
+		if first < th.Created-hour {
+			early++
+		} else {
+			onTime++
+		}
+	}
+	if early == 0 || onTime == 0 {
+		t.Errorf("ledger threads with events before their created: %d; without: %d; want both", early, onTime)
 	}
 }
