@@ -342,7 +342,7 @@ func (sp *ledgerSpread) grow(k SeriesKey, g int64) {
 	// (boundLedger): buckets before the series' first row hold nothing of
 	// their own any more, and must not take growth as if they were short.
 	from := int32(math.MinInt32)
-	if len(sp.rec.ledger) >= maxLedgerRows {
+	if sp.s.ledgerMax > 0 && len(sp.rec.ledger) >= sp.s.ledgerMax {
 		from = sp.firstDated(id)
 	}
 	for _, bv := range sp.now[k] {
@@ -462,7 +462,7 @@ func (sp *ledgerSpread) commit() {
 	if len(fresh) > 0 {
 		rows = append(rows, fresh...)
 		sortLedger(rows)
-		rows = boundLedger(rows)
+		rows = boundLedger(rows, sp.s.ledgerMax)
 	}
 	sp.rec.ledger = slices.Clip(rows)
 }
@@ -471,13 +471,14 @@ func sortLedger(rows []ledgerRow) {
 	slices.SortFunc(rows, func(a, b ledgerRow) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.b, b.b)) })
 }
 
-// boundLedger keeps a thread's ledger (sorted) within maxLedgerRows: the
-// series with the most dated rows give up their earliest ones first, each
-// folded into the series' next dated row, so the sums stay and only old
-// detail goes. A row without a time is never folded into a dated one.
-func boundLedger(rows []ledgerRow) []ledgerRow {
-	excess := len(rows) - maxLedgerRows
-	if excess <= 0 {
+// boundLedger keeps a thread's ledger (sorted) within bound rows (0: no
+// bound): the series with the most dated rows give up their earliest ones
+// first, each folded into the series' next dated row, so the sums stay and
+// only old detail goes. A row without a time is never folded into a dated
+// one.
+func boundLedger(rows []ledgerRow, bound int) []ledgerRow {
+	excess := len(rows) - bound
+	if bound <= 0 || excess <= 0 {
 		return rows
 	}
 	// Each series' dated rows: where they start and how many.
@@ -584,7 +585,7 @@ func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 		}
 		out = append(out, r)
 	}
-	rec.ledger = slices.Clip(boundLedger(out))
+	rec.ledger = slices.Clip(boundLedger(out, s.ledgerMax))
 	return true
 }
 
@@ -863,7 +864,7 @@ func (s *ThreadStore) ledgerRows(series SeriesList, rows []LedgerRow, repo strin
 		}
 		merged = append(merged, r)
 	}
-	return slices.Clip(boundLedger(merged)), bad
+	return slices.Clip(boundLedger(merged, s.ledgerMax)), bad
 }
 
 // LedgerRepairs returns how many threads restored from saved state had a

@@ -60,7 +60,7 @@ func TestLedgerBoundFoldsTheLongestSeries(t *testing.T) {
 	for b := range int32(20) {
 		rows = append(rows, ledgerRow{b + 1, 2, 1})
 	}
-	got := boundLedger(slices.Clone(rows))
+	got := boundLedger(slices.Clone(rows), maxLedgerRows)
 	if len(got) > maxLedgerRows {
 		t.Fatalf("%d rows, bound %d", len(got), maxLedgerRows)
 	}

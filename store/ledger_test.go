@@ -290,7 +290,7 @@ func TestLedgerBoundFoldsOldestRows(t *testing.T) {
 	for i := range maxLedgerRows + 10 {
 		rows = append(rows, ledgerRow{b: int32(i), id: 1, v: 1})
 	}
-	got := boundLedger(rows)
+	got := boundLedger(rows, maxLedgerRows)
 	if len(got) != maxLedgerRows {
 		t.Fatalf("%d rows, want %d", len(got), maxLedgerRows)
 	}

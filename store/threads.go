@@ -174,6 +174,7 @@ type ThreadStore struct {
 	repos        *Repositories // the repository label's configuration; nil: none
 	appliedOnce  bool          // StoreOptions.AppliedOnce: no pins are kept
 	ledgerOnly   bool          // StoreOptions.LedgerOnly
+	ledgerMax    int           // the rows a thread's ledger keeps at most; 0: no bound (StoreOptions.LedgerUnbounded)
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -235,6 +236,11 @@ type StoreOptions struct {
 	// model label's cap still sees the model of every edit that counts
 	// lines, as a whole store's does, so that it folds the same values.
 	LedgerOnly bool
+	// LedgerUnbounded: every thread's ledger keeps each of its quarter
+	// hours, however many (a report's store: it is read once, whole, and
+	// the entries it hands out are as many), instead of coarsening a long
+	// thread's oldest rows beyond maxLedgerRows.
+	LedgerUnbounded bool
 }
 
 // NewThreadStore returns an empty store.
@@ -248,11 +254,12 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	if opts.Labels == nil {
 		opts.Labels = NewLabelCap(opts.MaxLabelValues, opts.OnFold)
 	}
-	return &ThreadStore{
+	s := &ThreadStore{
 		labels:      opts.Labels,
 		repos:       opts.Repositories,
 		appliedOnce: opts.AppliedOnce,
 		ledgerOnly:  opts.LedgerOnly,
+		ledgerMax:   maxLedgerRows,
 		threads:     map[string]*threadRecord{},
 		series:      seriesIndex{ids: map[SeriesKey]uint32{}},
 		files:       map[string]*FileRecord{},
@@ -262,6 +269,10 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		changedThreads: map[string]struct{}{},
 		changedFiles:   map[string]struct{}{},
 	}
+	if opts.LedgerUnbounded {
+		s.ledgerMax = 0
+	}
+	return s
 }
 
 // File returns the record of a present file.

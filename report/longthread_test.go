@@ -1,0 +1,161 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/pricing"
+	"github.com/amp-exporter/amp-exporter/store"
+)
+
+// longThread is a thread file active four hours a day (09:00 to 13:00
+// UTC) for days days from start: each quarter hour an answer of the
+// main model and one of a small model, the tokens varying from one to
+// the next, so that any spend moved to another day shows.
+type longThread struct {
+	start time.Time
+	days  int
+}
+
+// answer is one assistant message of a long thread.
+type answer struct {
+	at                                      time.Time
+	model                                   string
+	input, output, cacheRead, cacheCreation int64
+	credits                                 float64
+}
+
+func (lt longThread) answers() []answer {
+	var out []answer
+	for d := range lt.days {
+		for q := range 16 {
+			at := lt.start.AddDate(0, 0, d).Add(9*time.Hour + time.Duration(q)*15*time.Minute + 7*time.Minute)
+			n := int64(d*16 + q)
+			out = append(out,
+				answer{at, "claude-opus-4-6", 100 + n%37, 200 + n%53, 10_000 + 7*n, 500 + n%11, 0.25},
+				answer{at.Add(time.Minute), "claude-haiku-4-5-20251001", 20 + n%7, 30 + n%5, 2_000 + n, 40 + n%3, 0.01})
+		}
+	}
+	return out
+}
+
+// file is the thread as an Amp thread file.
+func (lt longThread) file() []byte {
+	type usage struct {
+		Model         string  `json:"model"`
+		Input         int64   `json:"inputTokens"`
+		Output        int64   `json:"outputTokens"`
+		CacheCreation int64   `json:"cacheCreationInputTokens"`
+		CacheRead     int64   `json:"cacheReadInputTokens"`
+		Timestamp     string  `json:"timestamp"`
+		Credits       float64 `json:"credits"`
+	}
+	type state struct {
+		Type       string `json:"type"`
+		StopReason string `json:"stopReason"`
+	}
+	type message struct {
+		Role      string `json:"role"`
+		MessageID int    `json:"messageId"`
+		State     state  `json:"state"`
+		Usage     usage  `json:"usage"`
+	}
+	var msgs []message
+	for i, a := range lt.answers() {
+		msgs = append(msgs, message{"assistant", i, state{"complete", "end_turn"},
+			usage{a.model, a.input, a.output, a.cacheCreation, a.cacheRead, a.at.UTC().Format(time.RFC3339Nano), a.credits}})
+	}
+	data, err := json.Marshal(map[string]any{"v": len(msgs), "id": "T-long", "created": lt.start.UnixMilli(),
+		"agentMode": "smart", "messages": msgs})
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// daily is what the thread spent per day of loc, in tokens and credits.
+func (lt longThread) daily(loc *time.Location) map[string]Usage {
+	out := map[string]Usage{}
+	for _, a := range lt.answers() {
+		u := out[a.at.In(loc).Format(time.DateOnly)]
+		u.Add(Usage{Input: a.input, Output: a.output, CacheRead: a.cacheRead, CacheCreation: a.cacheCreation,
+			Credits: int64(a.credits * 1e9)})
+		out[a.at.In(loc).Format(time.DateOnly)] = u
+	}
+	return out
+}
+
+// daysRight counts the days of want a report gets right (tokens and
+// credits), and says how many input tokens it puts on another day.
+func daysRight(t *testing.T, entries []Entry, loc *time.Location, want map[string]Usage) (right int, movedInput int64) {
+	t.Helper()
+	r, err := Build(entries, Options{Kind: Daily, Location: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Usage{}
+	for _, p := range r.Periods {
+		u := p.Usage
+		u.Cost = 0
+		got[p.Key] = u
+	}
+	for day, w := range want {
+		if got[day] == w {
+			right++
+		}
+		movedInput += max(w.Input-got[day].Input, 0)
+	}
+	for day, g := range got {
+		if _, ok := want[day]; !ok {
+			t.Errorf("%s: a day without usage holds %+v", day, g)
+		}
+	}
+	return right, movedInput
+}
+
+// longThreadZones are zones whose days start at every kind of offset:
+// whole, half and three quarters of an hour, both sides of UTC, the far
+// ends (+14:00, -09:30) and zones that change for summer time.
+var longThreadZones = []string{"UTC", "Asia/Kathmandu", "Pacific/Marquesas", "Pacific/Kiritimati",
+	"Asia/Kolkata", "Australia/Lord_Howe", "Europe/Berlin", "America/New_York", "Pacific/Chatham"}
+
+// TestLongThreadDaysAreExact: a thread active four hours a day for 90
+// days (two models, 17,280 ledger rows) is reported day by day exactly,
+// in every zone, from the thread file.
+func TestLongThreadDaysAreExact(t *testing.T) {
+	pr, err := pricing.Embedded(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
+	// From autumn to winter: the summer-time zones change on the way.
+	lt := longThread{start: time.Date(2025, 9, 20, 0, 0, 0, 0, time.UTC), days: 90}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "T-long.json"), lt.file(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := Load(context.Background(), LoadOptions{Dirs: []string{dir}, Workers: 1, Prices: prices,
+		Labels: store.NewLabelCap(100, nil), Now: lt.start.AddDate(0, 0, lt.days+1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := l.Entries()
+	for _, name := range longThreadZones {
+		t.Run(name, func(t *testing.T) {
+			loc := zone(t, name)
+			want := lt.daily(loc)
+			right, moved := daysRight(t, entries, loc, want)
+			if right != len(want) {
+				var input int64
+				for _, u := range want {
+					input += u.Input
+				}
+				t.Errorf("%d of %d days right; %.1f%% of the input tokens on another day", right, len(want), 100*float64(moved)/float64(input))
+			}
+		})
+	}
+}
