@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/ledger"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -157,5 +159,79 @@ func TestLongThreadDaysAreExact(t *testing.T) {
 				t.Errorf("%d of %d days right; %.1f%% of the input tokens on another day", right, len(want), 100*float64(moved)/float64(input))
 			}
 		})
+	}
+}
+
+// TestExporterLongThreadDaysInItsZone: the exporter keeps the same thread
+// bounded (it grows day by day, as a live thread does): it coarsens the
+// oldest days within the days of its own zone (ledger.timezone), so a
+// report in that zone gets every day right, and says which spans it
+// coarsened, so that a report in another zone knows which of its days may
+// be off: every day such a report gets wrong is one of them.
+func TestExporterLongThreadDaysInItsZone(t *testing.T) {
+	lt := longThread{start: time.Date(2025, 9, 20, 0, 0, 0, 0, time.UTC), days: 90}
+	// The thread as it stands at the end of each day.
+	p := thread.NewParser()
+	sums := make([]*thread.Summary, lt.days)
+	for d := range sums {
+		th, err := p.ParseBytes(longThread{start: lt.start, days: d + 1}.file())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums[d] = thread.Summarize(th)
+	}
+	// wrongElsewhere counts the days of other zones that the coarsening
+	// did make wrong (and said so): the check is not an empty one.
+	wrongElsewhere := 0
+	for _, name := range longThreadZones {
+		t.Run(name, func(t *testing.T) {
+			loc := zone(t, name)
+			st := store.NewThreadStore(store.StoreOptions{Now: func() time.Time { return lt.start.AddDate(0, 0, lt.days+1) }})
+			st.SetLedgerZone(loc)
+			for d, sum := range sums {
+				st.Apply("/t/T-long.json", store.FileVersion{Size: int64(d + 1)}, sum)
+				if rows := st.LedgerRows(); rows > 8192 {
+					t.Fatalf("day %d: %d rows, beyond the bound", d+1, rows)
+				}
+			}
+			entries, spans := st.Ledger(), st.LedgerCoarsened()
+			want := lt.daily(loc)
+			if right, moved := daysRight(t, entries, loc, want); right != len(want) {
+				t.Errorf("its own zone: %d of %d days right, %d input tokens on another day", right, len(want), moved)
+			}
+			if len(spans) == 0 {
+				t.Fatal("nothing coarsened: the thread does not reach the bound")
+			}
+			if inexact := ledger.InexactDays(spans, loc); len(inexact) != 0 {
+				t.Errorf("its own zone: days %v said inexact", inexact)
+			}
+			// Another zone: the days it gets wrong are among those the
+			// spans say may be off, and the others are right.
+			for _, other := range []string{"Pacific/Marquesas", "Asia/Kathmandu", "Pacific/Kiritimati", "America/New_York"} {
+				oloc := zone(t, other)
+				inexact := map[string]bool{}
+				for _, d := range ledger.InexactDays(spans, oloc) {
+					inexact[d] = true
+				}
+				r, err := Build(entries, Options{Kind: Daily, Location: oloc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				owant := lt.daily(oloc)
+				for _, per := range r.Periods {
+					u := per.Usage
+					u.Cost = 0
+					if u != owant[per.Key] {
+						if !inexact[per.Key] {
+							t.Errorf("in %s, %s is wrong (%+v, want %+v) and not said to be", other, per.Key, u, owant[per.Key])
+						}
+						wrongElsewhere++
+					}
+				}
+			}
+		})
+	}
+	if wrongElsewhere == 0 {
+		t.Error("no day of another zone made wrong: the spans are not put to the test")
 	}
 }

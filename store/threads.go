@@ -112,6 +112,10 @@ type threadRecord struct {
 	// contrib. ledgerRetired is, per bucket, what the items that left the
 	// thread hold in it (retireLedger), nil until it is first truncated.
 	ledger, ledgerRetired threadLedger
+	// ledgerCoarse are the stretches of ledger whose rows were merged to
+	// keep it within its bound (ledgerbound.go), sorted and apart; nil
+	// for all but long threads.
+	ledgerCoarse []coarseSpan
 	// days are a server thread's bills per day (bills_daily.go), sorted
 	// and disjoint; replaced, never changed in place.
 	days []DayBill
@@ -171,10 +175,11 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
-	repos        *Repositories // the repository label's configuration; nil: none
-	appliedOnce  bool          // StoreOptions.AppliedOnce: no pins are kept
-	ledgerOnly   bool          // StoreOptions.LedgerOnly
-	ledgerMax    int           // the rows a thread's ledger keeps at most; 0: no bound (StoreOptions.LedgerUnbounded)
+	repos        *Repositories  // the repository label's configuration; nil: none
+	appliedOnce  bool           // StoreOptions.AppliedOnce: no pins are kept
+	ledgerOnly   bool           // StoreOptions.LedgerOnly
+	ledgerMax    int            // the rows a thread's ledger keeps at most; 0: no bound (StoreOptions.LedgerUnbounded)
+	ledgerZone   *time.Location // the days a long thread's ledger is coarsened within (SetLedgerZone)
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -208,6 +213,16 @@ func (s *ThreadStore) SetPrices(p Prices) {
 	s.mu.Lock()
 	s.prices = p
 	s.pricesGen++
+	s.mu.Unlock()
+}
+
+// SetLedgerZone sets the zone whose days a long thread's ledger is
+// coarsened within, when it reaches its bound (ledgerbound.go): the days
+// the exporter's spend is taken in (ledger.timezone). Rows coarsened
+// before stay as they are. The default is UTC.
+func (s *ThreadStore) SetLedgerZone(loc *time.Location) {
+	s.mu.Lock()
+	s.ledgerZone = loc
 	s.mu.Unlock()
 }
 
