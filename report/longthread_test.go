@@ -79,6 +79,24 @@ func (lt longThread) file() []byte {
 	return data
 }
 
+// growing is the thread's summary as it stands at the end of every
+// every-th day (and its last), as a live exporter reads it while it
+// grows.
+func (lt longThread) growing(tb testing.TB, every int) []*thread.Summary {
+	tb.Helper()
+	var sums []*thread.Summary
+	for d := every; d < lt.days+every; d += every {
+		// A parser per file: a parser reuses its storage from one file
+		// to the next, and these summaries are all kept.
+		th, err := thread.NewParser().ParseBytes(longThread{start: lt.start, days: min(d, lt.days)}.file())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sums = append(sums, thread.Summarize(th))
+	}
+	return sums
+}
+
 // daily is what the thread spent per day of loc, in tokens and credits.
 func (lt longThread) daily(loc *time.Location) map[string]Usage {
 	out := map[string]Usage{}
@@ -170,16 +188,9 @@ func TestLongThreadDaysAreExact(t *testing.T) {
 // be off: every day such a report gets wrong is one of them.
 func TestExporterLongThreadDaysInItsZone(t *testing.T) {
 	lt := longThread{start: time.Date(2025, 9, 20, 0, 0, 0, 0, time.UTC), days: 90}
-	// The thread as it stands at the end of each day.
-	p := thread.NewParser()
-	sums := make([]*thread.Summary, lt.days)
-	for d := range sums {
-		th, err := p.ParseBytes(longThread{start: lt.start, days: d + 1}.file())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sums[d] = thread.Summarize(th)
-	}
+	// Every fifth day: 18 reads, the bound reached and coarsened again
+	// several times.
+	sums := lt.growing(t, 5)
 	// wrongElsewhere counts the days of other zones that the coarsening
 	// did make wrong (and said so): the check is not an empty one.
 	wrongElsewhere := 0
@@ -233,5 +244,47 @@ func TestExporterLongThreadDaysInItsZone(t *testing.T) {
 	}
 	if wrongElsewhere == 0 {
 		t.Error("no day of another zone made wrong: the spans are not put to the test")
+	}
+}
+
+// BenchmarkLongThreadLedger reports what the 90-day thread's ledger holds
+// in the exporter (applied day by day, as it grows; coarsened beyond the
+// bound) and in a report's store (read once, whole, unbounded): rows,
+// their bytes in memory (16 each), the coarsened stretches (8 bytes each)
+// and the saved form's bytes.
+//
+//	go test -run '^$' -bench LongThreadLedger -benchtime 1x ./report/
+func BenchmarkLongThreadLedger(b *testing.B) {
+	pr, err := pricing.Embedded(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prices := pricing.New(pr, "genai-prices", pr.Version, nil)
+	lt := longThread{start: time.Date(2025, 9, 20, 0, 0, 0, 0, time.UTC), days: 90}
+	sums := lt.growing(b, 1)
+	for _, bc := range []struct {
+		name      string
+		unbounded bool
+		applied   []*thread.Summary
+	}{{"exporter", false, sums}, {"report", true, sums[len(sums)-1:]}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var st *store.ThreadStore
+			for b.Loop() {
+				st = store.NewThreadStore(store.StoreOptions{LedgerUnbounded: bc.unbounded, Now: func() time.Time { return lt.start.AddDate(0, 0, lt.days+1) }})
+				st.SetPrices(prices)
+				for d, sum := range bc.applied {
+					st.Apply("/t/T-long.json", store.FileVersion{Size: int64(d + 1)}, sum)
+				}
+			}
+			ts := st.Export().Threads["T-long"]
+			saved, err := json.Marshal(ts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(st.LedgerRows()), "rows")
+			b.ReportMetric(float64(st.LedgerRows()*16+len(ts.LedgerCoarse)*8), "ledger-bytes")
+			b.ReportMetric(float64(len(ts.LedgerCoarse)), "coarsened-spans")
+			b.ReportMetric(float64(len(saved)), "state-bytes")
+		})
 	}
 }
