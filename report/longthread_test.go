@@ -8,76 +8,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// longThread is a thread file active four hours a day (09:00 to 13:00
-// UTC) for days days from start: each quarter hour an answer of the
-// main model and one of a small model, the tokens varying from one to
-// the next, so that any spend moved to another day shows.
+// longThread is the generator's long thread (threadgen.Long).
 type longThread struct {
 	start time.Time
 	days  int
 }
 
-// answer is one assistant message of a long thread.
-type answer struct {
-	at                                      time.Time
-	model                                   string
-	input, output, cacheRead, cacheCreation int64
-	credits                                 float64
-}
-
-func (lt longThread) answers() []answer {
-	var out []answer
-	for d := range lt.days {
-		for q := range 16 {
-			at := lt.start.AddDate(0, 0, d).Add(9*time.Hour + time.Duration(q)*15*time.Minute + 7*time.Minute)
-			n := int64(d*16 + q)
-			out = append(out,
-				answer{at, "claude-opus-4-6", 100 + n%37, 200 + n%53, 10_000 + 7*n, 500 + n%11, 0.25},
-				answer{at.Add(time.Minute), "claude-haiku-4-5-20251001", 20 + n%7, 30 + n%5, 2_000 + n, 40 + n%3, 0.01})
-		}
-	}
-	return out
-}
+func (lt longThread) gen() threadgen.Long { return threadgen.Long{Start: lt.start, Days: lt.days} }
 
 // file is the thread as an Amp thread file.
-func (lt longThread) file() []byte {
-	type usage struct {
-		Model         string  `json:"model"`
-		Input         int64   `json:"inputTokens"`
-		Output        int64   `json:"outputTokens"`
-		CacheCreation int64   `json:"cacheCreationInputTokens"`
-		CacheRead     int64   `json:"cacheReadInputTokens"`
-		Timestamp     string  `json:"timestamp"`
-		Credits       float64 `json:"credits"`
-	}
-	type state struct {
-		Type       string `json:"type"`
-		StopReason string `json:"stopReason"`
-	}
-	type message struct {
-		Role      string `json:"role"`
-		MessageID int    `json:"messageId"`
-		State     state  `json:"state"`
-		Usage     usage  `json:"usage"`
-	}
-	var msgs []message
-	for i, a := range lt.answers() {
-		msgs = append(msgs, message{"assistant", i, state{"complete", "end_turn"},
-			usage{a.model, a.input, a.output, a.cacheCreation, a.cacheRead, a.at.UTC().Format(time.RFC3339Nano), a.credits}})
-	}
-	data, err := json.Marshal(map[string]any{"v": len(msgs), "id": "T-long", "created": lt.start.UnixMilli(),
-		"agentMode": "smart", "messages": msgs})
-	if err != nil {
-		panic(err)
-	}
-	return data
-}
+func (lt longThread) file() []byte { return lt.gen().File("T-long") }
+
+// daily is what the thread spent per day of loc, in tokens and credits.
+func (lt longThread) daily(loc *time.Location) map[string]Usage { return lt.gen().Daily(loc) }
 
 // growing is the thread's summary as it stands at the end of every
 // every-th day (and its last), as a live exporter reads it while it
@@ -95,18 +45,6 @@ func (lt longThread) growing(tb testing.TB, every int) []*thread.Summary {
 		sums = append(sums, thread.Summarize(th))
 	}
 	return sums
-}
-
-// daily is what the thread spent per day of loc, in tokens and credits.
-func (lt longThread) daily(loc *time.Location) map[string]Usage {
-	out := map[string]Usage{}
-	for _, a := range lt.answers() {
-		u := out[a.at.In(loc).Format(time.DateOnly)]
-		u.Add(Usage{Input: a.input, Output: a.output, CacheRead: a.cacheRead, CacheCreation: a.cacheCreation,
-			Credits: int64(a.credits * 1e9)})
-		out[a.at.In(loc).Format(time.DateOnly)] = u
-	}
-	return out
 }
 
 // daysRight counts the days of want a report gets right (tokens and
