@@ -27,7 +27,13 @@ func (lt longThread) gen() threadgen.Long { return threadgen.Long{Start: lt.star
 func (lt longThread) file() []byte { return lt.gen().File("T-long") }
 
 // daily is what the thread spent per day of loc, in tokens and credits.
-func (lt longThread) daily(loc *time.Location) map[string]Usage { return lt.gen().Daily(loc) }
+func (lt longThread) daily(loc *time.Location) map[string]Usage {
+	out := map[string]Usage{}
+	for day, d := range lt.gen().Daily(loc) {
+		out[day] = Usage{Input: d.Input, Output: d.Output, CacheRead: d.CacheRead, CacheCreation: d.CacheCreation, Credits: d.Credits}
+	}
+	return out
+}
 
 // growing is the thread's summary as it stands at the end of every
 // every-th day (and its last), as a live exporter reads it while it

@@ -3,8 +3,6 @@ package threadgen
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/amp-exporter/amp-exporter/ledger"
 )
 
 // Long is one long thread: active four hours a day (09:07 to 13:08 UTC)
@@ -74,15 +72,25 @@ func (lt Long) File(id string) []byte {
 	return data
 }
 
-// Daily is what the thread spent per day of loc (YYYY-MM-DD): tokens and
-// credits (1e-9), from what it wrote, not read back.
-func (lt Long) Daily(loc *time.Location) map[string]ledger.Usage {
-	out := map[string]ledger.Usage{}
+// LongDay is what a long thread spent in one day: tokens, and credits in
+// 1e-9 credits.
+type LongDay struct {
+	Tokens
+	Credits int64
+}
+
+// Daily is what the thread spent per day of loc (YYYY-MM-DD), from what
+// it wrote, not read back.
+func (lt Long) Daily(loc *time.Location) map[string]LongDay {
+	out := map[string]LongDay{}
 	for _, a := range lt.Answers() {
 		day := a.At.In(loc).Format(time.DateOnly)
 		u := out[day]
-		u.Add(ledger.Usage{Input: a.Input, Output: a.Output, CacheRead: a.CacheRead, CacheCreation: a.CacheCreation,
-			Credits: int64(a.Credits * 1e9)})
+		u.Input += a.Input
+		u.Output += a.Output
+		u.CacheRead += a.CacheRead
+		u.CacheCreation += a.CacheCreation
+		u.Credits += int64(a.Credits * 1e9)
 		out[day] = u
 	}
 	return out
