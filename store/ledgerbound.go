@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"encoding/json"
 	"math"
 	"slices"
 	"time"
@@ -241,14 +242,39 @@ func inSpans(spans []coarseSpan, b int32) bool {
 	return i > 0 && b < spans[i-1].to
 }
 
+// CoarseSpan is one persisted coarsened stretch: [from, to) in buckets
+// (epoch ms / ledger.BucketMs).
+type CoarseSpan [2]int64
+
+// UnmarshalJSON reads a stretch leniently, as LedgerRow reads a row: one
+// that is not two integers (a damaged state) reads as one coarseSpansOf
+// leaves out, so that it costs the thread its stretch, not its counters.
+func (c *CoarseSpan) UnmarshalJSON(data []byte) error {
+	var raw []json.Number
+	*c = CoarseSpan{0, 0} // refused by coarseSpansOf
+	if err := json.Unmarshal(data, &raw); err != nil || len(raw) != 2 {
+		return nil
+	}
+	var sp CoarseSpan
+	for i, n := range raw {
+		v, err := n.Int64()
+		if err != nil {
+			return nil
+		}
+		sp[i] = v
+	}
+	*c = sp
+	return nil
+}
+
 // coarseStateOf is a thread's coarsened stretches in their persisted form.
-func coarseStateOf(spans []coarseSpan) [][2]int64 {
+func coarseStateOf(spans []coarseSpan) []CoarseSpan {
 	if len(spans) == 0 {
 		return nil
 	}
-	out := make([][2]int64, len(spans))
+	out := make([]CoarseSpan, len(spans))
 	for i, sp := range spans {
-		out[i] = [2]int64{int64(sp.from), int64(sp.to)}
+		out[i] = CoarseSpan{int64(sp.from), int64(sp.to)}
 	}
 	return out
 }
@@ -256,7 +282,7 @@ func coarseStateOf(spans []coarseSpan) [][2]int64 {
 // coarseSpansOf restores a thread's coarsened stretches, leaving out (bad)
 // those that do not check out: empty, before Amp began, beyond the
 // buckets a ledger can hold.
-func coarseSpansOf(saved [][2]int64) ([]coarseSpan, bool) {
+func coarseSpansOf(saved []CoarseSpan) ([]coarseSpan, bool) {
 	bad := false
 	var out []coarseSpan
 	for _, sp := range saved {

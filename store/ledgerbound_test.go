@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -187,20 +188,27 @@ func TestLedgerCoarseSpansAreSaved(t *testing.T) {
 	if len(ts.LedgerCoarse) == 0 {
 		t.Fatal("no coarsened stretches saved")
 	}
+	intact, err := json.Marshal(ts.LedgerCoarse)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name    string
-		coarse  [][2]int64
+		coarse  string // the saved ledger_coarse
 		want    []ledger.Span
 		repairs int
 	}{
-		{"intact", ts.LedgerCoarse, spans, 0},
-		{"absent", nil, []ledger.Span{}, 0},
-		{"damaged", append([][2]int64{{5, 3}, {0, 1}}, ts.LedgerCoarse...), spans, 1},
+		{"intact", string(intact), spans, 0},
+		{"absent", "null", []ledger.Span{}, 0},
+		{"out of range", `[[5,3],[0,1],` + string(intact[1:]), spans, 1},
+		{"not two integers", `[[1,2,3],"x",[5],[1.5,2],` + string(intact[1:]), spans, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			saved := ts
-			saved.LedgerCoarse = tc.coarse
+			if err := json.Unmarshal([]byte(tc.coarse), &saved.LedgerCoarse); err != nil {
+				t.Fatal(err)
+			}
 			n := NewThreadStore(StoreOptions{})
 			if _, err := n.ImportThread("T-big", saved); err != nil {
 				t.Fatal(err)
@@ -214,4 +222,28 @@ func TestLedgerCoarseSpansAreSaved(t *testing.T) {
 			checkLedgerSums(t, n, tc.name)
 		})
 	}
+}
+
+// FuzzCoarseSpan: whatever a saved stretch holds, it reads without an
+// error, and restoring it either keeps a stretch inside the buckets a
+// ledger can hold or leaves it out as damage.
+func FuzzCoarseSpan(f *testing.F) {
+	for _, seed := range []string{`[1976960,1976964]`, `[5,3]`, `[1,2,3]`, `"x"`, `[1.5,2]`, `[]`, `null`, `[1976960,99999999999]`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c CoarseSpan
+		if err := json.Unmarshal(data, &c); err != nil && json.Valid(data) {
+			t.Fatalf("%q: %v", data, err)
+		}
+		spans, bad := coarseSpansOf([]CoarseSpan{c})
+		if len(spans) == 1 == bad {
+			t.Fatalf("%q: %v kept and bad %v", data, spans, bad)
+		}
+		for _, sp := range spans {
+			if sp.from >= sp.to || sp.from < ampBeganBucket {
+				t.Fatalf("%q: kept %+v", data, sp)
+			}
+		}
+	})
 }

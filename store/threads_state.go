@@ -108,7 +108,7 @@ type ThreadState struct {
 	// keep it within its bound (ledgerbound.go): [from, to) in buckets.
 	// Absent for a thread never coarsened, and in a state written before
 	// they were kept.
-	LedgerCoarse [][2]int64 `json:"ledger_coarse,omitempty"`
+	LedgerCoarse []CoarseSpan `json:"ledger_coarse,omitempty"`
 	// DayBills are a server thread's bills per day (bills_daily.go).
 	DayBills []DayBill `json:"day_bills,omitempty"`
 }
