@@ -23,7 +23,7 @@ type fileCounter struct {
 
 func newFileCounter(o LoadOptions) *fileCounter {
 	st := store.NewThreadStore(store.StoreOptions{Labels: o.Labels, Repositories: o.Repositories,
-		Now: func() time.Time { return o.Now }, AppliedOnce: true, LedgerOnly: true})
+		Now: func() time.Time { return o.Now }, AppliedOnce: true, LedgerOnly: true, LedgerUnbounded: true})
 	st.SetPrices(o.Prices)
 	return &fileCounter{store: st, now: o.Now.UnixMilli()}
 }

@@ -36,7 +36,15 @@ type Ledger struct {
 	// sorted are entries added whole (AddSorted): in the order of
 	// ledger.Compare, one per key.
 	sorted []Entry
+	// coarsened are the stretches a running exporter's ledger merged
+	// rows over (FetchLedger); a ledger read from the sources has none.
+	coarsened []ledger.Span
 }
+
+// Coarsened returns the stretches of time whose rows the exporter the
+// ledger came from merged to keep long threads bounded (ledger.Span):
+// ledger.InexactDays says which days of a zone they may put off.
+func (l *Ledger) Coarsened() []ledger.Span { return l.coarsened }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger { return &Ledger{rows: map[entryKey]*Usage{}} }

@@ -29,6 +29,8 @@ type ledgerJSON struct {
 	Version int           `json:"version"`
 	Entries []Entry       `json:"entries"`
 	Bills   []ledger.Bill `json:"bills"`
+	// Coarsened is absent from an exporter older than the field.
+	Coarsened []ledger.Span `json:"coarsened"`
 }
 
 // LedgerURL is the ledger's URL on the exporter at base (its address, as
@@ -96,6 +98,7 @@ func FetchLedger(ctx context.Context, client *http.Client, base string) (*Ledger
 	for _, e := range body.Entries {
 		l.Add(e)
 	}
+	l.coarsened = body.Coarsened
 	return l, body.Bills, nil
 }
 

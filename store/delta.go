@@ -175,7 +175,7 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	}
 	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: rec.billedAt,
 		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired),
-		DayBills: rec.days}
+		LedgerCoarse: coarseStateOf(rec.ledgerCoarse), DayBills: rec.days}
 }
 
 // ImportThread restores one thread's persisted contribution into a store

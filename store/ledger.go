@@ -49,12 +49,13 @@ const undatedBucket = math.MinInt32
 // a saved row before it is damaged.
 var ampBeganBucket = bucketOf(ledger.AmpBegan.UnixMilli())
 
-// maxLedgerRows bounds one thread's ledger. One model's bucket takes up to
-// six rows (four token types, credits, dollars): a thread stays under it
-// for about 1,365 active quarter hours of one model (four hours a day for
-// three months). Beyond it, the earliest rows of the series with the most
-// fold into their next ones (boundLedger), so the sums stay exact and only
-// old detail coarsens.
+// maxLedgerRows bounds one thread's ledger in the exporter. One model's
+// bucket takes up to six rows (four token types, credits, dollars): a
+// thread stays under it for about 1,365 active quarter hours of one model
+// (four hours a day for three months, half that with two models). Beyond
+// it, the thread's oldest days are coarsened to hours, then to days, of
+// the exporter's zone (coarsenLedger), so the sums stay exact, the days of
+// that zone too, and only old detail within a day goes.
 const maxLedgerRows = 8192
 
 // ledgerRow is what one series of a thread grew by in one bucket.
@@ -338,18 +339,21 @@ func (sp *ledgerSpread) grow(k SeriesKey, g int64) {
 			sp.tokens[k] = append(sp.tokens[k], bucketValue{b, v})
 		}
 	}
-	// A thread at its bound has folded its earliest rows into later ones
-	// (boundLedger): buckets before the series' first row hold nothing of
-	// their own any more, and must not take growth as if they were short.
+	// A thread restored from a state written before coarsened stretches
+	// were kept may have folded its earliest rows into later ones: at its
+	// bound, buckets before the series' first row hold nothing of their
+	// own any more, and must not take growth as if they were short.
 	from := int32(math.MinInt32)
-	if len(sp.rec.ledger) >= maxLedgerRows {
+	if sp.s.ledgerMax > 0 && len(sp.rec.ledger) >= sp.s.ledgerMax {
 		from = sp.firstDated(id)
 	}
 	for _, bv := range sp.now[k] {
 		if g == 0 {
 			return
 		}
-		if bv.b < from && bv.b != undatedBucket {
+		if bv.b < from && bv.b != undatedBucket || inSpans(sp.rec.ledgerCoarse, bv.b) {
+			// A coarsened stretch holds its spend in one of its buckets:
+			// the others are not short.
 			continue
 		}
 		if short := bv.v - sp.held(id, bv.b); short > 0 {
@@ -462,77 +466,13 @@ func (sp *ledgerSpread) commit() {
 	if len(fresh) > 0 {
 		rows = append(rows, fresh...)
 		sortLedger(rows)
-		rows = boundLedger(rows)
+		rows, sp.rec.ledgerCoarse = coarsenLedger(rows, sp.rec.ledgerCoarse, sp.s.ledgerMax, sp.s.ledgerZone)
 	}
 	sp.rec.ledger = slices.Clip(rows)
 }
 
 func sortLedger(rows []ledgerRow) {
 	slices.SortFunc(rows, func(a, b ledgerRow) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.b, b.b)) })
-}
-
-// boundLedger keeps a thread's ledger (sorted) within maxLedgerRows: the
-// series with the most dated rows give up their earliest ones first, each
-// folded into the series' next dated row, so the sums stay and only old
-// detail goes. A row without a time is never folded into a dated one.
-func boundLedger(rows []ledgerRow) []ledgerRow {
-	excess := len(rows) - maxLedgerRows
-	if excess <= 0 {
-		return rows
-	}
-	// Each series' dated rows: where they start and how many.
-	type span struct{ first, dated, end int }
-	var spans []span
-	var counts []int
-	for i := 0; i < len(rows); {
-		end := i
-		for end < len(rows) && rows[end].id == rows[i].id {
-			end++
-		}
-		first := i
-		if rows[first].b == undatedBucket {
-			first++
-		}
-		spans = append(spans, span{first, end - first, end})
-		counts = append(counts, end-first)
-		i = end
-	}
-	// keep is the most dated rows a series keeps: the largest number that
-	// folds away at least the excess (or 1, the least a series keeps).
-	removed := func(keep int) int {
-		n := 0
-		for _, c := range counts {
-			n += max(c-keep, 0)
-		}
-		return n
-	}
-	keep := 1
-	for lo, hi := 1, slices.Max(counts); lo <= hi; {
-		mid := (lo + hi) / 2
-		if removed(mid) >= excess {
-			keep, lo = mid, mid+1
-		} else {
-			hi = mid - 1
-		}
-	}
-	out := make([]ledgerRow, 0, len(rows)-removed(keep))
-	start := 0
-	for _, sp := range spans {
-		out = append(out, rows[start:sp.first]...) // the undated row
-		fold := max(sp.dated-keep, 0)
-		var carry int64
-		for i := sp.first; i < sp.end; i++ {
-			if i-sp.first < fold {
-				carry = satAdd(carry, rows[i].v)
-				continue
-			}
-			r := rows[i]
-			r.v, carry = satAdd(r.v, carry), 0
-			out = append(out, r)
-		}
-		start = sp.end
-	}
-	return out
 }
 
 // settleLedger makes a thread's ledger add up to its counters again after
@@ -584,7 +524,8 @@ func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 		}
 		out = append(out, r)
 	}
-	rec.ledger = slices.Clip(boundLedger(out))
+	out, rec.ledgerCoarse = coarsenLedger(out, rec.ledgerCoarse, s.ledgerMax, s.ledgerZone)
+	rec.ledger = slices.Clip(out)
 	return true
 }
 
@@ -813,6 +754,9 @@ func ledgerStateOf(keys []SeriesKey, series SeriesList, rows threadLedger) []Led
 func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo string, identityOK bool) bool {
 	var bad bool
 	rec.ledger, bad = s.ledgerRows(ts.Series, ts.Ledger, repo)
+	var badCoarse bool
+	rec.ledgerCoarse, badCoarse = coarseSpansOf(ts.LedgerCoarse)
+	bad = bad || badCoarse
 	// The retired part of the ledger goes with the counters' (restored
 	// with the pins, when they check out).
 	badRetired := false
@@ -863,7 +807,10 @@ func (s *ThreadStore) ledgerRows(series SeriesList, rows []LedgerRow, repo strin
 		}
 		merged = append(merged, r)
 	}
-	return slices.Clip(boundLedger(merged)), bad
+	// Within the bound, as a thread's rows are kept: a retired part or a
+	// window's prefix has no coarsened stretches of its own to keep.
+	bounded, _ := coarsenLedger(merged, nil, s.ledgerMax, s.ledgerZone)
+	return slices.Clip(bounded), bad
 }
 
 // LedgerRepairs returns how many threads restored from saved state had a

@@ -48,38 +48,6 @@ func TestLedgerBoundKeepsNewGrowthInItsBucket(t *testing.T) {
 	}
 }
 
-// boundLedger folds the earliest rows of the series with the most rows
-// into their next ones in one pass, and never folds a row without a time
-// into a dated one.
-func TestLedgerBoundFoldsTheLongestSeries(t *testing.T) {
-	var rows []ledgerRow
-	rows = append(rows, ledgerRow{undatedBucket, 1, 5})
-	for b := range int32(maxLedgerRows) {
-		rows = append(rows, ledgerRow{b + 1, 1, 1})
-	}
-	for b := range int32(20) {
-		rows = append(rows, ledgerRow{b + 1, 2, 1})
-	}
-	got := boundLedger(slices.Clone(rows))
-	if len(got) > maxLedgerRows {
-		t.Fatalf("%d rows, bound %d", len(got), maxLedgerRows)
-	}
-	sums := map[uint32]int64{}
-	n2 := 0
-	for _, r := range got {
-		sums[r.id] += r.v
-		if r.id == 2 {
-			n2++
-		}
-	}
-	if sums[1] != maxLedgerRows+5 || sums[2] != 20 || n2 != 20 {
-		t.Errorf("sums %v, series 2 rows %d; want %d and 20, series 2 untouched", sums, n2, maxLedgerRows+5)
-	}
-	if got[0] != (ledgerRow{undatedBucket, 1, 5}) {
-		t.Errorf("first row %+v, want the undated row as it was", got[0])
-	}
-}
-
 // A damaged saved state: dollars in the retired part, rows before Amp
 // began, rows that are not three integers. Each is left out or repaired;
 // the thread's counters stay and the ledger adds up to them.

@@ -283,26 +283,6 @@ func TestLedgerRestoreRepairs(t *testing.T) {
 	}
 }
 
-// A thread's rows are bounded: beyond the bound its earliest buckets fold
-// into later ones, and the sums stay.
-func TestLedgerBoundFoldsOldestRows(t *testing.T) {
-	rows := make([]ledgerRow, 0, maxLedgerRows+10)
-	for i := range maxLedgerRows + 10 {
-		rows = append(rows, ledgerRow{b: int32(i), id: 1, v: 1})
-	}
-	got := boundLedger(rows)
-	if len(got) != maxLedgerRows {
-		t.Fatalf("%d rows, want %d", len(got), maxLedgerRows)
-	}
-	var sum int64
-	for _, r := range got {
-		sum += r.v
-	}
-	if sum != maxLedgerRows+10 || got[0].b != 10 || got[0].v != 11 {
-		t.Errorf("sum %d, first row %+v; want %d and bucket 10 holding 11", sum, got[0], maxLedgerRows+10)
-	}
-}
-
 // Growth no dated item explains (a value rounded differently per bucket,
 // items that moved) goes to the series' latest bucket; dollars charged for
 // tokens that grew in no bucket go there too; and shares of dollars that

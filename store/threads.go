@@ -112,6 +112,10 @@ type threadRecord struct {
 	// contrib. ledgerRetired is, per bucket, what the items that left the
 	// thread hold in it (retireLedger), nil until it is first truncated.
 	ledger, ledgerRetired threadLedger
+	// ledgerCoarse are the stretches of ledger whose rows were merged to
+	// keep it within its bound (ledgerbound.go), sorted and apart; nil
+	// for all but long threads.
+	ledgerCoarse []coarseSpan
 	// days are a server thread's bills per day (bills_daily.go), sorted
 	// and disjoint; replaced, never changed in place.
 	days []DayBill
@@ -171,9 +175,11 @@ func (x *seriesIndex) compact(c contribution) compactContribution {
 type ThreadStore struct {
 	mu           sync.RWMutex
 	labels       *LabelCap
-	repos        *Repositories // the repository label's configuration; nil: none
-	appliedOnce  bool          // StoreOptions.AppliedOnce: no pins are kept
-	ledgerOnly   bool          // StoreOptions.LedgerOnly
+	repos        *Repositories  // the repository label's configuration; nil: none
+	appliedOnce  bool           // StoreOptions.AppliedOnce: no pins are kept
+	ledgerOnly   bool           // StoreOptions.LedgerOnly
+	ledgerMax    int            // the rows a thread's ledger keeps at most; 0: no bound (StoreOptions.LedgerUnbounded)
+	ledgerZone   *time.Location // the days a long thread's ledger is coarsened within (SetLedgerZone)
 	threads      map[string]*threadRecord
 	tuples       tupleTable // the label tuples items are pinned to (pins.go)
 	series       seriesIndex
@@ -210,6 +216,16 @@ func (s *ThreadStore) SetPrices(p Prices) {
 	s.mu.Unlock()
 }
 
+// SetLedgerZone sets the zone whose days a long thread's ledger is
+// coarsened within, when it reaches its bound (ledgerbound.go): the days
+// the exporter's spend is taken in (ledger.timezone). Rows coarsened
+// before stay as they are. The default is UTC.
+func (s *ThreadStore) SetLedgerZone(loc *time.Location) {
+	s.mu.Lock()
+	s.ledgerZone = loc
+	s.mu.Unlock()
+}
+
 // StoreOptions configures a ThreadStore.
 type StoreOptions struct {
 	// Labels is the label cap shared with the other sources; when nil the
@@ -235,6 +251,11 @@ type StoreOptions struct {
 	// model label's cap still sees the model of every edit that counts
 	// lines, as a whole store's does, so that it folds the same values.
 	LedgerOnly bool
+	// LedgerUnbounded: every thread's ledger keeps each of its quarter
+	// hours, however many (a report's store: it is read once, whole, and
+	// the entries it hands out are as many), instead of coarsening a long
+	// thread's oldest rows beyond maxLedgerRows.
+	LedgerUnbounded bool
 }
 
 // NewThreadStore returns an empty store.
@@ -248,11 +269,12 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 	if opts.Labels == nil {
 		opts.Labels = NewLabelCap(opts.MaxLabelValues, opts.OnFold)
 	}
-	return &ThreadStore{
+	s := &ThreadStore{
 		labels:      opts.Labels,
 		repos:       opts.Repositories,
 		appliedOnce: opts.AppliedOnce,
 		ledgerOnly:  opts.LedgerOnly,
+		ledgerMax:   maxLedgerRows,
 		threads:     map[string]*threadRecord{},
 		series:      seriesIndex{ids: map[SeriesKey]uint32{}},
 		files:       map[string]*FileRecord{},
@@ -262,6 +284,10 @@ func NewThreadStore(opts StoreOptions) *ThreadStore {
 		changedThreads: map[string]struct{}{},
 		changedFiles:   map[string]struct{}{},
 	}
+	if opts.LedgerUnbounded {
+		s.ledgerMax = 0
+	}
+	return s
 }
 
 // File returns the record of a present file.

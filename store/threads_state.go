@@ -104,6 +104,11 @@ type ThreadState struct {
 	// LedgerRetired is what the items that left the thread hold in its
 	// ledger, per bucket (ledger.go, retireLedger).
 	LedgerRetired []LedgerRow `json:"ledger_retired,omitempty"`
+	// LedgerCoarse are the stretches of Ledger whose rows were merged to
+	// keep it within its bound (ledgerbound.go): [from, to) in buckets.
+	// Absent for a thread never coarsened, and in a state written before
+	// they were kept.
+	LedgerCoarse []CoarseSpan `json:"ledger_coarse,omitempty"`
 	// DayBills are a server thread's bills per day (bills_daily.go).
 	DayBills []DayBill `json:"day_bills,omitempty"`
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/report"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -105,6 +106,14 @@ func reportMain(f *flags, stdout, stderr io.Writer) error {
 		l, _, err := report.FetchLedger(ctx, &http.Client{Timeout: exporterTimeout}, r.exporter)
 		if err != nil {
 			return err
+		}
+		loc := opts.Location
+		if loc == nil {
+			loc = time.Local
+		}
+		if days := ledger.InexactDays(l.Coarsened(), loc); len(days) > 0 {
+			logger.Warn("the exporter keeps long threads' oldest days by the hour or day of its own time zone: in this one, these days' spend may be off",
+				"days", len(days), "first", days[0], "last", days[len(days)-1])
 		}
 		entries, later := report.LeaveOutLater(l.Entries(), opts.Now)
 		if n := later.Tokens(); n > 0 {

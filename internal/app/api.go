@@ -70,6 +70,10 @@ type LedgerReader interface {
 	// when the exporter asks for no bills (billed USD is then unknown,
 	// not zero).
 	Bills() []ledger.Bill
+	// LedgerCoarsened returns the stretches of time some long thread's
+	// rows were merged over to keep it within its bound (ledger.Span):
+	// within hours and days of ledger.timezone, so its days are exact.
+	LedgerCoarsened() []ledger.Span
 	// Generation changes whenever the ledger or the bills may have: a
 	// summary made at one generation holds until it moves.
 	Generation() uint64
@@ -178,7 +182,8 @@ func (in spendInputs) make(key spendKey, now time.Time) spend.Summary {
 	}
 	bills := in.ledger.Bills()
 	from, to := spend.Window(now, key.zone) // a year of history is not copied for a month's figures
-	s := spend.Summarize(spend.Input{Entries: in.ledger.LedgerBetween(from, to), Bills: bills, BillsKnown: bills != nil, Location: key.zone, Now: now})
+	s := spend.Summarize(spend.Input{Entries: in.ledger.LedgerBetween(from, to), Bills: bills, BillsKnown: bills != nil, Location: key.zone, Now: now,
+		Coarsened: in.ledger.LedgerCoarsened()})
 	if c := in.cache; c != nil {
 		c.mu.Lock()
 		c.key, c.sum, c.ok = key, s, true
@@ -203,9 +208,10 @@ func jsonHeaders(w http.ResponseWriter) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 }
 
-// ledgerHandler serves {"version":1,"entries":[…],"bills":[…]}, written
-// row by row: the response holds no second copy of the ledger. Every
-// write must be taken by the client within stall (progressWriter).
+// ledgerHandler serves {"version":1,"entries":[…],"bills":[…],
+// "coarsened":[…]}, written row by row: the response holds no second copy
+// of the ledger. Every write must be taken by the client within stall
+// (progressWriter).
 func ledgerHandler(in spendInputs, stall time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !readOnly(w, r) {
@@ -215,7 +221,7 @@ func ledgerHandler(in spendInputs, stall time.Duration) http.Handler {
 		if r.Method == http.MethodHead {
 			return
 		}
-		entries, bills := in.ledger.Ledger(), in.ledger.Bills()
+		entries, bills, coarsened := in.ledger.Ledger(), in.ledger.Bills(), in.ledger.LedgerCoarsened()
 		pw := newProgressWriter(w, stall)
 		defer pw.flush()
 		bw := bufio.NewWriterSize(pw, 64<<10)
@@ -228,6 +234,14 @@ func ledgerHandler(in spendInputs, stall time.Duration) http.Handler {
 		_, _ = bw.WriteString(`],"bills":[`)
 		for i := range bills {
 			if !writeRow(bw, i, &bills[i]) {
+				return
+			}
+		}
+		// A field added to version 1: a report that does not know it
+		// reads the rest as before.
+		_, _ = bw.WriteString(`],"coarsened":[`)
+		for i := range coarsened {
+			if !writeRow(bw, i, &coarsened[i]) {
 				return
 			}
 		}

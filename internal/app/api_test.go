@@ -31,6 +31,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
 type fakeLedger struct {
 	entries    []ledger.Entry
 	bills      []ledger.Bill
+	coarsened  []ledger.Span
 	block      chan struct{}
 	reading    chan struct{}
 	generation atomic.Uint64
@@ -49,6 +50,8 @@ func (f *fakeLedger) Ledger() []ledger.Entry {
 }
 
 func (f *fakeLedger) Bills() []ledger.Bill { return f.bills }
+
+func (f *fakeLedger) LedgerCoarsened() []ledger.Span { return f.coarsened }
 
 func (f *fakeLedger) LedgerBetween(from, to int64) []ledger.Entry {
 	var out []ledger.Entry
@@ -125,15 +128,18 @@ func do(t *testing.T, method, url string) (*http.Response, []byte) {
 func TestLedgerEndpoint(t *testing.T) {
 	for _, bills := range []bool{true, false} {
 		f, in := apiFixture(bills)
+		day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.FixedZone("IST", 19800)).UnixMilli()
+		f.coarsened = []ledger.Span{{Start: day, End: day + 86_400_000}}
 		srv := apiServer(t, &in, 4)
 		resp, body := do(t, "GET", srv.URL+LedgerPath)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 		}
 		var got struct {
-			Version int
-			Entries []ledger.Entry
-			Bills   []ledger.Bill
+			Version   int
+			Entries   []ledger.Entry
+			Bills     []ledger.Bill
+			Coarsened []ledger.Span
 		}
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
@@ -146,14 +152,17 @@ func TestLedgerEndpoint(t *testing.T) {
 		if want := f.bills; len(want) != len(got.Bills) || (len(want) > 0 && !reflect.DeepEqual(got.Bills, want)) {
 			t.Errorf("bills %+v, want %+v", got.Bills, want)
 		}
-		if !bills && !bytes.HasSuffix(body, []byte(`"bills":[]}`+"\n")) {
+		if !reflect.DeepEqual(got.Coarsened, f.coarsened) {
+			t.Errorf("coarsened %+v, want %+v", got.Coarsened, f.coarsened)
+		}
+		if !bills && !bytes.Contains(body, []byte(`"bills":[],`)) {
 			t.Errorf("no bills is not []: %s", body[max(0, len(body)-40):])
 		}
 	}
 	f, in := apiFixture(false)
 	f.entries = nil
 	srv := apiServer(t, &in, 4)
-	if _, body := do(t, "GET", srv.URL+LedgerPath); string(body) != `{"version":1,"entries":[],"bills":[]}`+"\n" {
+	if _, body := do(t, "GET", srv.URL+LedgerPath); string(body) != `{"version":1,"entries":[],"bills":[],"coarsened":[]}`+"\n" {
 		t.Errorf("empty ledger: %s", body)
 	}
 }

@@ -298,8 +298,14 @@ func (a *App) applySteps() []applyStep {
 	steps = append(steps, a.repositorySteps()...)
 	steps = append(steps, applyStep{name: "ledger", apply: func(cfg *config.Config) error {
 		// The spend's days are taken in this zone from the next request on;
-		// the ledger itself is in UTC buckets and does not change.
+		// the ledger itself is in UTC buckets and does not change, but a
+		// long thread's oldest rows are coarsened within this zone's days
+		// from now on (rows coarsened before stay as they are).
 		a.zone.Store(cfg.Ledger.Location())
+		a.threads.SetLedgerZone(cfg.Ledger.Location())
+		if st := a.ampServer.threadStore(); st != nil {
+			st.SetLedgerZone(cfg.Ledger.Location())
+		}
 		return nil
 	}})
 	for _, s := range a.sources {

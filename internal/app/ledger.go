@@ -1,6 +1,9 @@
 package app
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/amp-exporter/amp-exporter/ledger"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -52,6 +55,16 @@ func (l storesLedger) Bills() []ledger.Bill {
 		return bills
 	}
 	return []ledger.Bill{}
+}
+
+// LedgerCoarsened is both stores' coarsened stretches, sorted.
+func (l storesLedger) LedgerCoarsened() []ledger.Span {
+	out := []ledger.Span{}
+	for _, st := range l.stores {
+		out = append(out, st.LedgerCoarsened()...)
+	}
+	slices.SortFunc(out, func(a, b ledger.Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End)) })
+	return out
 }
 
 // Generation moves whenever either store changes.

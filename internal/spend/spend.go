@@ -40,6 +40,9 @@ type Input struct {
 	Now        time.Time
 	// Entitlement is the Amp account's current window, nil when unknown.
 	Entitlement *Entitlement
+	// Coarsened are the stretches long threads' rows were merged over to
+	// keep their ledgers bounded (ledger.Span).
+	Coarsened []ledger.Span
 }
 
 // Amount is what was spent in a period, in the ledger's fixed point (1e-10
@@ -95,6 +98,12 @@ type Summary struct {
 	Undated int64
 	// Entitlement is the Amp account's current window, nil when unknown.
 	Entitlement *Entitlement
+	// CoarsenedFrom and CoarsenedTo are the first and last days (in the
+	// zone) whose detail some long thread's ledger coarsened, "" for
+	// none; InexactDays those of them whose spend may be off in this zone
+	// (coarsened in another, before ledger.timezone changed).
+	CoarsenedFrom, CoarsenedTo string
+	InexactDays                []string
 }
 
 // Entitlement is the Amp account's current entitlement window as the Amp
@@ -118,6 +127,15 @@ func Summarize(in Input) Summary {
 	}
 	now := in.Now.In(loc)
 	s := Summary{Location: loc, Now: in.Now, Entitlement: in.Entitlement}
+	if len(in.Coarsened) > 0 {
+		first, last := in.Coarsened[0].Start, in.Coarsened[0].End
+		for _, sp := range in.Coarsened {
+			first, last = min(first, sp.Start), max(last, sp.End)
+		}
+		s.CoarsenedFrom = time.UnixMilli(first).In(loc).Format(time.DateOnly)
+		s.CoarsenedTo = time.UnixMilli(last - 1).In(loc).Format(time.DateOnly)
+		s.InexactDays = ledger.InexactDays(in.Coarsened, loc)
+	}
 	y, m, d := now.Date()
 	// starts[i] is the first instant of Days[i]; starts[ChartDays] is
 	// tomorrow's.

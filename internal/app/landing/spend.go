@@ -24,6 +24,16 @@ type spendView struct {
 	More    int
 	Ent     *entView
 	Undated string
+	// Coarse says what long threads' ledgers coarsened; nil for nothing.
+	Coarse *coarseView
+}
+
+type coarseView struct {
+	From, To string
+	// Inexact counts the days that may be off in the zone, First and
+	// Last the first and last of them.
+	Inexact     int
+	First, Last string
 }
 
 type spendPeriod struct {
@@ -70,6 +80,12 @@ func view(s spend.Summary) spendView {
 	}
 	if s.Undated > 0 {
 		v.Undated = money(s.Undated)
+	}
+	if s.CoarsenedFrom != "" {
+		v.Coarse = &coarseView{From: s.CoarsenedFrom, To: s.CoarsenedTo, Inexact: len(s.InexactDays)}
+		if n := len(s.InexactDays); n > 0 {
+			v.Coarse.First, v.Coarse.Last = s.InexactDays[0], s.InexactDays[n-1]
+		}
 	}
 	if e := s.Entitlement; e != nil {
 		ev := &entView{Window: e.Window}
@@ -137,7 +153,9 @@ func init() {
 {{- end}}
 <p class="note">From the usage ledger: days in {{.Zone}} (ledger.timezone). Estimated: tokens times list prices.
 {{- if .Billed}} Billed: what the Amp server bills for each thread and day.{{end}}
-{{- if .Undated}} {{.Undated}} of usage carries no time and is in no period.{{end}}</p>
+{{- if .Undated}} {{.Undated}} of usage carries no time and is in no period.{{end}}
+{{- with .Coarse}} <span id="spend-coarsened">Long threads keep only hourly or daily detail of their oldest days, between {{.From}} and {{.To}}: their days in {{$.Zone}} stay exact
+{{- if .Inexact}}, but for {{.Inexact}} day{{if gt .Inexact 1}}s{{end}} between {{.First}} and {{.Last}}, coarsened in the days of another zone before ledger.timezone changed, whose spend may be off{{end}}.</span>{{end}}</p>
 `))
 }
 

@@ -135,3 +135,44 @@ func TestNiceCeil(t *testing.T) {
 		}
 	}
 }
+
+// The note says which days long threads' ledgers coarsened: in the zone
+// they were coarsened in, that their days are exact; in another, which
+// days may be off.
+func TestSpendSectionSaysWhatIsCoarsened(t *testing.T) {
+	kathmandu, err := time.LoadLocation("Asia/Kathmandu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(loc *time.Location, d int) int64 { return time.Date(2026, 11, d, 0, 0, 0, 0, loc).UnixMilli() }
+	cases := []struct {
+		name      string
+		coarsened []ledger.Span
+		want      string
+	}{
+		{"none", nil, ""},
+		{"in the zone's days", []ledger.Span{{Start: day(kathmandu, 3), End: day(kathmandu, 4)}, {Start: day(kathmandu, 9), End: day(kathmandu, 10)}},
+			"between 2026-11-03 and 2026-11-09: their days in Asia/Kathmandu stay exact."},
+		{"in UTC's days", []ledger.Span{{Start: day(time.UTC, 3), End: day(time.UTC, 4)}},
+			"between 2026-11-03 and 2026-11-04: their days in Asia/Kathmandu stay exact, but for 2 days between 2026-11-03 and 2026-11-04, coarsened"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := spend.Summarize(spend.Input{Location: kathmandu, Now: time.Date(2026, 12, 2, 0, 0, 0, 0, kathmandu), Coarsened: tc.coarsened})
+			var b bytes.Buffer
+			if err := renderSpend(&b, s); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			if tc.want == "" {
+				if strings.Contains(out, "spend-coarsened") {
+					t.Errorf("a note without anything coarsened:\n%s", out)
+				}
+				return
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("no %q in:\n%s", tc.want, out)
+			}
+		})
+	}
+}
