@@ -444,27 +444,40 @@ func (sp *ledgerSpread) commit() {
 	if len(sp.add) == 0 {
 		return
 	}
-	rows := slices.Clone(sp.rec.ledger)
-	var fresh []ledgerRow
+	// The rows are kept for every thread ever seen: they go into an array
+	// of exactly their number (appended to, it would keep growth room).
+	old := sp.rec.ledger
+	find := func(slot ledgerSlot) (int, bool) {
+		return slices.BinarySearchFunc(old, slot, func(r ledgerRow, t ledgerSlot) int {
+			return cmp.Or(cmp.Compare(r.id, t.id), cmp.Compare(r.b, t.b))
+		})
+	}
+	fresh := 0
+	for slot, v := range sp.add {
+		if _, ok := find(slot); v > 0 && !ok {
+			fresh++
+		}
+	}
+	if len(old) == 0 && fresh == 0 {
+		return // nothing grew
+	}
+	rows := make([]ledgerRow, len(old), len(old)+fresh)
+	copy(rows, old)
 	for slot, v := range sp.add {
 		if v <= 0 {
 			continue
 		}
-		i, ok := slices.BinarySearchFunc(rows, slot, func(r ledgerRow, t ledgerSlot) int {
-			return cmp.Or(cmp.Compare(r.id, t.id), cmp.Compare(r.b, t.b))
-		})
-		if ok {
+		if i, ok := find(slot); ok {
 			rows[i].v = satAdd(rows[i].v, v)
 			continue
 		}
-		fresh = append(fresh, ledgerRow{slot.b, slot.id, v})
+		rows = append(rows, ledgerRow{slot.b, slot.id, v})
 	}
-	if len(fresh) > 0 {
-		rows = append(rows, fresh...)
+	if fresh > 0 {
 		sortLedger(rows)
 		rows = boundLedger(rows)
 	}
-	sp.rec.ledger = slices.Clip(rows)
+	sp.rec.ledger = rows
 }
 
 func sortLedger(rows []ledgerRow) {

@@ -199,6 +199,12 @@ type ThreadStore struct {
 	// ledgerRepairs counts restored threads whose ledger did not add up
 	// to their counters (restoreLedger).
 	ledgerRepairs int
+	// mergeBuf is where merge puts a thread's series together, reused by
+	// every Apply under the write lock: the record then gets a copy of
+	// exactly their number. Built by appends, the record's own array
+	// would keep their growth room, up to as much again, for every thread
+	// ever seen.
+	mergeBuf compactContribution
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -447,7 +453,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
 	upd := s.series.compact(c)
-	merged := make(compactContribution, 0, len(rec.contrib)+len(upd))
+	merged := s.mergeBuf[:0]
 	rest := rec.contrib
 	for _, e := range upd {
 		for len(rest) > 0 && rest[0].id < e.id {
@@ -485,7 +491,18 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		}
 	})
 	spread.commit()
+	// The record gets a copy, always: the buffer is the next Apply's.
+	// addTo may have moved the series to a larger array: keep that one.
+	s.mergeBuf = rec.contrib[:0]
+	rec.contrib = copyExact(rec.contrib)
 	return changed
+}
+
+// copyExact is a copy of c in an array of its own length.
+func copyExact(c compactContribution) compactContribution {
+	out := make(compactContribution, len(c))
+	copy(out, c)
+	return out
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
+)
+
+// memoryCorpus is n generated threads the size of the state benchmarks'
+// (8 kB on average, four weeks): names and file contents.
+func memoryCorpus(n int) (names []string, files [][]byte) {
+	g := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 8000, Seed: 9})
+	for i := range g.Len() {
+		name, data := g.Thread(i)
+		names, files = append(names, name), append(files, data)
+	}
+	return names, files
+}
+
+// memoryStore is a store set up as the exporter's (prices, the repository
+// label on) holding the threads of a corpus, each applied twice: once as
+// first written, and again grown by one output token, as a thread being
+// worked in is rewritten.
+func memoryStore(tb testing.TB, names []string, files [][]byte) *ThreadStore {
+	tb.Helper()
+	tab, err := pricing.Embedded(func() time.Time { return fixedNow })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }, Repositories: NewRepositories(nil)})
+	s.SetPrices(pricing.New(tab, "genai-prices", "test", nil))
+	for i, data := range files {
+		// A parser per thread: its summary's items stay valid (Apply
+		// refuses those of a parser that parsed again).
+		th, err := thread.NewParser().ParseBytes(data)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum := thread.Summarize(th)
+		s.Apply("/d/"+names[i], FileVersion{Size: int64(len(data))}, sum)
+		for j := range sum.Items {
+			if sum.Items[j].Tokens.Output > 0 {
+				sum.Items[j].Tokens.Output++
+				break
+			}
+		}
+		s.Apply("/d/"+names[i], FileVersion{Size: int64(len(data)) + 1}, sum)
+	}
+	return s
+}
+
+// TestThreadRecordsHoldNoSlack: a thread's series and ledger rows are kept
+// for every thread ever seen, so their arrays hold what they use and no
+// more: growth room left by appends (up to twice the length) is, at
+// 30,000 threads, megabytes that every scan carries twice over (the
+// collector lets the heap grow to twice what is live).
+func TestThreadRecordsHoldNoSlack(t *testing.T) {
+	names, files := memoryCorpus(300)
+	s := memoryStore(t, names, files)
+	var used, held [2]int
+	for key, rec := range s.threads {
+		if len(rec.contrib) == 0 {
+			t.Fatalf("thread %s: no series", key)
+		}
+		used[0] += len(rec.contrib)
+		held[0] += cap(rec.contrib)
+		used[1] += len(rec.ledger)
+		held[1] += cap(rec.ledger)
+	}
+	for i, what := range []string{"series", "ledger rows"} {
+		if held[i] != used[i] {
+			t.Errorf("%s: %d held for %d used (%.2f×)", what, held[i], used[i], float64(held[i])/float64(used[i]))
+		}
+	}
+}
+
+// TestThreadStoreMemoryPerThread holds what the store keeps per thread to
+// a budget: the heap live after a collection with a store of n threads
+// less that with an empty one (the price table, the tables built on first
+// use), over n.
+func TestThreadStoreMemoryPerThread(t *testing.T) {
+	const n = 2000
+	names, files := memoryCorpus(n)
+	perThread := storeBytesPerThread(t, names, files)
+	t.Logf("%.0f bytes a thread (%d threads); a record is %d bytes", perThread, n, unsafe.Sizeof(threadRecord{}))
+	// 30,000 threads at 1.5 kB are 45 MB live, which the collector lets
+	// grow to twice that between collections: with the state log's index
+	// and a scan's working memory, under 150 MB.
+	if perThread > 1536 {
+		t.Errorf("the store keeps %.0f bytes a thread, budget 1,536", perThread)
+	}
+}
+
+// storeBytesPerThread is what a store holding a corpus keeps per thread
+// (TestThreadStoreMemoryPerThread).
+func storeBytesPerThread(tb testing.TB, names []string, files [][]byte) float64 {
+	tb.Helper()
+	// What is made once per process (tables built on first use) is made
+	// before the first measure.
+	runtime.KeepAlive(memoryStore(tb, names[:min(50, len(files))], files[:min(50, len(files))]))
+	var live [2]float64
+	for i, size := range []int{0, len(files)} {
+		base := liveHeap()
+		s := memoryStore(tb, names[:size], files[:size])
+		live[i] = float64(liveHeap()) - float64(base)
+		runtime.KeepAlive(s)
+	}
+	return (live[1] - live[0]) / float64(len(files))
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
