@@ -79,6 +79,46 @@ func TestThreadRecordsHoldNoSlack(t *testing.T) {
 	}
 }
 
+// TestLabelValuesAreShared: the label values every thread and file keeps
+// (its repository, its agent mode) are a few distinct strings over tens
+// of thousands of threads, so each is kept once, not once a thread.
+func TestLabelValuesAreShared(t *testing.T) {
+	names, files := memoryCorpus(300)
+	s := memoryStore(t, names, files)
+	for _, c := range []struct {
+		label  string
+		values []string
+	}{
+		{"repository", func() (out []string) {
+			for _, rec := range s.threads {
+				out = append(out, rec.repo)
+			}
+			return out
+		}()},
+		{"agent_mode", func() (out []string) {
+			for _, f := range s.files {
+				out = append(out, f.AgentMode)
+			}
+			return out
+		}()},
+	} {
+		values, copies := map[string]bool{}, map[*byte]bool{}
+		for _, v := range c.values {
+			if v == "" {
+				continue
+			}
+			values[v] = true
+			copies[unsafe.StringData(v)] = true
+		}
+		if len(values) < 2 || len(values) == len(c.values) {
+			t.Fatalf("%s: %d values over %d: the corpus does not repeat them", c.label, len(values), len(c.values))
+		}
+		if len(copies) != len(values) {
+			t.Errorf("%s: %d distinct values kept as %d strings", c.label, len(values), len(copies))
+		}
+	}
+}
+
 // TestThreadStoreMemoryPerThread holds what the store keeps per thread to
 // a budget: the heap live after a collection with a store of n threads
 // less that with an empty one (the price table, the tables built on first
