@@ -192,7 +192,7 @@ func (s *ThreadStore) retireLedger(rec *threadRecord, now, fresh map[SeriesKey][
 			rows = append(rows, ledgerRow{r.b, r.id, v})
 		}
 	}
-	rec.ledgerRetired = rows
+	rec.change(func(x *threadExtra) { x.ledgerRetired = rows })
 }
 
 // valueAt is the value of bucket b in vs (sorted by bucket).
@@ -833,17 +833,18 @@ func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo stri
 		var retired threadLedger
 		retired, badRetired = s.ledgerRows(ts.Series, ts.LedgerRetired, repo)
 		if len(retired) > 0 && !badRetired {
-			rec.ledgerRetired = retired
+			rec.change(func(x *threadExtra) { x.ledgerRetired = retired })
 		}
 	}
-	if rec.win != nil && ts.Window != nil {
+	if win := rec.more().win; win != nil && ts.Window != nil {
 		// A window whose prefix rows do not check out is dropped: the
-		// thread is read whole next time.
+		// thread is read whole next time. (The window is the one just
+		// restored, not yet seen by anything else: it may be changed.)
 		rows, badWindow := s.ledgerRows(ts.Series, ts.Window.Ledger, repo)
 		if badWindow {
-			rec.win = nil
+			rec.change(func(x *threadExtra) { x.win = nil })
 		} else {
-			rec.win.prefixLedger = rows
+			win.prefixLedger = rows
 		}
 	}
 	return s.settleLedger(rec) || bad || badRetired

@@ -91,6 +91,27 @@ type threadRecord struct {
 	// changes.
 	pins   pinBlob
 	pinGen uint64
+	// repo is the thread's repository label value, pinned when the thread
+	// is first counted (repoSet) and never changed after (repository.go);
+	// a record restored from a state file is pinned to the value saved
+	// with it ("" for states written before the label).
+	repo    string
+	repoSet bool
+	// ledger is when the thread's money series grew, per bucket
+	// (ledger.go): its rows of a series add up to the series' value in
+	// contrib.
+	ledger threadLedger
+	// extra is what few threads have (threadExtra); nil for the others.
+	extra *threadExtra
+}
+
+// threadExtra is the part of a thread's record that only a truncated
+// thread or a server thread has. Behind one pointer, it costs the tens of
+// thousands of other threads 8 bytes each instead of 88 (a record is kept
+// for every thread ever seen). Like the record's other fields it is
+// replaced, never changed in place (setMore): a shallow copy of the
+// record shares it.
+type threadExtra struct {
 	// retired is what items no longer in the file counted (retire); nil
 	// until the thread is first truncated.
 	retired compactContribution
@@ -101,20 +122,37 @@ type threadRecord struct {
 	// how the server listed the thread when the bill was read; nil for a
 	// thread's own record.
 	billedAt *FileVersion
-	// repo is the thread's repository label value, pinned when the thread
-	// is first counted (repoSet) and never changed after (repository.go);
-	// a record restored from a state file is pinned to the value saved
-	// with it ("" for states written before the label).
-	repo    string
-	repoSet bool
-	// ledger is when the thread's money series grew, per bucket
-	// (ledger.go): its rows of a series add up to the series' value in
-	// contrib. ledgerRetired is, per bucket, what the items that left the
-	// thread hold in it (retireLedger), nil until it is first truncated.
-	ledger, ledgerRetired threadLedger
+	// ledgerRetired is, per bucket, what the items that left the thread
+	// hold in its ledger (retireLedger), nil until it is first truncated.
+	ledgerRetired threadLedger
 	// days are a server thread's bills per day (bills_daily.go), sorted
 	// and disjoint; replaced, never changed in place.
 	days []DayBill
+}
+
+// more is the record's extra part, the zero value when it has none.
+func (r *threadRecord) more() threadExtra {
+	if r.extra == nil {
+		return threadExtra{}
+	}
+	return *r.extra
+}
+
+// setMore replaces the record's extra part by a new one holding x, or by
+// none when every field of x is nil.
+func (r *threadRecord) setMore(x threadExtra) {
+	if x.retired == nil && x.win == nil && x.billedAt == nil && x.ledgerRetired == nil && x.days == nil {
+		r.extra = nil
+		return
+	}
+	r.extra = &x
+}
+
+// change replaces the record's extra part by a changed copy.
+func (r *threadRecord) change(f func(x *threadExtra)) {
+	x := r.more()
+	f(&x)
+	r.setMore(x)
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -372,8 +410,8 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 			k := s.series.keys[e.id]
 			c[k] = satAdd(c[k], e.v)
 		}
-		if partial && rec.win != nil {
-			led = s.withRows(led, rec.win.prefixLedger)
+		if win := rec.more().win; partial && win != nil {
+			led = s.withRows(led, win.prefixLedger)
 		}
 		win = s.nextWindow(pinned, repo, c, led, sum, w.next)
 	}
@@ -400,7 +438,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		}
 		identityMoved = true
 	}
-	for _, e := range rec.retired {
+	for _, e := range rec.more().retired {
 		k := s.series.keys[e.id]
 		c[k] = satAdd(c[k], e.v)
 	}
@@ -409,10 +447,10 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		rec.pinGen++
 		identityMoved = true
 	}
-	if win != nil || rec.win != nil {
+	if win != nil || rec.more().win != nil {
 		// A whole snapshot without a next window, or a window that
 		// cannot be kept, drops the one the thread had.
-		rec.win = win
+		rec.change(func(x *threadExtra) { x.win = win })
 		identityMoved = true
 	}
 	changed := s.merge(rec, c, &res, led)
@@ -447,7 +485,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led map[SeriesKey][]bucketValue) bool {
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
-	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
+	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.more().ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
 		nowTokens: res.ledger, costs: res.ledgerCost}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
@@ -508,14 +546,15 @@ func copyExact(c compactContribution) compactContribution {
 // covers reports whether snapshot c, with the thread's retired part, gives
 // at least what the thread counted in every series its items give.
 func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
+	retired := rec.more().retired
 	for _, e := range rec.contrib {
 		k := s.series.keys[e.id]
 		if !itemFamilies[k.Fam] {
 			continue
 		}
 		v := c[k]
-		if i, ok := rec.retired.find(e.id); ok {
-			v = satAdd(v, rec.retired[i].v)
+		if i, ok := retired.find(e.id); ok {
+			v = satAdd(v, retired[i].v)
 		}
 		if v < e.v {
 			return false
@@ -547,7 +586,7 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 			retired[k] = v
 		}
 	}
-	rec.retired = s.series.compact(retired)
+	rec.change(func(x *threadExtra) { x.retired = s.series.compact(retired) })
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {
