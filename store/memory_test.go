@@ -1,7 +1,9 @@
 package store
 
 import (
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -28,13 +30,20 @@ func memoryCorpus(n int) (names []string, files [][]byte) {
 // worked in is rewritten.
 func memoryStore(tb testing.TB, names []string, files [][]byte) *ThreadStore {
 	tb.Helper()
+	return memoryStoreOf(tb, len(files), func(i int) (string, []byte) { return names[i], files[i] })
+}
+
+// memoryStoreOf is memoryStore of n threads read one by one from thread.
+func memoryStoreOf(tb testing.TB, n int, threadAt func(i int) (string, []byte)) *ThreadStore {
+	tb.Helper()
 	tab, err := pricing.Embedded(func() time.Time { return fixedNow })
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := NewThreadStore(StoreOptions{Now: func() time.Time { return fixedNow }, Repositories: NewRepositories(nil)})
 	s.SetPrices(pricing.New(tab, "genai-prices", "test", nil))
-	for i, data := range files {
+	for i := range n {
+		name, data := threadAt(i)
 		// A parser per thread: its summary's items stay valid (Apply
 		// refuses those of a parser that parsed again).
 		th, err := thread.NewParser().ParseBytes(data)
@@ -42,14 +51,14 @@ func memoryStore(tb testing.TB, names []string, files [][]byte) *ThreadStore {
 			tb.Fatal(err)
 		}
 		sum := thread.Summarize(th)
-		s.Apply("/d/"+names[i], FileVersion{Size: int64(len(data))}, sum)
+		s.Apply("/d/"+name, FileVersion{Size: int64(len(data))}, sum)
 		for j := range sum.Items {
 			if sum.Items[j].Tokens.Output > 0 {
 				sum.Items[j].Tokens.Output++
 				break
 			}
 		}
-		s.Apply("/d/"+names[i], FileVersion{Size: int64(len(data)) + 1}, sum)
+		s.Apply("/d/"+name, FileVersion{Size: int64(len(data)) + 1}, sum)
 	}
 	return s
 }
@@ -165,4 +174,37 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// BenchmarkThreadStoreMemory reports what a store set up as the
+// exporter's keeps for a generated corpus of AMP_BENCH_THREADS threads
+// (default 2,000; 8 kB each on average, as the state benchmarks' and
+// scripts/bench-state.sh's): the heap live after a collection with the
+// store less that before it (MB-live), per thread (bytes/thread), and the
+// heap the process took from the system by then (MB-heap-sys, the
+// corpus is generated one thread at a time and not kept):
+//
+//	AMP_BENCH_THREADS=30000 go test ./store -run '^$' -bench ThreadStoreMemory -benchtime 1x
+func BenchmarkThreadStoreMemory(b *testing.B) {
+	n := 2000
+	if v := os.Getenv("AMP_BENCH_THREADS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("AMP_BENCH_THREADS=%q: want a whole number", v)
+		}
+	}
+	for range b.N {
+		// The generator's tables are live in both measures.
+		g := threadgen.New(threadgen.Options{Threads: n, TotalBytes: int64(n) * 8000, Seed: 9})
+		base := liveHeap()
+		s := memoryStoreOf(b, g.Len(), g.Thread)
+		live := float64(liveHeap()) - float64(base)
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		runtime.KeepAlive(s)
+		runtime.KeepAlive(g)
+		b.ReportMetric(live/1e6, "MB-live")
+		b.ReportMetric(live/float64(n), "bytes/thread")
+		b.ReportMetric(float64(m.HeapSys)/1e6, "MB-heap-sys")
+	}
 }
