@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -182,7 +183,9 @@ func liveHeap() uint64 {
 // scripts/bench-state.sh's): the heap live after a collection with the
 // store less that before it (MB-live), per thread (bytes/thread), and the
 // heap the process took from the system by then (MB-heap-sys, the
-// corpus is generated one thread at a time and not kept):
+// corpus is generated one thread at a time and not kept). With
+// AMP_BENCH_HEAP_PROFILE set it writes a heap profile there while the
+// store is live, for go tool pprof -sample_index=inuse_space:
 //
 //	AMP_BENCH_THREADS=30000 go test ./store -run '^$' -bench ThreadStoreMemory -benchtime 1x
 func BenchmarkThreadStoreMemory(b *testing.B) {
@@ -201,10 +204,26 @@ func BenchmarkThreadStoreMemory(b *testing.B) {
 		live := float64(liveHeap()) - float64(base)
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
+		if path := os.Getenv("AMP_BENCH_HEAP_PROFILE"); path != "" {
+			writeHeapProfile(b, path)
+		}
 		runtime.KeepAlive(s)
 		runtime.KeepAlive(g)
 		b.ReportMetric(live/1e6, "MB-live")
 		b.ReportMetric(live/float64(n), "bytes/thread")
 		b.ReportMetric(float64(m.HeapSys)/1e6, "MB-heap-sys")
+	}
+}
+
+// writeHeapProfile writes the heap's profile as of the last collection.
+func writeHeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		tb.Fatalf("heap profile %q: %v", path, err)
 	}
 }
