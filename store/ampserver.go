@@ -120,6 +120,9 @@ func (s *ThreadStore) applyBilledLocked(id string, usd map[string]float64) bool 
 			s.addTo(rec, SeriesKey{Fam: FamBilled, L1: kind, Repo: rec.repo}, add[i])
 		}
 	}
+	if cap(rec.contrib) > len(rec.contrib) {
+		rec.contrib = copyExact(rec.contrib) // the room an insert left
+	}
 	s.lastChange = s.now()
 	s.generation++
 	// Saved with the next delta: the bill often arrives after the

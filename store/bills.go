@@ -23,10 +23,10 @@ func (s *ThreadStore) BilledAt(id string) (FileVersion, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	rec := s.threads[billKey(id)]
-	if rec == nil || rec.billedAt == nil {
+	if rec == nil || rec.more().billedAt == nil {
 		return FileVersion{}, false
 	}
-	return *rec.billedAt, true
+	return *rec.more().billedAt, true
 }
 
 // ApplyOthersBill records the bill of thread id, which another source
@@ -49,8 +49,8 @@ func (s *ThreadStore) ApplyOthersBill(id string, usd map[string]float64, at File
 		rec.repo, rec.repoSet = value, true
 		s.changedThreads[key] = struct{}{}
 	}
-	if rec.billedAt == nil || *rec.billedAt != at {
-		rec.billedAt = &at // replaced, never changed in place (threadRecord)
+	if was := rec.more().billedAt; was == nil || *was != at {
+		rec.change(func(x *threadExtra) { x.billedAt = &at }) // replaced, never changed in place (threadRecord)
 		s.changedThreads[key] = struct{}{}
 		s.generation++
 	}

@@ -49,7 +49,7 @@ func (s *ThreadStore) DayBills(id string) []DayBill {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if rec := s.threads[id]; rec != nil {
-		return slices.Clone(rec.days)
+		return slices.Clone(rec.more().days)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (s *ThreadStore) MarkDayBillsDue(id string, days []DayBill) int {
 	if rec == nil || len(days) == 0 {
 		return 0
 	}
-	next := slices.Clone(rec.days)
+	next := slices.Clone(rec.more().days)
 	n := 0
 	for _, d := range days {
 		if d.End <= d.Start {
@@ -89,8 +89,8 @@ func (s *ThreadStore) MarkDayBillsDue(id string, days []DayBill) int {
 	if len(next) > maxDayBills {
 		next = slices.Clone(next[len(next)-maxDayBills:])
 	}
-	if n > 0 || len(next) != len(rec.days) {
-		rec.days = next
+	if n > 0 || len(next) != len(rec.more().days) {
+		rec.change(func(x *threadExtra) { x.days = next })
 		s.changedThreads[id] = struct{}{}
 		s.generation++
 	}
@@ -103,7 +103,7 @@ func (s *ThreadStore) DueDayBills(since int64, limit int) []DueDayBill {
 	s.mu.RLock()
 	var out []DueDayBill
 	for id, rec := range s.threads {
-		for _, d := range rec.days {
+		for _, d := range rec.more().days {
 			if d.Due && d.End > since {
 				out = append(out, DueDayBill{ID: id, Start: d.Start, End: d.End})
 			}
@@ -143,16 +143,17 @@ func (s *ThreadStore) setDay(id string, start, end int64, set func(*DayBill)) bo
 	if rec == nil {
 		return false
 	}
-	i, found := slices.BinarySearchFunc(rec.days, start, func(b DayBill, at int64) int { return cmp.Compare(b.Start, at) })
-	if !found || rec.days[i].End != end {
+	days := rec.more().days
+	i, found := slices.BinarySearchFunc(days, start, func(b DayBill, at int64) int { return cmp.Compare(b.Start, at) })
+	if !found || days[i].End != end {
 		return false
 	}
-	next := slices.Clone(rec.days)
+	next := slices.Clone(days)
 	set(&next[i])
-	if next[i] == rec.days[i] {
+	if next[i] == days[i] {
 		return false
 	}
-	rec.days = next
+	rec.change(func(x *threadExtra) { x.days = next })
 	s.changedThreads[id] = struct{}{}
 	s.generation++
 	return true
@@ -169,7 +170,7 @@ func (s *ThreadStore) Bills() []ledger.Bill {
 		if strings.HasPrefix(id, billPrefix) {
 			continue
 		}
-		for _, d := range rec.days {
+		for _, d := range rec.more().days {
 			if d.ReadAt > 0 {
 				out = append(out, ledger.Bill{Start: d.Start, End: d.End, Session: id, Repo: rec.repo, USD: d.USD})
 			}

@@ -169,13 +169,14 @@ func threadStateOf(keys []SeriesKey, rec threadRecord) ThreadState {
 	slices.SortFunc(series, func(a, b SeriesValue) int {
 		return cmp.Or(cmp.Compare(a.Family, b.Family), cmp.Compare(a.L1, b.L1), cmp.Compare(a.L2, b.L2))
 	})
-	win := windowStateOf(keys, rec.win)
+	more := rec.more()
+	win := windowStateOf(keys, more.win)
 	if win != nil {
-		win.Ledger = ledgerStateOf(keys, series, rec.win.prefixLedger)
+		win.Ledger = ledgerStateOf(keys, series, more.win.prefixLedger)
 	}
-	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: rec.billedAt,
-		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, rec.ledgerRetired),
-		LedgerCoarse: coarseStateOf(rec.ledgerCoarse), DayBills: rec.days}
+	return ThreadState{LastActivity: rec.lastActivity, Series: series, Window: win, BilledAt: more.billedAt,
+		Repository: rec.repo, Ledger: ledgerStateOf(keys, series, rec.ledger), LedgerRetired: ledgerStateOf(keys, series, more.ledgerRetired),
+		LedgerCoarse: coarseStateOf(more.ledgerCoarse), DayBills: more.days}
 }
 
 // ImportThread restores one thread's persisted contribution into a store
@@ -219,11 +220,11 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 		}
 		out = append(out, e)
 	}
-	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, billedAt: ts.BilledAt, repo: repo, repoSet: true,
-		days: dayBillsOf(ts.DayBills)}
+	rec := &threadRecord{contrib: slices.Clip(out), lastActivity: ts.LastActivity, repo: repo, repoSet: true}
+	rec.setMore(threadExtra{billedAt: ts.BilledAt, days: dayBillsOf(ts.DayBills)})
 	if identityOK {
 		s.restoreIdentity(rec, ts)
-		rec.win = s.restoreWindow(ts.Window, repo)
+		rec.change(func(x *threadExtra) { x.win = s.restoreWindow(ts.Window, repo) })
 	}
 	if s.restoreLedger(rec, ts, repo, identityOK) {
 		s.ledgerRepairs++

@@ -694,7 +694,7 @@ func (s *ThreadStore) PinBytes() (total, threads int) {
 // outside the store's lock.
 func identityStateOf(keys []SeriesKey, tt *tupleTable, rec *threadRecord) (*PinState, []SeriesValue) {
 	var retired []SeriesValue
-	for _, e := range rec.retired {
+	for _, e := range rec.more().retired {
 		k := keys[e.id]
 		retired = append(retired, SeriesValue{Family: string(k.Fam), L1: k.L1, L2: k.L2, Value: e.v})
 	}
@@ -729,7 +729,7 @@ func (s *ThreadStore) importIdentity(st *State) {
 func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 	rec.pins = importPins(&s.tuples, ts.Pins)
 	rec.pinGen++
-	rec.retired = nil
+	rec.change(func(x *threadExtra) { x.retired = nil })
 	if len(ts.Retired) > 0 {
 		retired := contribution{}
 		for _, sv := range ts.Retired {
@@ -741,6 +741,6 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 			}
 			retired[k] = satAdd(retired[k], sv.Value)
 		}
-		rec.retired = s.series.compact(retired)
+		rec.change(func(x *threadExtra) { x.retired = s.series.compact(retired) })
 	}
 }

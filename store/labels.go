@@ -24,9 +24,12 @@ const maxLabelLength = labelvalue.MaxBytes
 // a value keeps its series for the life of the counters. One LabelCap is
 // shared by every source, so the cap bounds a label's series in total.
 type LabelCap struct {
-	mu       sync.Mutex
-	max      int
-	admitted map[string]map[string]struct{}
+	mu  sync.Mutex
+	max int
+	// admitted holds, per label, each admitted value as key and value:
+	// value hands out the copy it keeps, so that tens of thousands of
+	// threads under a few repositories hold a few strings, not one each.
+	admitted map[string]map[string]string
 	folded   map[string]*distinctSet // per label: the distinct values folded, in bounded memory
 	// untrusted holds, per label, the admitted values that only
 	// unauthenticated sources (ingest) brought in. They have a quota of
@@ -48,7 +51,7 @@ func NewLabelCap(max int, onFold func(string)) *LabelCap {
 	}
 	return &LabelCap{
 		max:       max,
-		admitted:  map[string]map[string]struct{}{},
+		admitted:  map[string]map[string]string{},
 		folded:    map[string]*distinctSet{},
 		untrusted: map[string]map[string]struct{}{},
 		onFold:    onFold,
@@ -88,19 +91,20 @@ func (c *LabelCap) value(label, v string) string {
 	defer c.mu.Unlock()
 	set := c.admitted[label]
 	if set == nil {
-		set = map[string]struct{}{}
+		set = map[string]string{}
 		c.admitted[label] = set
 	}
 	unt := c.untrusted[label]
 	trusted := len(set) - len(unt)
-	if _, ok := set[v]; ok {
+	if kept, ok := set[v]; ok {
 		if _, was := unt[v]; was && trusted < c.max {
 			delete(unt, v) // the user's own data has it too
 		}
-		return v
+		return kept
 	}
 	if trusted < c.max {
-		set[v] = struct{}{}
+		v = strings.Clone(v) // not a part of a larger string it would keep
+		set[v] = v
 		return v
 	}
 	c.foldedLocked(label, LabelHash(v))
@@ -143,11 +147,11 @@ func (c *LabelCap) valueUntrusted(label, v string) string {
 	defer c.mu.Unlock()
 	set := c.admitted[label]
 	if set == nil {
-		set = map[string]struct{}{}
+		set = map[string]string{}
 		c.admitted[label] = set
 	}
-	if _, ok := set[v]; ok {
-		return v
+	if kept, ok := set[v]; ok {
+		return kept
 	}
 	unt := c.untrusted[label]
 	if unt == nil {
@@ -155,8 +159,9 @@ func (c *LabelCap) valueUntrusted(label, v string) string {
 		c.untrusted[label] = unt
 	}
 	if len(unt) < max(1, c.max/2) {
+		v = strings.Clone(v)
 		unt[v] = struct{}{}
-		set[v] = struct{}{}
+		set[v] = v
 		return v
 	}
 	c.foldedLocked(label, LabelHash(v))
@@ -185,12 +190,12 @@ func (c *LabelCap) restore(admitted map[string][]string) {
 		}
 		set := c.admitted[label]
 		if set == nil {
-			set = map[string]struct{}{}
+			set = map[string]string{}
 			c.admitted[label] = set
 		}
 		for _, v := range vals {
 			if v = sanitizeLabel(v); v != OtherValue { // as saved by earlier versions
-				set[v] = struct{}{}
+				set[v] = v
 			}
 		}
 	}

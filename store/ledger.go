@@ -193,7 +193,7 @@ func (s *ThreadStore) retireLedger(rec *threadRecord, now, fresh map[SeriesKey][
 			rows = append(rows, ledgerRow{r.b, r.id, v})
 		}
 	}
-	rec.ledgerRetired = rows
+	rec.change(func(x *threadExtra) { x.ledgerRetired = rows })
 }
 
 // valueAt is the value of bucket b in vs (sorted by bucket).
@@ -351,7 +351,7 @@ func (sp *ledgerSpread) grow(k SeriesKey, g int64) {
 		if g == 0 {
 			return
 		}
-		if bv.b < from && bv.b != undatedBucket || inSpans(sp.rec.ledgerCoarse, bv.b) {
+		if bv.b < from && bv.b != undatedBucket || inSpans(sp.rec.coarse(), bv.b) {
 			// A coarsened stretch holds its spend in one of its buckets:
 			// the others are not short.
 			continue
@@ -448,27 +448,42 @@ func (sp *ledgerSpread) commit() {
 	if len(sp.add) == 0 {
 		return
 	}
-	rows := slices.Clone(sp.rec.ledger)
-	var fresh []ledgerRow
+	// The rows are kept for every thread ever seen: they go into an array
+	// of exactly their number (appended to, it would keep growth room).
+	old := sp.rec.ledger
+	find := func(slot ledgerSlot) (int, bool) {
+		return slices.BinarySearchFunc(old, slot, func(r ledgerRow, t ledgerSlot) int {
+			return cmp.Or(cmp.Compare(r.id, t.id), cmp.Compare(r.b, t.b))
+		})
+	}
+	fresh := 0
+	for slot, v := range sp.add {
+		if _, ok := find(slot); v > 0 && !ok {
+			fresh++
+		}
+	}
+	if len(old) == 0 && fresh == 0 {
+		return // nothing grew
+	}
+	rows := make([]ledgerRow, len(old), len(old)+fresh)
+	copy(rows, old)
 	for slot, v := range sp.add {
 		if v <= 0 {
 			continue
 		}
-		i, ok := slices.BinarySearchFunc(rows, slot, func(r ledgerRow, t ledgerSlot) int {
-			return cmp.Or(cmp.Compare(r.id, t.id), cmp.Compare(r.b, t.b))
-		})
-		if ok {
+		if i, ok := find(slot); ok {
 			rows[i].v = satAdd(rows[i].v, v)
 			continue
 		}
-		fresh = append(fresh, ledgerRow{slot.b, slot.id, v})
+		rows = append(rows, ledgerRow{slot.b, slot.id, v})
 	}
-	if len(fresh) > 0 {
-		rows = append(rows, fresh...)
+	if fresh > 0 {
 		sortLedger(rows)
-		rows, sp.rec.ledgerCoarse = coarsenLedger(rows, sp.rec.ledgerCoarse, sp.s.ledgerMax, sp.s.ledgerZone)
+		var spans []coarseSpan
+		rows, spans = coarsenLedger(rows, sp.rec.coarse(), sp.s.ledgerMax, sp.s.ledgerZone)
+		sp.rec.setCoarse(spans)
 	}
-	sp.rec.ledger = slices.Clip(rows)
+	sp.rec.ledger = rows
 }
 
 func sortLedger(rows []ledgerRow) {
@@ -524,7 +539,8 @@ func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 		}
 		out = append(out, r)
 	}
-	out, rec.ledgerCoarse = coarsenLedger(out, rec.ledgerCoarse, s.ledgerMax, s.ledgerZone)
+	out, spans := coarsenLedger(out, rec.coarse(), s.ledgerMax, s.ledgerZone)
+	rec.setCoarse(spans)
 	rec.ledger = slices.Clip(out)
 	return true
 }
@@ -754,8 +770,8 @@ func ledgerStateOf(keys []SeriesKey, series SeriesList, rows threadLedger) []Led
 func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo string, identityOK bool) bool {
 	var bad bool
 	rec.ledger, bad = s.ledgerRows(ts.Series, ts.Ledger, repo)
-	var badCoarse bool
-	rec.ledgerCoarse, badCoarse = coarseSpansOf(ts.LedgerCoarse)
+	spans, badCoarse := coarseSpansOf(ts.LedgerCoarse)
+	rec.setCoarse(spans)
 	bad = bad || badCoarse
 	// The retired part of the ledger goes with the counters' (restored
 	// with the pins, when they check out).
@@ -764,17 +780,18 @@ func (s *ThreadStore) restoreLedger(rec *threadRecord, ts ThreadState, repo stri
 		var retired threadLedger
 		retired, badRetired = s.ledgerRows(ts.Series, ts.LedgerRetired, repo)
 		if len(retired) > 0 && !badRetired {
-			rec.ledgerRetired = retired
+			rec.change(func(x *threadExtra) { x.ledgerRetired = retired })
 		}
 	}
-	if rec.win != nil && ts.Window != nil {
+	if win := rec.more().win; win != nil && ts.Window != nil {
 		// A window whose prefix rows do not check out is dropped: the
-		// thread is read whole next time.
+		// thread is read whole next time. (The window is the one just
+		// restored, not yet seen by anything else: it may be changed.)
 		rows, badWindow := s.ledgerRows(ts.Series, ts.Window.Ledger, repo)
 		if badWindow {
-			rec.win = nil
+			rec.change(func(x *threadExtra) { x.win = nil })
 		} else {
-			rec.win.prefixLedger = rows
+			win.prefixLedger = rows
 		}
 	}
 	return s.settleLedger(rec) || bad || badRetired

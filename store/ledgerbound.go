@@ -302,7 +302,7 @@ func (s *ThreadStore) LedgerCoarsened() []ledger.Span {
 	var spans []coarseSpan
 	s.mu.RLock()
 	for _, rec := range s.threads {
-		spans = append(spans, rec.ledgerCoarse...)
+		spans = append(spans, rec.coarse()...)
 	}
 	s.mu.RUnlock()
 	spans = mergeSpans(spans)

@@ -91,6 +91,27 @@ type threadRecord struct {
 	// changes.
 	pins   pinBlob
 	pinGen uint64
+	// repo is the thread's repository label value, pinned when the thread
+	// is first counted (repoSet) and never changed after (repository.go);
+	// a record restored from a state file is pinned to the value saved
+	// with it ("" for states written before the label).
+	repo    string
+	repoSet bool
+	// ledger is when the thread's money series grew, per bucket
+	// (ledger.go): its rows of a series add up to the series' value in
+	// contrib.
+	ledger threadLedger
+	// extra is what few threads have (threadExtra); nil for the others.
+	extra *threadExtra
+}
+
+// threadExtra is the part of a thread's record that only a truncated
+// thread or a server thread has. Behind one pointer, it costs the tens of
+// thousands of other threads 8 bytes each instead of 88 (a record is kept
+// for every thread ever seen). Like the record's other fields it is
+// replaced, never changed in place (setMore): a shallow copy of the
+// record shares it.
+type threadExtra struct {
 	// retired is what items no longer in the file counted (retire); nil
 	// until the thread is first truncated.
 	retired compactContribution
@@ -101,17 +122,9 @@ type threadRecord struct {
 	// how the server listed the thread when the bill was read; nil for a
 	// thread's own record.
 	billedAt *FileVersion
-	// repo is the thread's repository label value, pinned when the thread
-	// is first counted (repoSet) and never changed after (repository.go);
-	// a record restored from a state file is pinned to the value saved
-	// with it ("" for states written before the label).
-	repo    string
-	repoSet bool
-	// ledger is when the thread's money series grew, per bucket
-	// (ledger.go): its rows of a series add up to the series' value in
-	// contrib. ledgerRetired is, per bucket, what the items that left the
-	// thread hold in it (retireLedger), nil until it is first truncated.
-	ledger, ledgerRetired threadLedger
+	// ledgerRetired is, per bucket, what the items that left the thread
+	// hold in its ledger (retireLedger), nil until it is first truncated.
+	ledgerRetired threadLedger
 	// ledgerCoarse are the stretches of ledger whose rows were merged to
 	// keep it within its bound (ledgerbound.go), sorted and apart; nil
 	// for all but long threads.
@@ -119,6 +132,48 @@ type threadRecord struct {
 	// days are a server thread's bills per day (bills_daily.go), sorted
 	// and disjoint; replaced, never changed in place.
 	days []DayBill
+}
+
+// more is the record's extra part, the zero value when it has none.
+func (r *threadRecord) more() threadExtra {
+	if r.extra == nil {
+		return threadExtra{}
+	}
+	return *r.extra
+}
+
+// setMore replaces the record's extra part by a new one holding x, or by
+// none when every field of x is nil.
+func (r *threadRecord) setMore(x threadExtra) {
+	if x.retired == nil && x.win == nil && x.billedAt == nil && x.ledgerRetired == nil && x.ledgerCoarse == nil && x.days == nil {
+		r.extra = nil
+		return
+	}
+	r.extra = &x
+}
+
+// coarse is the record's coarsened stretches of ledger (ledgerbound.go),
+// without copying its extra part.
+func (r *threadRecord) coarse() []coarseSpan {
+	if r.extra == nil {
+		return nil
+	}
+	return r.extra.ledgerCoarse
+}
+
+// setCoarse replaces the record's coarsened stretches of ledger.
+func (r *threadRecord) setCoarse(spans []coarseSpan) {
+	if len(spans) == 0 && r.coarse() == nil {
+		return
+	}
+	r.change(func(x *threadExtra) { x.ledgerCoarse = spans })
+}
+
+// change replaces the record's extra part by a changed copy.
+func (r *threadRecord) change(f func(x *threadExtra)) {
+	x := r.more()
+	f(&x)
+	r.setMore(x)
 }
 
 // seriesIndex numbers the series a store has seen, so that a thread's
@@ -205,6 +260,12 @@ type ThreadStore struct {
 	// ledgerRepairs counts restored threads whose ledger did not add up
 	// to their counters (restoreLedger).
 	ledgerRepairs int
+	// mergeBuf is where merge puts a thread's series together, reused by
+	// every Apply under the write lock: the record then gets a copy of
+	// exactly their number. Built by appends, the record's own array
+	// would keep their growth room, up to as much again, for every thread
+	// ever seen.
+	mergeBuf compactContribution
 }
 
 // SetPrices changes the prices applied to tokens counted from now on;
@@ -392,8 +453,8 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 			k := s.series.keys[e.id]
 			c[k] = satAdd(c[k], e.v)
 		}
-		if partial && rec.win != nil {
-			led = s.withRows(led, rec.win.prefixLedger)
+		if win := rec.more().win; partial && win != nil {
+			led = s.withRows(led, win.prefixLedger)
 		}
 		win = s.nextWindow(pinned, repo, c, led, sum, w.next)
 	}
@@ -420,7 +481,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		}
 		identityMoved = true
 	}
-	for _, e := range rec.retired {
+	for _, e := range rec.more().retired {
 		k := s.series.keys[e.id]
 		c[k] = satAdd(c[k], e.v)
 	}
@@ -429,10 +490,10 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		rec.pinGen++
 		identityMoved = true
 	}
-	if win != nil || rec.win != nil {
+	if win != nil || rec.more().win != nil {
 		// A whole snapshot without a next window, or a window that
 		// cannot be kept, drops the one the thread had.
-		rec.win = win
+		rec.change(func(x *threadExtra) { x.win = win })
 		identityMoved = true
 	}
 	changed := s.merge(rec, c, &res, led)
@@ -467,13 +528,13 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led map[SeriesKey][]bucketValue) bool {
 	changed := false
 	grown := make(map[SeriesKey]int64, len(res.rates))
-	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
+	spread := &ledgerSpread{s: s, rec: rec, now: s.withRows(led, rec.more().ledgerRetired), add: map[ledgerSlot]int64{}, tokens: map[SeriesKey][]bucketValue{},
 		nowTokens: res.ledger, costs: res.ledgerCost}
 	// Merge the new snapshot into the record, both sorted by series
 	// number: each series keeps the larger value, and the totals grow by
 	// the difference.
 	upd := s.series.compact(c)
-	merged := make(compactContribution, 0, len(rec.contrib)+len(upd))
+	merged := s.mergeBuf[:0]
 	rest := rec.contrib
 	for _, e := range upd {
 		for len(rest) > 0 && rest[0].id < e.id {
@@ -511,20 +572,32 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		}
 	})
 	spread.commit()
+	// The record gets a copy, always: the buffer is the next Apply's.
+	// addTo may have moved the series to a larger array: keep that one.
+	s.mergeBuf = rec.contrib[:0]
+	rec.contrib = copyExact(rec.contrib)
 	return changed
+}
+
+// copyExact is a copy of c in an array of its own length.
+func copyExact(c compactContribution) compactContribution {
+	out := make(compactContribution, len(c))
+	copy(out, c)
+	return out
 }
 
 // covers reports whether snapshot c, with the thread's retired part, gives
 // at least what the thread counted in every series its items give.
 func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
+	retired := rec.more().retired
 	for _, e := range rec.contrib {
 		k := s.series.keys[e.id]
 		if !itemFamilies[k.Fam] {
 			continue
 		}
 		v := c[k]
-		if i, ok := rec.retired.find(e.id); ok {
-			v = satAdd(v, rec.retired[i].v)
+		if i, ok := retired.find(e.id); ok {
+			v = satAdd(v, retired[i].v)
 		}
 		if v < e.v {
 			return false
@@ -556,7 +629,7 @@ func (s *ThreadStore) retire(rec *threadRecord, c, fresh contribution) {
 			retired[k] = v
 		}
 	}
-	rec.retired = s.series.compact(retired)
+	rec.change(func(x *threadExtra) { x.retired = s.series.compact(retired) })
 }
 
 func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {

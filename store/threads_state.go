@@ -176,8 +176,8 @@ func (s *ThreadStore) Import(st *State) error {
 		for k, v := range c {
 			s.totals[k] = satAdd(s.totals[k], v)
 		}
-		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, win: s.restoreWindow(ts.Window, repo),
-			billedAt: ts.BilledAt, repo: repo, repoSet: true, days: dayBillsOf(ts.DayBills)}
+		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, repo: repo, repoSet: true}
+		rec.setMore(threadExtra{win: s.restoreWindow(ts.Window, repo), billedAt: ts.BilledAt, days: dayBillsOf(ts.DayBills)})
 		if s.restoreLedger(rec, ts, repo, true) {
 			s.ledgerRepairs++
 		}

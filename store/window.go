@@ -88,10 +88,10 @@ func (s *ThreadStore) Window(path string) (Window, bool) {
 		return Window{}, false
 	}
 	rec := s.threads[f.Key]
-	if rec == nil || rec.win == nil {
+	if rec == nil || rec.more().win == nil {
 		return Window{}, false
 	}
-	return rec.win.Window, true
+	return rec.more().win.Window, true
 }
 
 // ApplyWindow applies a thread's window: sum holds the items of its
@@ -123,7 +123,7 @@ func (s *ThreadStore) windowBase(rec *threadRecord, sum *thread.Summary, w Windo
 	if w.Start == 0 {
 		return nil, nil // a whole snapshot
 	}
-	win := rec.win
+	win := rec.more().win
 	if win == nil || win.Start != w.Start || win.Anchor != w.Anchor {
 		return nil, ErrWindowStale
 	}
