@@ -10,7 +10,8 @@ import "testing"
 // the same run, turn about: the 2 MB thread of 80 edit_file calls of 4,097
 // unrelated lines each, and threads of such edits (and of 9,000 lines,
 // past the bit-parallel LCS) filling the 64 MiB file limit. It reports the
-// median CPU per parse of each way, their ratio and the edits counted:
+// median CPU per parse of each way, their ratio, the edits and those
+// counted:
 //
 //	go test ./parser/thread -run '^$' -bench DiffWorkPerParse -benchtime 3x
 func BenchmarkDiffWorkPerParse(b *testing.B) {
@@ -28,7 +29,7 @@ func BenchmarkDiffWorkPerParse(b *testing.B) {
 			counting, skipping := NewParser(), NewParser()
 			skipping.SkipLineCounts()
 			var full, skip []float64
-			var counted int
+			var counted, edits int
 			for i := 0; b.Loop(); i++ {
 				for k := range 2 {
 					p := counting
@@ -43,8 +44,11 @@ func BenchmarkDiffWorkPerParse(b *testing.B) {
 					ms := (cpuTime(b) - start).Seconds() * 1000
 					if p == counting {
 						full = append(full, ms)
-						counted = 0
+						counted, edits = 0, 0
 						for _, it := range Summarize(th).Items {
+							if it.Tool == "Edit" {
+								edits++
+							}
 							if it.Lines {
 								counted++
 							}
@@ -59,6 +63,7 @@ func BenchmarkDiffWorkPerParse(b *testing.B) {
 			b.ReportMetric(median(skip), "ms-uncounted/parse")
 			b.ReportMetric(median(full)/median(skip), "ratio")
 			b.ReportMetric(float64(counted), "edits-counted")
+			b.ReportMetric(float64(edits), "edits")
 		})
 	}
 }
