@@ -19,11 +19,27 @@ const (
 // parsed again whole at every change. The zero Budget has nothing left.
 type Budget struct {
 	left, used int64
+	// a and b hold the lines of the texts diffed, reused from diff to
+	// diff.
+	a, b []string
 }
 
 // NewBudget returns a budget of cells (the unit of MaxCells: a line
 // compared or a step of a search).
 func NewBudget(cells int64) Budget { return Budget{left: cells} }
+
+// maxKeptLines bounds the line buffers a Budget keeps between diffs: one
+// huge edit should not pin them for good.
+const maxKeptLines = 1 << 16
+
+// Reset gives b cells anew and forgets the work spent, keeping its
+// buffers.
+func (b *Budget) Reset(cells int64) {
+	b.left, b.used = cells, 0
+	if cap(b.a) > maxKeptLines || cap(b.b) > maxKeptLines {
+		b.a, b.b = nil, nil
+	}
+}
 
 // Used is the work spent so far, in cells.
 func (b *Budget) Used() int64 { return b.used }
@@ -35,7 +51,14 @@ func (b *Budget) Used() int64 { return b.used }
 // the search that overruns it stops there and leaves its edit Uncounted
 // too, unless it was past MaxCells (Approximate, as Diff).
 func (b *Budget) Diff(old, new string) (added, removed int64, c Count) {
-	added, removed, c, work := diff(old, new, b.left)
+	if old == new {
+		return 0, 0, Exact
+	}
+	var work int64
+	b.a, b.b = splitInto(b.a[:0], old), splitInto(b.b[:0], new)
+	added, removed, c, work = diff(b.a, b.b, b.left)
+	clear(b.a) // keep no string alive past the call
+	clear(b.b)
 	b.used += work
 	b.left = max(b.left-work, 0)
 	return added, removed, c

@@ -83,3 +83,32 @@ func TestBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestMyersWithinBudget: whatever its budget, Myers' search (which sizes
+// its diagonals by the rows the budget allows) gives Amp's distance when
+// it finishes and gives up only past its budget; rowsWithin is the least
+// row count whose cells overrun a budget.
+func TestMyersWithinBudget(t *testing.T) {
+	for budget := range int64(2000) {
+		d := int64(rowsWithin(budget))
+		if (d+1)*(d+2)/2 <= budget || d > 0 && d*(d+1)/2 > budget {
+			t.Fatalf("rowsWithin(%d) = %d", budget, d)
+		}
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := range 2000 {
+		var a, b []string
+		for range 1 + r.IntN(40) {
+			a = append(a, string(rune('a'+r.IntN(5))))
+		}
+		for range 1 + r.IntN(40) {
+			b = append(b, string(rune('a'+r.IntN(5))))
+		}
+		na, nr := ampDiff(strings.Join(a, "\n"), strings.Join(b, "\n"))
+		budget := int64(r.IntN(400))
+		d, ok, work := myers(a, b, budget)
+		if ok && int64(d) != na+nr || !ok && work <= budget {
+			t.Fatalf("case %d: myers(%q, %q, %d) = %d %v after %d cells, Amp %d", i, a, b, budget, d, ok, work, na+nr)
+		}
+	}
+}

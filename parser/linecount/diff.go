@@ -25,22 +25,21 @@ const MaxCells = 1 << 24
 //
 // Diff bounds the work of one diff only; Budget.Diff bounds that of many.
 func Diff(old, new string) (added, removed int64, exact bool) {
-	b := Budget{left: math.MaxInt64}
-	added, removed, c := b.Diff(old, new)
-	return added, removed, c == Exact
-}
-
-// diff is Diff under a budget of left cells (at most MaxCells are spent on
-// one diff whatever left is). work is what it spent. Past left, only a
-// search that costs no more than the lines it compares (cheap) is made;
-// any other is Uncounted.
-func diff(old, new string, left int64) (added, removed int64, c Count, work int64) {
 	if old == new {
-		return 0, 0, Exact, 0
+		return 0, 0, true
 	}
 	// The lines of a usual edit fit arrays on the stack: no allocation.
 	var abuf, bbuf [64]string
 	a, b := splitInto(abuf[:0], old), splitInto(bbuf[:0], new)
+	added, removed, c, _ := diff(a, b, math.MaxInt64)
+	return added, removed, c == Exact
+}
+
+// diff is Diff of the lines a and b under a budget of left cells (at most
+// MaxCells are spent on one diff whatever left is). work is what it spent.
+// Past left, only a search that costs no more than the lines it compares
+// (cheap) is made; any other is Uncounted.
+func diff(a, b []string, left int64) (added, removed int64, c Count, work int64) {
 	// Common prefix and suffix cost nothing to the search.
 	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
 		a, b = a[1:], b[1:]
@@ -117,7 +116,10 @@ func diff(old, new string, left int64) (added, removed int64, c Count, work int6
 // the cells it looked at.
 func myers(a, b []string, budget int64) (d int, ok bool, work int64) {
 	n, m := len(a), len(b)
-	maxD := n + m
+	// Row d costs at least d+1 cells: the search gives up by the row past
+	// which the rows' cells alone exceed budget, and v needs no diagonal
+	// beyond it (a search given little does not allocate for every line).
+	maxD := min(n+m, rowsWithin(budget))
 	off := maxD + 1
 	v := make([]int, 2*maxD+3)
 	for d := 0; d <= maxD; d++ {
@@ -144,7 +146,23 @@ func myers(a, b []string, budget int64) (d int, ok bool, work int64) {
 			return 0, false, work
 		}
 	}
+	if maxD < n+m {
+		return 0, false, work // not reached: rowsWithin's rows overrun budget
+	}
 	return maxD, true, work
+}
+
+// rowsWithin is the least d for which rows 0 to d of Myers' search, d+1
+// cells each at least, cost more than budget: (d+1)(d+2)/2 > budget.
+func rowsWithin(budget int64) int {
+	if budget >= 1<<60 {
+		return math.MaxInt32
+	}
+	d := max(int64(math.Sqrt(2*float64(max(budget, 0))))-2, 0)
+	for (d+1)*(d+2)/2 <= budget {
+		d++
+	}
+	return int(d)
 }
 
 // approximate counts the lines of a and b that the other lacks, as

@@ -8,8 +8,9 @@ import "testing"
 // edits takes with its lines counted, against the same parse with them
 // left uncounted (Parser.SkipLineCounts: the inputs read, not diffed) in
 // the same run, turn about: the 2 MB thread of 80 edit_file calls of 4,097
-// unrelated lines each, and threads of such edits (and of 9,000 lines,
-// past the bit-parallel LCS) filling the 64 MiB file limit. It reports the
+// unrelated lines each, 20 edits of 9,000 lines (past the bit-parallel
+// LCS: Myers' search), and threads of such edits filling the 64 MiB file
+// limit. It reports the
 // median CPU per parse of each way, their ratio, the edits and those
 // counted:
 //
@@ -21,6 +22,7 @@ func BenchmarkDiffWorkPerParse(b *testing.B) {
 		size         int // the thread's size, the edits repeated
 	}{
 		{"2MB-80x4097", 80, 4097, 0},
+		{"1MB-20x9000", 20, 9000, 0},
 		{"64MiB-x4097", 80, 4097, 64 << 20},
 		{"64MiB-x9000", 20, 9000, 64 << 20},
 	} {

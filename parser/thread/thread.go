@@ -309,7 +309,7 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
 	p.models.reset()
 	p.tools.reset()
-	p.diffs = linecount.NewBudget(MaxDiffWork)
+	p.diffs.Reset(MaxDiffWork)
 	defer func() { t.FoldedModels, t.FoldedTools = p.models.foldedValues(), p.tools.foldedValues() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	if len(p.uses) > maxKept {
