@@ -142,6 +142,7 @@ func (c *AmpCollector) collectThreadStore(r *renderer, snap store.ThreadSnapshot
 	zeroShared(r, totals, src)
 	r.zeroHist(store.FamExchangeBucket, src)
 	r.zero(totals, store.FamShellCommands, src, thread.ShellOutcomes...)
+	r.zero(totals, store.FamLinesUncounted, src, thread.UncountedReasons...)
 	if !snap.LastChange.IsZero() {
 		r.gauge(NameSourceLastChange, float64(snap.LastChange.UnixMilli())/1000, src)
 	}

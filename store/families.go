@@ -49,6 +49,9 @@ const (
 	// FamLinesByModel counts the same lines by the model that made the
 	// edit call; l1 kind, l2 model. Its sum is FamLines' sum.
 	FamLinesByModel Family = "lines_changed_by_model"
+	// FamLinesUncounted counts the edit calls whose lines FamLines leaves
+	// out; l1 reason (thread.UncountedDiffBudget).
+	FamLinesUncounted Family = "lines_uncounted"
 	// FamShellCommands counts shell commands; l1 outcome.
 	FamShellCommands Family = "shell_commands"
 
@@ -187,6 +190,8 @@ var families = []familySpec{
 		Help: "Lines Amp's edit tools added and removed (kind), counted from each tool call's input as Amp's UI counts them: edit_file by a line diff of old_str and new_str, create_file by the lines of content, apply_patch by the lines of patchText; only calls whose run is done."}},
 	{name: FamLinesByModel, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_changed_by_model_total", Scope: "source", Labels: []string{"kind", "model"}, From: FromThreads,
 		Help: "The lines of amp_lines_changed_total (same calls, same sum) by the model of the assistant message that made the edit call, for the cost per line by model; no tool or repository label, so that models are not multiplied by them."}},
+	{name: FamLinesUncounted, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_lines_uncounted_edits_total", Scope: "source", Labels: []string{"reason"}, From: FromThreads,
+		Help: "Edit tool calls whose run is done but whose lines amp_lines_changed_total leaves out, by reason: diff_budget (one parse of the thread had spent its budget of diff work, and this edit needed a costly diff)."}},
 	{name: FamShellCommands, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_shell_commands_total", Scope: "source", Labels: []string{"outcome"}, From: FromThreads,
 		Help: "Shell commands Amp ran (Bash, shell_command), by outcome: success (exit code 0), failure (another exit code, or the run failed), stopped (exit code -1 or none, or cancelled)."}},
 

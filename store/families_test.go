@@ -197,7 +197,7 @@ func amyFixtureStore(t *testing.T) *AmyStore {
 // The items flag of the families table is exactly the families a thread's
 // items give (what covers compares): counting generated threads and the
 // parser's fixtures gives every
-// flagged family, and nothing else but the dollars that follow the tokens
+// flagged family (but two made by hand below), and nothing else but the dollars that follow the tokens
 // (and no_usage, below).
 func TestItemFamiliesAreThoseItemsGive(t *testing.T) {
 	s := NewThreadStore(StoreOptions{})
@@ -226,6 +226,13 @@ func TestItemFamiliesAreThoseItemsGive(t *testing.T) {
 		Role: thread.RoleAssistant, Model: "m", StopReason: "end_turn",
 		Tokens: thread.Tokens{Input: 300_000}, Over: thread.Tokens{Input: 100_000}}})
 	for k := range s.Count(long) {
+		given[k.Fam] = true
+	}
+	// An edit left uncounted, which takes a thread past the parse's diff
+	// budget (parser/thread's TestDiffWorkPerParseIsBounded makes one).
+	uncounted := thread.FromItems("T-uncounted", "smart", []thread.Item{{Key: toolKey(1),
+		Tool: "Edit", Status: thread.StatusDone, Uncounted: thread.UncountedDiffBudget}})
+	for k := range s.Count(uncounted) {
 		given[k.Fam] = true
 	}
 	// no_usage, which items give, has never been compared by covers: left

@@ -386,6 +386,8 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			k.add(FamLines, "removed", t.name, it.Removed)
 			k.add(FamLinesByModel, "added", t.bucket, it.Added)
 			k.add(FamLinesByModel, "removed", t.bucket, it.Removed)
+		} else if it.Uncounted != "" && t.outcome == thread.StatusDone {
+			k.add(FamLinesUncounted, it.Uncounted, "", 1)
 		}
 		if it.Shell != "" {
 			k.add(FamShellCommands, it.Shell, "", 1)

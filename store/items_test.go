@@ -226,3 +226,33 @@ func TestCounterLinesAndShellCommands(t *testing.T) {
 		t.Errorf("after the rewrite: Edit added %d, want 3 (pinned done)", got)
 	}
 }
+
+// An edit call whose lines the parse left uncounted (its diff past the
+// parse's budget) counts once under its reason when done, and no lines; a
+// rejected one counts nothing.
+func TestCounterLinesUncounted(t *testing.T) {
+	s := NewThreadStore(StoreOptions{})
+	items := []thread.Item{
+		{Key: toolKey(1), Tool: "Edit", Status: "done", Lines: true, Added: 3, Removed: 2},
+		{Key: toolKey(2), Tool: "Edit", Status: "done", Uncounted: thread.UncountedDiffBudget},
+		{Key: toolKey(3), Tool: "Edit", Status: "done", Uncounted: thread.UncountedDiffBudget},
+		{Key: toolKey(4), Tool: "Edit", Status: "rejected", Uncounted: thread.UncountedDiffBudget},
+	}
+	k := counterFor(s, nil, nil, items...)
+	res := k.count(false)
+	want := map[SeriesKey]int64{
+		{FamLines, "added", "Edit", ""}:                         3,
+		{FamLines, "removed", "Edit", ""}:                       2,
+		{FamLinesUncounted, thread.UncountedDiffBudget, "", ""}: 2,
+	}
+	for sk, v := range want {
+		if got := res.series[sk]; got != v {
+			t.Errorf("%v = %d, want %d", sk, got, v)
+		}
+	}
+	for sk, v := range res.series {
+		if _, ok := want[sk]; !ok && (sk.Fam == FamLines || sk.Fam == FamLinesUncounted) {
+			t.Errorf("%v = %d, want none", sk, v)
+		}
+	}
+}

@@ -19,6 +19,7 @@ const (
 	NameMessagesWithoutUsage     = "amp_messages_without_usage_total"
 	NameLinesChanged             = "amp_lines_changed_total"
 	NameLinesChangedByModel      = "amp_lines_changed_by_model_total"
+	NameLinesUncountedEdits      = "amp_lines_uncounted_edits_total"
 	NameShellCommands            = "amp_shell_commands_total"
 	NameExecutions               = "amp_executions_total"
 	NameExecutionDuration        = "amp_execution_duration_seconds"
@@ -97,6 +98,7 @@ var metricTypes = map[string]string{
 	NameMessagesWithoutUsage:     "counter",
 	NameLinesChanged:             "counter",
 	NameLinesChangedByModel:      "counter",
+	NameLinesUncountedEdits:      "counter",
 	NameShellCommands:            "counter",
 	NameExecutions:               "counter",
 	NameExecutionDuration:        "histogram",

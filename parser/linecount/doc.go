@@ -2,7 +2,8 @@
 // way Amp's thread rows count them: from the tool's input, not from what
 // the tool answered (docs/counting.md, "Lines changed").
 //
-//   - edit_file: a line diff of old_str → new_str (Diff).
+//   - edit_file: a line diff of old_str → new_str (Diff; Budget.Diff
+//     bounds the work of the many diffs of one thread).
 //   - create_file: the lines of content (Lines).
 //   - apply_patch: the + and - lines of patchText (Patch).
 //

@@ -245,6 +245,19 @@ func FuzzDiff(f *testing.F) {
 		if Lines(old) != ampLines(old) {
 			t.Fatalf("Lines(%q) = %d, Amp %d", old, Lines(old), ampLines(old))
 		}
+		// Under a budget: exact as Diff, or uncounted; never another count.
+		for _, cells := range []int64{0, 1, 8, 1 << 20} {
+			bud := NewBudget(cells)
+			if a, r, c := bud.Diff(old, new); c == Uncounted && (a != 0 || r != 0) || c != Uncounted && (a != add || r != rem || (c == Exact) != exact) {
+				t.Fatalf("budget %d: +%d -%d (%d), Diff +%d -%d (exact %v)", cells, a, r, c, add, rem, exact)
+			}
+		}
+		a, b := strings.Split(old, "\n"), strings.Split(new, "\n")
+		for _, dense := range []int{1, 2, 1 << 30} {
+			if l, want := lcsBitsSparse(a, b, dense), lcsBits(a, b); l != want {
+				t.Fatalf("lcsBitsSparse(%q, %q, %d) = %d, lcsBits %d", a, b, dense, l, want)
+			}
+		}
 		pa, pr := Patch(old)
 		if pa > Lines(old) || pr > Lines(old) || pa < 0 || pr < 0 {
 			t.Fatalf("Patch = +%d -%d of %d lines", pa, pr, Lines(old))
@@ -265,7 +278,7 @@ func TestMyersAgreesWithAmp(t *testing.T) {
 		for range 1 + r.IntN(30) {
 			b = append(b, string(rune('a'+r.IntN(4))))
 		}
-		d, ok := myers(a, b, MaxCells)
+		d, ok, _ := myers(a, b, MaxCells)
 		na, nr := ampDiff(strings.Join(a, "\n"), strings.Join(b, "\n"))
 		if !ok || int64(d) != na+nr {
 			t.Fatalf("case %d: myers(%q, %q) = %d, ampDiff +%d -%d", i, a, b, d, na, nr)
@@ -275,6 +288,11 @@ func TestMyersAgreesWithAmp(t *testing.T) {
 		}
 		if l := lcsWord(a, b); l != len(b)-int(na) {
 			t.Fatalf("case %d: lcsWord(%q, %q) = %d, Amp's LCS %d", i, a, b, l, len(b)-int(na))
+		}
+		for _, dense := range []int{1, 2, 3, 1 << 30} { // every line a mask, some, none
+			if l := lcsBitsSparse(a, b, dense); l != len(b)-int(na) {
+				t.Fatalf("case %d: lcsBitsSparse(%q, %q, %d) = %d, Amp's LCS %d", i, a, b, dense, l, len(b)-int(na))
+			}
 		}
 	}
 }

@@ -42,6 +42,24 @@ func editKindOf(name []byte) editKind {
 	return editNone
 }
 
+// MaxDiffWork bounds the diff work of one parse, over all its edit_file
+// calls, in linecount cells (linecount.Budget): about a fifth of a second of
+// CPU. linecount.MaxCells bounds one diff only, and a thread is parsed again
+// whole at every change: each edit of two unrelated texts of more lines
+// than the bit-parallel LCS takes costs MaxCells (a tenth of a second), a
+// 64 MiB thread of them minutes. Real threads spend a small part of it. The
+// budget is spent in the file's order, so that a thread that grows keeps
+// its earlier edits' counts; an edit past it that needs a costly search is
+// left uncounted (UncountedDiffBudget).
+const MaxDiffWork = 2 * linecount.MaxCells
+
+// UncountedDiffBudget is ToolUse.Uncounted for an edit_file call whose diff
+// the parse's MaxDiffWork had no room left for.
+const UncountedDiffBudget = "diff_budget"
+
+// UncountedReasons are the values ToolUse.Uncounted can take.
+var UncountedReasons = []string{UncountedDiffBudget}
+
 // maxEditText bounds each input string read for counting: the scanner
 // holds no longer value. A longer one is counted from its first MiB.
 const maxEditText = 1 << 20
@@ -98,33 +116,37 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // count gives the lines the input read changes, for a tool of kind k; ok
 // is false when the tool is not an edit tool or its input lacks what it
-// needs.
-func (e *editInput) count(k editKind) (added, removed int64, ok bool) {
+// needs, or the diff it needs is past the budget b (uncounted says so).
+func (e *editInput) count(k editKind, b *linecount.Budget) (added, removed int64, ok bool, uncounted string) {
 	switch k {
 	case editDiff:
 		if !e.hasOld || !e.hasNew {
-			return 0, 0, false
+			return 0, 0, false, ""
 		}
 		if !e.presence {
-			added, removed, _ = linecount.Diff(view(e.old), view(e.new))
+			var c linecount.Count
+			added, removed, c = b.Diff(view(e.old), view(e.new))
+			if c == linecount.Uncounted {
+				return 0, 0, false, UncountedDiffBudget
+			}
 		}
-		return added, removed, true
+		return added, removed, true, ""
 	case editCreate:
 		if !e.hasContent {
-			return 0, 0, false
+			return 0, 0, false, ""
 		}
 		if !e.presence {
 			added = linecount.Lines(view(e.content))
 		}
-		return added, 0, true
+		return added, 0, true, ""
 	case editPatch:
 		if !e.hasPatch {
-			return 0, 0, false
+			return 0, 0, false, ""
 		}
 		if !e.presence {
 			added, removed = linecount.Patch(view(e.patch))
 		}
-		return added, removed, true
+		return added, removed, true, ""
 	}
-	return 0, 0, false
+	return 0, 0, false, ""
 }

@@ -115,6 +115,9 @@ type Item struct {
 	// so that a rewrite never takes them back.
 	Added, Removed int64
 	Lines          bool
+	// Uncounted is why an edit tool call's lines are not counted
+	// (ToolUse.Uncounted), "" when they are or it is no edit.
+	Uncounted string
 	// Shell is how a shell command (Bash, shell_command) ended: one of the
 	// Shell… outcomes, "" for other tools and rejected commands.
 	Shell string

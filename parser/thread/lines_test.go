@@ -22,7 +22,7 @@ type call struct {
 	result any
 }
 
-func editThread(t *testing.T, calls []call) []byte {
+func editThread(t testing.TB, calls []call) []byte {
 	t.Helper()
 	var msgs []any
 	msgs = append(msgs, map[string]any{"role": "user", "messageId": 0,

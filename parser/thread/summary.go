@@ -324,7 +324,7 @@ func SummarizeItems(t *Thread) *Summary {
 				um := &t.Messages[at>>32]
 				tu := &um.ToolUses[uint32(at)]
 				it.Tool = toolname.Normalize(tu.Name)
-				it.Added, it.Removed, it.Lines = tu.Added, tu.Removed, tu.Lines
+				it.Added, it.Removed, it.Lines, it.Uncounted = tu.Added, tu.Removed, tu.Lines, tu.Uncounted
 				if tu.Lines {
 					// The lines are the model's work: by model too.
 					it.Model = um.rawModel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/parser/linecount"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -153,6 +154,9 @@ type ToolUse struct {
 	// (parser/linecount), set when Lines is.
 	Added, Removed int64
 	Lines          bool
+	// Uncounted is why an edit tool call's lines were not counted although
+	// its input holds them (Lines false): UncountedDiffBudget.
+	Uncounted string
 }
 
 // ToolResult is the state of a tool call's run.
@@ -206,6 +210,9 @@ type Parser struct {
 	toolResults []ToolResult
 	// edit holds the edit-tool input of the block being read (edit.go).
 	edit editInput
+	// diffs is the diff work the file being parsed may still spend on its
+	// edits (MaxDiffWork).
+	diffs linecount.Budget
 	// uses tells, for each tool_use of the file read so far, whether it
 	// is a shell command: only a shell result's exitCode is read.
 	uses map[uint64]bool
@@ -231,6 +238,12 @@ func NewParser() *Parser {
 // is about a twelfth of parsing, and the copies and diffs are most of it
 // that can go (reading the strings stays).
 func (p *Parser) SkipLineCounts() { p.edit.presence = true }
+
+// DiffWork is the diff work the last parse spent on its edits, in
+// linecount cells: MaxDiffWork at most, but for the last row of the search
+// that ran out of it and the searches past it that cost no more than the
+// lines they compared.
+func (p *Parser) DiffWork() int64 { return p.diffs.Used() }
 
 // Parse decodes one thread from r. Errors are ErrNotThread, or wrap
 // jsonscan.ErrTruncated, jsonscan.ErrTokenTooLong, *jsonscan.SyntaxError or
@@ -296,6 +309,7 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 	t := &Thread{ForkPoint: -1, Messages: p.msgStore[:0]}
 	p.models.reset()
 	p.tools.reset()
+	p.diffs.Reset(MaxDiffWork)
 	defer func() { t.FoldedModels, t.FoldedTools = p.models.foldedValues(), p.tools.foldedValues() }()
 	p.usageSlab, p.toolUses, p.toolResults = p.usageSlab[:0], p.toolUses[:0], p.toolResults[:0]
 	if len(p.uses) > maxKept {
@@ -624,7 +638,7 @@ func (p *Parser) content(m *Message) bool {
 				}
 				tu := ToolUse{IDHash: idHash, Name: name}
 				p.uses[idHash] = toolname.Normalize(name) == toolname.Bash
-				tu.Added, tu.Removed, tu.Lines = p.edit.count(edit)
+				tu.Added, tu.Removed, tu.Lines, tu.Uncounted = p.edit.count(edit, &p.diffs)
 				p.toolUses = append(p.toolUses, tu)
 			}
 		}
