@@ -133,7 +133,7 @@ func familyRows() []Metric {
 // codeRows are the rows of the metrics set by code.
 var codeRows = []Metric{
 	{Name: NameThreads, Type: Gauge, Labels: []string{"agent_mode", store.RepositoryLabel}, Source: fromThreads,
-		Help: "Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode (under the Amp CLI's current name: the old names rush, smart, deep and large are read as low, medium, medium and medium, as the CLI reads them) and repository."},
+		Help: "Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository."},
 	{Name: NameLastActivity, Type: Gauge, Source: fromThreads,
 		Help: "Newest activity seen in any Amp thread (prompt sent, inference finished, thread created)."},
 

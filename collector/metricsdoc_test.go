@@ -110,7 +110,8 @@ var constName = func() map[string]string {
 var notYetRegistered = map[string]bool{}
 
 // unexposed are the store families kept for counting only.
-var unexposed = map[store.Family]bool{store.FamTokensLong: true}
+var unexposed = map[store.Family]bool{store.FamTokensLong: true,
+	store.FamTokensFast: true, store.FamTokensFastLong: true, store.FamTokensPlaid: true, store.FamTokensPlaidLong: true}
 
 // docSections group the table's rows in docs/metrics.md.
 var docSections = []struct {

@@ -471,7 +471,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		delta := e.v - was
 		s.totals[k] = satAdd(s.totals[k], delta)
 		changed = true
-		if k.Fam == FamTokens || k.Fam == FamTokensLong {
+		if pricedGrowth[k.Fam] {
 			grown[k] = delta
 		}
 		if k.Fam == FamTokens || k.Fam == FamCredits {
