@@ -184,6 +184,7 @@ func (t *threadBuilder) tally(u usage) {
 	s.Output += item.Output
 	t.spent[u.model] = s
 	t.spentAt = append(t.spentAt, spentItem{ms: u.ms, model: u.model, tokens: item})
+	t.tallySpeed(u.model, u.speed, item)
 }
 
 // spentTokens is what the thread spent, by model.

@@ -46,6 +46,12 @@ type Options struct {
 	// succeeded and failed. Off, the corpus is the same bytes as before
 	// the option existed.
 	Edits bool
+	// Speeds gives some threads billed by their messages a speed, named
+	// in their usage's features (speeds.go): fast on Claude Opus 4.6, also
+	// from a message mid-thread, plaid on GPT-6 Astra (a model the
+	// corpus otherwise never uses) and on Opus, where it is billed fast.
+	// Off, the corpus is the same bytes as before the option existed.
+	Speeds bool
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -81,6 +87,7 @@ type Generator struct {
 	targets []int64 // planned size by size rank, ascending
 	repos   int     // Options.Repositories
 	edits   bool    // Options.Edits
+	speeds  bool    // Options.Speeds
 }
 
 // New returns the generator of the corpus described by opts.
@@ -101,6 +108,7 @@ func New(opts Options) *Generator {
 		startMs: start.UnixMilli(),
 		repos:   opts.Repositories,
 		edits:   opts.Edits,
+		speeds:  opts.Speeds,
 	}
 	span := opts.Span
 	if span <= 0 {
