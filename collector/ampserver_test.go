@@ -44,7 +44,7 @@ amp_billed_cost_usd_total{kind="subscription",source="server"} 0
 amp_billed_cost_usd_total{kind="total",source="server"} 0
 # HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository.
 # TYPE amp_threads gauge
-amp_threads{agent_mode="smart"} 2
+amp_threads{agent_mode="medium"} 2
 # HELP amp_messages_total Amp messages seen, by role (user, assistant).
 # TYPE amp_messages_total counter
 amp_messages_total{role="assistant",source="server"} 1

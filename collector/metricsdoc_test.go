@@ -110,7 +110,8 @@ var constName = func() map[string]string {
 var notYetRegistered = map[string]bool{}
 
 // unexposed are the store families kept for counting only.
-var unexposed = map[store.Family]bool{store.FamTokensLong: true}
+var unexposed = map[store.Family]bool{store.FamTokensLong: true,
+	store.FamTokensFast: true, store.FamTokensFastLong: true, store.FamTokensPlaid: true, store.FamTokensPlaidLong: true}
 
 // docSections group the table's rows in docs/metrics.md.
 var docSections = []struct {
@@ -147,9 +148,22 @@ zero, so ` + "`rate()`" + ` and alerts work from the first scrape. Label values 
 come from data (` + "`model`, `tool`, `agent`, `agent_mode`, `stop_reason`" + `) are capped by
 ` + "`limits.max_label_values`" + `; values past the cap are counted under ` + "`other`" + `.
 The Go runtime and process collectors (` + "`go_*`, `process_*`" + `) are exposed too and
-are not listed here.
+are not listed here. ` + "`agent_mode`" + ` is a thread's mode under the Amp CLI's current
+name for it: the old names are read through the CLI's aliases (` + "`rush`" + ` as
+` + "`low`; `smart`, `deep` and `large` as `medium`" + `), so that one mode is one value
+([counting.md](counting.md#what-a-threads-families-measure)).
 
-The families money is summed from — ` + "`amp_tokens_total`, `amp_cost_usd_total`, `amp_credits_total`, `amp_unpriced_tokens_total`, `amp_billed_cost_usd_total`, `amp_prompts_total`, `amp_lines_changed_total`" + ` and
+What fast and plaid speeds cost is a family of its own,
+` + "`amp_speed_premium_usd_total{model,speed}`" + ` (` + "`speed`" + ` is ` + "`fast`" + ` or ` + "`plaid`" + `): the part of
+` + "`amp_cost_usd_total`" + ` the speeds add to the list price ([pricing.md](pricing.md#fast-and-plaid)).
+Not a ` + "`speed`" + ` label on ` + "`amp_cost_usd_total`" + `: that would change every existing
+series of the family (the label is on all of a family's series or none),
+breaking the queries and recording rules that select them, and split each
+model's dollars in two for a question most queries do not ask. The premium
+is in US dollars, so the name carries ` + "`_usd`" + ` and, as a counter, ends in
+` + "`_total`" + `; it carries ` + "`repository`" + ` like the cost it is part of.
+
+The families money is summed from — ` + "`amp_tokens_total`, `amp_cost_usd_total`, `amp_speed_premium_usd_total`, `amp_credits_total`, `amp_unpriced_tokens_total`, `amp_billed_cost_usd_total`, `amp_prompts_total`, `amp_lines_changed_total`" + ` and
 the ` + "`amp_threads`" + ` gauge — carry ` + "`repository`" + `: the thread's git remote as
 ` + "`host/path`" + `, or the name a ` + "`repositories`" + ` rule gives it
 ([repositories.md](repositories.md)). A thread without a remote has no

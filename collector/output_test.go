@@ -62,6 +62,11 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 		server.Apply(store.AmpServerPath(id), store.FileVersion{AmpServerV: 5}, summaryOf(t, doc))
 	}
 	server.ApplyBilled("T-s1", map[string]float64{"paid": 0.42, "free": 0.08})
+	// A server thread run in fast mode: its message is billed at Opus
+	// 4.6's fast multiple, the premium in amp_speed_premium_usd_total.
+	fast := strings.Replace(withTail(""), `"T-1"`, `"T-s3"`, 1)
+	fast = strings.Replace(fast, `"model":"m1"`, `"model":"claude-opus-4-6","features":["fast"]`, 1)
+	server.Apply(store.AmpServerPath("T-s3"), store.FileVersion{AmpServerV: 3}, summaryOf(t, fast))
 	local.Apply("/threads/T-1.json", store.FileVersion{Size: 1}, summaryOf(t, withTail("")))
 
 	amp := NewAmpCollector(local, streamStore(t))

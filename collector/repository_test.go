@@ -40,8 +40,8 @@ func TestRepositoryLabelRendered(t *testing.T) {
 	want := `
 # HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository.
 # TYPE amp_threads gauge
-amp_threads{agent_mode="smart"} 1
-amp_threads{agent_mode="smart",repository="github.com/acme/web"} 2
+amp_threads{agent_mode="medium"} 1
+amp_threads{agent_mode="medium",repository="github.com/acme/web"} 2
 # HELP amp_tokens_total Amp tokens by model and type, as the files report them (for non-Anthropic providers cache_creation holds the uncached prompt).
 # TYPE amp_tokens_total counter
 amp_tokens_total{model="m1",source="threads",token_type="input"} 1
@@ -56,7 +56,7 @@ amp_tokens_total{model="m1",repository="github.com/acme/web",source="threads",to
 	want = `
 # HELP amp_threads Amp threads currently present and readable (local thread files, and threads listed on the Amp server when that source is on), by agent mode and repository.
 # TYPE amp_threads gauge
-amp_threads{agent_mode="smart"} 3
+amp_threads{agent_mode="medium"} 3
 # HELP amp_tokens_total Amp tokens by model and type, as the files report them (for non-Anthropic providers cache_creation holds the uncached prompt).
 # TYPE amp_tokens_total counter
 amp_tokens_total{model="m1",source="threads",token_type="input"} 3

@@ -46,7 +46,8 @@ import (
 //     (settings.json: no id/messages; array-top-level.json: a JSON array).
 //   - sum(amp_threads) = 9: the 14 files minus those 5 broken ones (all nine
 //     thread ids differ; truncated.json shares usage-era's id but never
-//     parses). By agent_mode: smart 5, rush 1, deep 1, unknown 2.
+//     parses). By agent_mode, under the CLI's names for the files' old ones
+//     (smart, deep → medium; rush → low): medium 6, low 1, unknown 2.
 func TestPrometheusScrapesExporter(t *testing.T) {
 	requireTool(t, "prometheus")
 	dir := t.TempDir()
@@ -70,7 +71,7 @@ func TestPrometheusScrapesExporter(t *testing.T) {
 		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="invalid_json"}`, "", map[string]float64{"": 2}},
 		{`amp_exporter_parse_errors_total{job="amp",source="threads",reason="not_thread"}`, "", map[string]float64{"": 2}},
 		{`sum(amp_threads{job="amp"})`, "", map[string]float64{"": 9}},
-		{`sum by (agent_mode) (amp_threads{job="amp"})`, "agent_mode", map[string]float64{"smart": 5, "rush": 1, "deep": 1, "unknown": 2}},
+		{`sum by (agent_mode) (amp_threads{job="amp"})`, "agent_mode", map[string]float64{"medium": 6, "low": 1, "unknown": 2}},
 	}
 	const timeout = 45 * time.Second // the first sample takes ~6 s even at 1 s
 	deadline := time.Now().Add(timeout)

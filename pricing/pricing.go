@@ -85,14 +85,30 @@ type Table interface {
 type Pricer struct {
 	base      Table
 	overrides map[string]Price
+	// speeds are Amp's multipliers for fast and plaid speeds; they apply
+	// to the base table's prices and the overrides alike (an override is
+	// a model's list price).
+	speeds *SpeedTable
 	// Source and Version describe the base table, for
 	// amp_exporter_pricing_info.
 	Source, Version string
 }
 
 // New returns a pricer over a base table (nil: no prices) with overrides.
+// Speeds are the embedded table's (EmbeddedSpeeds): the Amp CLI's.
 func New(base Table, source, version string, overrides map[string]Price) *Pricer {
-	return &Pricer{base: base, overrides: overrides, Source: source, Version: version}
+	speeds, _ := EmbeddedSpeeds() // checked in and tested: it decodes
+	return &Pricer{base: base, overrides: overrides, speeds: speeds, Source: source, Version: version}
+}
+
+// Multiplier returns what a message of model asked to run at speed s is
+// billed at, as a multiple of its list price, and the speed it is billed
+// as (SpeedTable.Multiplier).
+func (p *Pricer) Multiplier(model string, s Speed) (float64, Speed) {
+	if p == nil {
+		return 1, Standard
+	}
+	return p.speeds.Multiplier(model, s)
 }
 
 // Lookup returns the price of model, or false when nothing knows it.

@@ -1,6 +1,9 @@
 package store
 
-import "github.com/amp-exporter/amp-exporter/parser/thread"
+import (
+	"github.com/amp-exporter/amp-exporter/parser/agentmode"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+)
 
 // Count returns what sum counts in a store that has never seen its thread:
 // the growth of every series a first Apply of sum would add to the totals,
@@ -21,7 +24,7 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	c := res.series
 	s.labels.FoldedElsewhere("model", sum.FoldedModels)
 	s.labels.FoldedElsewhere("tool", sum.FoldedTools)
-	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
+	s.labels.value("agent_mode", agentmode.Canonical(sum.AgentMode)) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
 	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = satAdd(c[k], v) })

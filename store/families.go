@@ -38,6 +38,17 @@ const (
 	// threshold of their request (priced higher by some models); kept for
 	// pricing, not exposed.
 	FamTokensLong Family = "tokens_long" // l1 model, l2 token type
+	// FamTokensFast and FamTokensPlaid are the parts of FamTokens that ran
+	// at fast and plaid speed (billed at a multiple of the list price,
+	// speed.go), and their Long families those parts' tokens past the
+	// long-context threshold; kept for pricing, not exposed.
+	FamTokensFast      Family = "tokens_fast"       // l1 model, l2 token type
+	FamTokensFastLong  Family = "tokens_fast_long"  // l1 model, l2 token type
+	FamTokensPlaid     Family = "tokens_plaid"      // l1 model, l2 token type
+	FamTokensPlaidLong Family = "tokens_plaid_long" // l1 model, l2 token type
+	// FamSpeedPremium is the part of FamCost that fast and plaid speeds
+	// add to the list price; l1 model, l2 speed.
+	FamSpeedPremium Family = "speed_premium_usd"
 	// FamBilled is what Amp bills for a thread (threadDisplayCostInfo),
 	// per kind; l1 kind (ampserver.go).
 	FamBilled Family = "billed_usd"
@@ -182,6 +193,12 @@ var families = []familySpec{
 	{name: FamUnpriced, scale: scaleCount, owners: ownerThreads | ownerStreams, metric: &Metric{Name: "amp_unpriced_tokens_total", Scope: "source", Labels: []string{"model", "repository"}, From: FromAmp,
 		Help: "Tokens of models the price table does not know; they are missing from amp_cost_usd_total."}},
 	{name: FamTokensLong, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamTokensFast, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamTokensFastLong, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamTokensPlaid, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamTokensPlaidLong, scale: scaleCount, owners: ownerThreads, items: true, repo: true},
+	{name: FamSpeedPremium, scale: scaleUSD, owners: ownerThreads, metric: &Metric{Name: "amp_speed_premium_usd_total", Scope: "source", Labels: []string{"model", "speed", "repository"}, From: FromThreads,
+		Help: "Estimated US dollars that fast and plaid speeds added to amp_cost_usd_total: what those messages cost (the model's list price times Amp's multiplier for the speed) less what their tokens cost at the list price. Part of amp_cost_usd_total, not added to it. An estimate, not a bill."}},
 	{name: FamBilled, scale: scaleUSD, owners: ownerThreads, metric: &Metric{Name: "amp_billed_cost_usd_total", Scope: "source", Labels: []string{"kind", "repository"}, From: FromServer,
 		Help: "What Amp itself bills for the threads read from the Amp server (threadDisplayCostInfo), by kind: free, paid, subscription from its breakdown, total where it gives none. The real figure beside the amp_cost_usd_total estimate."}},
 	{name: FamNoUsage, scale: scaleCount, owners: ownerThreads, metric: &Metric{Name: "amp_messages_without_usage_total", Scope: "source", From: FromThreads,

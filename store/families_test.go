@@ -16,6 +16,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadtest"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // TestEveryFamilyIsInTheTable reads the package's source: every family a
@@ -235,9 +236,20 @@ func TestItemFamiliesAreThoseItemsGive(t *testing.T) {
 	for k := range s.Count(uncounted) {
 		given[k.Fam] = true
 	}
+	// And at the faster speeds, which the generator writes only when asked
+	// to: priced, so that the premium is given too.
+	s.SetPrices(pricing.New(nil, "test", "test", map[string]pricing.Price{"gpt-6-astra": {Input: 1, Output: 2}}))
+	for _, speed := range []thread.Speed{thread.SpeedFast, thread.SpeedPlaid} {
+		fast := thread.FromItems("T-fast", "smart", []thread.Item{{Key: thread.ItemKey(thread.ItemMessage, 1),
+			Role: thread.RoleAssistant, Model: "gpt-6-astra", StopReason: "end_turn", Speed: speed,
+			Tokens: thread.Tokens{Input: 300_000}, Over: thread.Tokens{Input: 100_000}}})
+		for k := range s.Count(fast) {
+			given[k.Fam] = true
+		}
+	}
 	// no_usage, which items give, has never been compared by covers: left
 	// as it was by the change that made this list a column of the table.
-	notCovered := map[Family]bool{FamCost: true, FamUnpriced: true, FamNoUsage: true}
+	notCovered := map[Family]bool{FamCost: true, FamUnpriced: true, FamNoUsage: true, FamSpeedPremium: true}
 	for f := range given {
 		if !itemFamilies[f] && !notCovered[f] {
 			t.Errorf("the items give family %s, not flagged items in the table", f)

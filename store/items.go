@@ -6,6 +6,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
+	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
 // Counting a summary: contribute turns its items into series. Each item's
@@ -99,11 +100,12 @@ type itemCounter struct {
 // messageCounts are the series a pass adds up per thread, not per tuple.
 type messageCounts struct{ users, prompts, assistants, noUsage int64 }
 
-// unitPrice is a model's unit prices (unitPrices); a thread names a few.
+// unitPrice is a model's unit prices at a speed (unitPricesAt); a thread
+// names a few.
 type unitPrice struct {
-	model     string
-	std, long [4]int64
-	ok        bool
+	model string
+	speed pricing.Speed
+	speedPrices
 }
 
 // folding is a label value the label cap gave for a raw value.
@@ -183,15 +185,18 @@ func (k *itemCounter) fold(label, raw string) string {
 	return v
 }
 
-// priceOf returns the unit prices of a model, looked up once per summary.
-func (k *itemCounter) priceOf(model string) *unitPrice {
+// priceOf returns the unit prices of a model at the speed an item asked
+// for, looked up once per summary.
+func (k *itemCounter) priceOf(model string, speed pricing.Speed) *unitPrice {
 	for i := range k.units {
-		if k.units[i].model == model {
+		if k.units[i].model == model && k.units[i].speed == speed {
 			return &k.units[i]
 		}
 	}
-	u := unitPrice{model: model}
-	u.std, u.long, u.ok = unitPrices(k.prices, model)
+	u := unitPrice{model: model, speed: speed}
+	if k.prices != nil {
+		u.speedPrices = unitPricesAt(k.prices, model, speed)
+	}
 	k.units = append(k.units, u)
 	return &k.units[len(k.units)-1]
 }
@@ -420,9 +425,13 @@ func (k *itemCounter) spend(a *spendAcc, it *thread.Item) {
 	if raw == "" {
 		raw = thread.UnknownModel
 	}
-	u := k.priceOf(raw)
+	u := k.priceOf(raw, askedSpeed(it.Speed))
 	ns := [4]int64{it.Tokens.Input, it.Tokens.Output, it.Tokens.CacheRead, it.Tokens.CacheCreation}
 	over := [4]int64{it.Over.Input, it.Over.Output, it.Over.CacheRead, it.Over.CacheCreation}
+	var sa *speedAcc // the speed's part, nil at standard speed
+	if u.as != pricing.Standard {
+		sa = &a.speed[u.as-1]
+	}
 	for i, n := range ns {
 		if n <= 0 {
 			continue
@@ -430,11 +439,19 @@ func (k *itemCounter) spend(a *spendAcc, it *thread.Item) {
 		nl := min(max(over[i], 0), n)
 		a.tokens[i] = satAdd(a.tokens[i], n)
 		a.long[i] = satAdd(a.long[i], nl)
+		stdCost, longCost, unpriced := &a.stdCost, &a.longCost, &a.unpriced
+		if sa != nil {
+			sa.tokens[i] = satAdd(sa.tokens[i], n)
+			sa.long[i] = satAdd(sa.long[i], nl)
+			stdCost, longCost, unpriced = &sa.stdCost, &sa.longCost, &sa.unpriced
+			sa.premStd[i] = satAdd(sa.premStd[i], satMul(n-nl, u.premStd[i]))
+			sa.premLong[i] = satAdd(sa.premLong[i], satMul(nl, u.premLong[i]))
+		}
 		if u.ok {
-			a.stdCost[i] = satAdd(a.stdCost[i], satMul(n-nl, u.std[i]))
-			a.longCost[i] = satAdd(a.longCost[i], satMul(nl, u.long[i]))
+			stdCost[i] = satAdd(stdCost[i], satMul(n-nl, u.std[i]))
+			longCost[i] = satAdd(longCost[i], satMul(nl, u.long[i]))
 		} else {
-			a.unpriced[i] = satAdd(a.unpriced[i], n)
+			unpriced[i] = satAdd(unpriced[i], n)
 		}
 	}
 }
@@ -446,16 +463,24 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 		if n <= 0 {
 			continue
 		}
-		sk := k.key(FamTokens, t.name, TokenTypes[i])
 		k.add(FamTokens, t.name, TokenTypes[i], n)
 		k.add(FamTokensLong, t.name, TokenTypes[i], a.long[i])
-		r := k.rates[sk]
-		r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
-		r.long.tokens = satAdd(r.long.tokens, a.long[i])
-		r.std.cost = satAdd(r.std.cost, a.stdCost[i])
-		r.long.cost = satAdd(r.long.cost, a.longCost[i])
-		r.unpriced = satAdd(r.unpriced, a.unpriced[i])
-		k.rates[sk] = r
+		// The token series' rate prices its standard tokens; each faster
+		// speed's part is a series of its own, with its own rate.
+		std, long := n, a.long[i]
+		for s := range a.speed {
+			sa := &a.speed[s]
+			if sa.tokens[i] <= 0 {
+				continue
+			}
+			std, long = std-sa.tokens[i], long-sa.long[i]
+			f := speedFamilies[s]
+			k.add(f.tokens, t.name, TokenTypes[i], sa.tokens[i])
+			k.add(f.long, t.name, TokenTypes[i], sa.long[i])
+			k.addRate(k.key(f.tokens, t.name, TokenTypes[i]), sa.tokens[i]-sa.long[i], sa.long[i], sa.stdCost[i], sa.longCost[i], sa.unpriced[i],
+				[2]int64{sa.premStd[i], sa.premLong[i]})
+		}
+		k.addRate(k.key(FamTokens, t.name, TokenTypes[i]), std-long, long, a.stdCost[i], a.longCost[i], a.unpriced[i], [2]int64{})
 	}
 	if a.hasCredits {
 		k.add(FamCredits, t.name, "", fixed(FamCredits, a.credits))
@@ -466,6 +491,19 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 	k.add(FamFinished, t.name, t.outcome, a.finished)
 	k.add(FamContextBucket, t.name, t.bucket, a.ctx)
 	k.add(FamContextSum, t.name, "", a.ctxSum)
+}
+
+// addRate adds tokens and their costs to the rate of token series sk.
+func (k *itemCounter) addRate(sk SeriesKey, stdTokens, longTokens, stdCost, longCost, unpriced int64, premium [2]int64) {
+	r := k.rates[sk]
+	r.std.tokens = satAdd(r.std.tokens, stdTokens)
+	r.long.tokens = satAdd(r.long.tokens, longTokens)
+	r.std.cost = satAdd(r.std.cost, stdCost)
+	r.long.cost = satAdd(r.long.cost, longCost)
+	r.unpriced = satAdd(r.unpriced, unpriced)
+	r.premium[0] = satAdd(r.premium[0], premium[0])
+	r.premium[1] = satAdd(r.premium[1], premium[1])
+	k.rates[sk] = r
 }
 
 // flush turns the pass's sums (per thread and per tuple) into series.

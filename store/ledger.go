@@ -150,7 +150,11 @@ func (k *itemCounter) ledgerValues() (values, costs map[SeriesKey][]bucketValue)
 			if n > 0 {
 				sk := k.key(FamTokens, at.model, TokenTypes[i])
 				values[sk] = append(values[sk], bucketValue{at.b, n})
-				if c := satAdd(a.stdCost[i], a.longCost[i]); c > 0 {
+				c := satAdd(a.stdCost[i], a.longCost[i])
+				for _, sa := range a.speed {
+					c = satAdd(c, satAdd(sa.stdCost[i], sa.longCost[i]))
+				}
+				if c > 0 {
 					costs[sk] = append(costs[sk], bucketValue{at.b, c})
 				}
 			}

@@ -116,6 +116,19 @@ type spendAcc struct {
 	unpriced          [4]int64
 	credits           float64
 	hasCredits        bool
+	// speed holds the part of the above that ran at a faster speed
+	// (speedFamilies' order), with what the speed added to its cost.
+	speed [len(speedFamilies)]speedAcc
+}
+
+// speedAcc is the spending of a tuple's messages that ran at one faster
+// speed: its tokens (long: those past the long-context threshold), what
+// they cost at that speed, and what the speed added to it.
+type speedAcc struct {
+	tokens, long      [4]int64
+	stdCost, longCost [4]int64
+	premStd, premLong [4]int64
+	unpriced          [4]int64
 }
 
 type exchAcc struct{ n, sum int64 }

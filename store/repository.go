@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/amp-exporter/amp-exporter/internal/repomap"
+	"github.com/amp-exporter/amp-exporter/parser/agentmode"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 )
 
@@ -150,5 +151,8 @@ func (s *ThreadStore) fileThreadsKeyLocked(f *FileRecord) {
 	if rec := s.threads[f.Key]; rec != nil {
 		repo = rec.repo
 	}
+	// A state saved before modes were read through the CLI's aliases
+	// holds old names.
+	f.AgentMode = agentmode.Canonical(f.AgentMode)
 	f.tk = s.threadsKeyLocked(f.AgentMode, repo)
 }

@@ -158,7 +158,7 @@ func TestRepositoryOnTheFamiliesMoneyIsSummedFrom(t *testing.T) {
 		}
 	}
 	snap := s.Snapshot()
-	if n := snap.Threads[ThreadsKey{AgentMode: "smart", Repository: "github.com/acme/web"}]; n != 1 {
+	if n := snap.Threads[ThreadsKey{AgentMode: "medium", Repository: "github.com/acme/web"}]; n != 1 {
 		t.Errorf("amp_threads %v", snap.Threads)
 	}
 }
@@ -234,7 +234,7 @@ func TestRepositorySurvivesRestart(t *testing.T) {
 			s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, first))
 			r := tc.restore(t, s)
 			for repo := range tc.want {
-				if th := r.Snapshot().Threads; len(th) != 1 || th[ThreadsKey{"smart", repo}] != 1 {
+				if th := r.Snapshot().Threads; len(th) != 1 || th[ThreadsKey{"medium", repo}] != 1 {
 					t.Errorf("amp_threads after the restart %v, want the thread under %q", th, repo)
 				}
 			}

@@ -130,7 +130,7 @@ func TestCountingRules(t *testing.T) {
 	if got := tokens(s, "m1", "output"); got != 150 {
 		t.Errorf("a copy of the thread was counted again: %v", got)
 	}
-	if got := s.Snapshot().Threads[ThreadsKey{AgentMode: "smart"}]; got != 1 {
+	if got := s.Snapshot().Threads[ThreadsKey{AgentMode: "medium"}]; got != 1 {
 		t.Errorf("two files of one thread counted as %d threads", got)
 	}
 	s.Remove("/d/T-1.json")

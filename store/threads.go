@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/parser/agentmode"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -503,7 +504,9 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		changed = true
 	}
 	old, existed := s.files[path]
-	agentMode := s.labels.value("agent_mode", sum.AgentMode)
+	// Under the CLI's name for the mode: an old name (smart, rush) is an
+	// alias of a current one, and one mode must not show as two.
+	agentMode := s.labels.value("agent_mode", agentmode.Canonical(sum.AgentMode))
 	if !existed || old.Key != key || old.AgentMode != agentMode {
 		changed = true
 	}
@@ -555,7 +558,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		delta := e.v - was
 		s.totals[k] = satAdd(s.totals[k], delta)
 		changed = true
-		if k.Fam == FamTokens || k.Fam == FamTokensLong {
+		if pricedGrowth[k.Fam] {
 			grown[k] = delta
 		}
 		if k.Fam == FamTokens || k.Fam == FamCredits {

@@ -15,6 +15,7 @@ const (
 	NameExchangeDuration         = "amp_exchange_duration_seconds"
 	NameCost                     = "amp_cost_usd_total"
 	NameUnpricedTokens           = "amp_unpriced_tokens_total"
+	NameSpeedPremium             = "amp_speed_premium_usd_total"
 	NameBilledCost               = "amp_billed_cost_usd_total"
 	NameMessagesWithoutUsage     = "amp_messages_without_usage_total"
 	NameLinesChanged             = "amp_lines_changed_total"
@@ -94,6 +95,7 @@ var metricTypes = map[string]string{
 	NameExchangeDuration:         "histogram",
 	NameCost:                     "counter",
 	NameUnpricedTokens:           "counter",
+	NameSpeedPremium:             "counter",
 	NameBilledCost:               "counter",
 	NameMessagesWithoutUsage:     "counter",
 	NameLinesChanged:             "counter",

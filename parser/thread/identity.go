@@ -129,6 +129,10 @@ type Item struct {
 	Over       Tokens
 	Credits    float64
 	HasCredits bool
+	// Speed is the speed an assistant message's tokens were asked to run
+	// at (Usage.Speed); standard for every other item, ledger events
+	// included (they name none).
+	Speed Speed
 	// Ratio is a finished assistant message's context-window utilization.
 	Ratio    float64
 	HasRatio bool

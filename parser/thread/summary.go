@@ -302,6 +302,7 @@ func SummarizeItems(t *Thread) *Summary {
 				if !byLedger {
 					it.Tokens, it.Over = requestTokens(u.Input, u.Output, u.CacheRead, u.CacheCreation, u.TotalTokens)
 					it.Credits, it.HasCredits = u.Credits, u.HasCredits
+					it.Speed = u.Speed
 				}
 				if it.StopReason != "" && u.MaxInput > 0 {
 					total := u.TotalInput

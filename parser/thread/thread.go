@@ -143,6 +143,9 @@ type Usage struct {
 	HasCredits       bool
 	Timestamp        int64 // epoch ms; 0 when absent or unparseable
 	HasTokenNegative bool  // a negative count was seen and read as 0
+	// Speed is what features says the message asked to run at (the Amp
+	// server's usage carries it; speed.go).
+	Speed Speed
 }
 
 // ToolUse is a tool call; IDs are hashed (HashID), they are only needed for
@@ -790,6 +793,8 @@ func (p *Parser) usage() *Usage {
 			if v, ok := sc.String(); ok {
 				u.Timestamp = parseTimestamp(v)
 			}
+		case "features":
+			u.Speed = p.features()
 		default:
 			sc.Skip()
 		}

@@ -200,7 +200,7 @@ func (h *harness) outputTokens() float64 {
 }
 
 func (h *harness) threads() float64 {
-	return h.value("amp_threads", map[string]string{"agent_mode": "smart"})
+	return h.value("amp_threads", map[string]string{"agent_mode": "medium"})
 }
 
 func (h *harness) bashDone() float64 {

@@ -130,7 +130,10 @@ func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids []string, s
 	t.Helper()
 	srv = ampservertest.New(conformanceKey, "dev@example.com")
 	t.Cleanup(srv.Close)
-	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 24 * 30_000, Seed: 17})
+	// With speeds: the assistant messages' usage names fast and plaid in
+	// its features, which the CLI's export must keep as the stand-in
+	// serves them.
+	g := threadgen.New(threadgen.Options{Threads: 24, TotalBytes: 24 * 30_000, Seed: 17, Speeds: true})
 	if err := srv.PutGenerated(g, 0, 23); err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +183,16 @@ func conformanceServer(t *testing.T) (srv *ampservertest.Server, ids []string, s
 	}
 	for _, id := range stale {
 		srv.StaleMessagesInData(id)
+	}
+	// The documents the CLI is compared on hold both faster speeds.
+	for _, speed := range []string{`"features":["fast"]`, `"features":["fast","plaid"]`} {
+		found := false
+		for _, id := range srv.IDs() {
+			found = found || bytes.Contains(bytes.ReplaceAll(srv.Document(id), []byte(" "), nil), []byte(speed))
+		}
+		if !found {
+			t.Fatalf("no document of the stand-in has a usage with %s", speed)
+		}
 	}
 	return srv, srv.IDs(), shapes
 }

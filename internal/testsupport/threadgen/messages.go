@@ -298,6 +298,9 @@ func (t *threadBuilder) inference(out int64) usage {
 	}
 	cached = min(cached, total-100-int64(r.IntN(3000)))
 	u := usage{model: m.name, maxIn: m.maxInput, out: out, total: total, ms: t.now}
+	if !t.nested {
+		u.speed = t.speedNow()
+	}
 	if m.openai {
 		cached = cached / 128 * 128
 		u.cacheRead = cached
@@ -338,6 +341,7 @@ func (t *threadBuilder) writeUsage(u usage) {
 	w := t.w
 	w.obj()
 	w.keyString("model", u.model)
+	w.writeFeatures(u.speed)
 	w.keyInt("maxInputTokens", u.maxIn)
 	w.keyInt("inputTokens", u.in)
 	w.keyInt("outputTokens", u.out)

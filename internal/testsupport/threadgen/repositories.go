@@ -191,6 +191,7 @@ func (t *threadBuilder) tally(u usage) {
 		at -= at % 1000
 	}
 	t.spentAt = append(t.spentAt, spentItem{ms: at, model: u.model, tokens: item})
+	t.tallySpeed(u.model, u.speed, item)
 }
 
 // spentTokens is what the thread spent, by model.

@@ -133,6 +133,7 @@ type ledgerEvent struct {
 
 type usage struct {
 	model                                  string
+	speed                                  string // asked in features; "" for none (speeds.go)
 	maxIn, in, out, cacheCreate, cacheRead int64
 	total                                  int64
 	ms                                     int64
@@ -173,27 +174,29 @@ type threadBuilder struct {
 	// its messages (serverBehind in threadgen.go), in ms.
 	serverBehind int64
 
-	now       int64 // clock, epoch ms
-	lastInfer int64
-	msgID     int64
-	nAssist   int
-	nTool     int
-	ctx       int64 // context tokens so far
-	cached    int64 // tokens cached by the previous inference
-	sysTokens int64
-	toolBytes int
-	phi, psi  float64 // multipliers of tool-result and other sizes, see steer
-	lim       int     // budget for the other content of one message
-	models    []string
-	events    []ledgerEvent
-	last      usage // max-merged, for ~debug.lastInferenceUsage
-	inferLog  []usage
-	remote    remote            // the first tree's repository (repositories.go)
-	spent     map[string]Tokens // by model, from tally
-	spentAt   []spentItem       // what tally counted, with its time (daily.go)
-	edits     bool              // Options.Edits: edits with known line counts
-	lines     map[LineKey]int64 // lines changed, from tallyCall (with edits)
-	shell     map[string]int64  // shell commands by outcome, from tallyCall
+	now        int64 // clock, epoch ms
+	lastInfer  int64
+	msgID      int64
+	nAssist    int
+	nTool      int
+	ctx        int64 // context tokens so far
+	cached     int64 // tokens cached by the previous inference
+	sysTokens  int64
+	toolBytes  int
+	phi, psi   float64 // multipliers of tool-result and other sizes, see steer
+	lim        int     // budget for the other content of one message
+	models     []string
+	events     []ledgerEvent
+	last       usage // max-merged, for ~debug.lastInferenceUsage
+	inferLog   []usage
+	remote     remote                // the first tree's repository (repositories.go)
+	spent      map[string]Tokens     // by model, from tally
+	spentAt    []spentItem           // what tally counted, with its time (daily.go)
+	edits      bool                  // Options.Edits: edits with known line counts
+	lines      map[LineKey]int64     // lines changed, from tallyCall (with edits)
+	shell      map[string]int64      // shell commands by outcome, from tallyCall
+	plan       speedPlan             // Options.Speeds (speeds.go)
+	spentSpeed map[ModelSpeed]Tokens // what tally counted, by model and speed
 }
 
 func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
@@ -240,6 +243,7 @@ func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 	t.remote = g.remote(i)
 	t.sysTokens = 9000 + int64(r.IntN(9000))
 	t.now = t.created + 500 + int64(r.IntN(4000))
+	g.planSpeed(t, i)
 	return t
 }
 

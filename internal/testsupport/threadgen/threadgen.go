@@ -53,6 +53,12 @@ type Options struct {
 	// created, on other days than it. Off, the corpus is the same bytes as
 	// before the option existed.
 	ClockSkew bool
+	// Speeds gives some threads billed by their messages a speed, named
+	// in their usage's features (speeds.go): fast on Claude Opus 4.6, also
+	// from a message mid-thread, plaid on GPT-6 Astra (a model the
+	// corpus otherwise never uses) and on Opus, where it is billed fast.
+	// Off, the corpus is the same bytes as before the option existed.
+	Speeds bool
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -89,6 +95,7 @@ type Generator struct {
 	repos   int     // Options.Repositories
 	edits   bool    // Options.Edits
 	skew    bool    // Options.ClockSkew
+	speeds  bool    // Options.Speeds
 }
 
 // New returns the generator of the corpus described by opts.
@@ -110,6 +117,7 @@ func New(opts Options) *Generator {
 		repos:   opts.Repositories,
 		edits:   opts.Edits,
 		skew:    opts.ClockSkew,
+		speeds:  opts.Speeds,
 	}
 	span := opts.Span
 	if span <= 0 {
