@@ -1,6 +1,10 @@
 package store
 
-import "github.com/amp-exporter/amp-exporter/parser/thread"
+import (
+	"github.com/amp-exporter/amp-exporter/parser/thread"
+
+	"github.com/amp-exporter/amp-exporter/internal/sat"
+)
 
 // Count returns what sum counts in a store that has never seen its thread:
 // the growth of every series a first Apply of sum would add to the totals,
@@ -24,6 +28,6 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.labels.value("agent_mode", sum.AgentMode) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
-	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = satAdd(c[k], v) })
+	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = sat.Add(c[k], v) })
 	return c
 }

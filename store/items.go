@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -164,7 +165,7 @@ func (k *itemCounter) key(f Family, l1, l2 string) SeriesKey {
 func (k *itemCounter) add(f Family, l1, l2 string, v int64) {
 	if v > 0 {
 		sk := k.key(f, l1, l2)
-		k.series[sk] = satAdd(k.series[sk], v)
+		k.series[sk] = sat.Add(k.series[sk], v)
 	}
 }
 
@@ -368,7 +369,7 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if t.bucket != "" && it.IsMessage() {
 			a.ctx++
 			if it.HasRatio {
-				a.ctxSum = satAdd(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
+				a.ctxSum = sat.Add(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
 			}
 		}
 		if n == 0 {
@@ -397,7 +398,7 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			k.add(FamExchangeSum, "", "", sec)
 		} else {
 			d.exch[n-1].n++
-			d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
+			d.exch[n-1].sum = sat.Add(d.exch[n-1].sum, sec)
 		}
 	}
 }
@@ -426,13 +427,13 @@ func (k *itemCounter) spend(a *spendAcc, it *thread.Item) {
 			continue
 		}
 		nl := min(max(over[i], 0), n)
-		a.tokens[i] = satAdd(a.tokens[i], n)
-		a.long[i] = satAdd(a.long[i], nl)
+		a.tokens[i] = sat.Add(a.tokens[i], n)
+		a.long[i] = sat.Add(a.long[i], nl)
 		if u.ok {
-			a.stdCost[i] = satAdd(a.stdCost[i], satMul(n-nl, u.std[i]))
-			a.longCost[i] = satAdd(a.longCost[i], satMul(nl, u.long[i]))
+			a.stdCost[i] = sat.Add(a.stdCost[i], sat.Mul(n-nl, u.std[i]))
+			a.longCost[i] = sat.Add(a.longCost[i], sat.Mul(nl, u.long[i]))
 		} else {
-			a.unpriced[i] = satAdd(a.unpriced[i], n)
+			a.unpriced[i] = sat.Add(a.unpriced[i], n)
 		}
 	}
 }
@@ -448,11 +449,11 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 		k.add(FamTokens, t.name, TokenTypes[i], n)
 		k.add(FamTokensLong, t.name, TokenTypes[i], a.long[i])
 		r := k.rates[sk]
-		r.std.tokens = satAdd(r.std.tokens, n-a.long[i])
-		r.long.tokens = satAdd(r.long.tokens, a.long[i])
-		r.std.cost = satAdd(r.std.cost, a.stdCost[i])
-		r.long.cost = satAdd(r.long.cost, a.longCost[i])
-		r.unpriced = satAdd(r.unpriced, a.unpriced[i])
+		r.std.tokens = sat.Add(r.std.tokens, n-a.long[i])
+		r.long.tokens = sat.Add(r.long.tokens, a.long[i])
+		r.std.cost = sat.Add(r.std.cost, a.stdCost[i])
+		r.long.cost = sat.Add(r.long.cost, a.longCost[i])
+		r.unpriced = sat.Add(r.unpriced, a.unpriced[i])
 		k.rates[sk] = r
 	}
 	if a.hasCredits {
@@ -739,7 +740,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 				// would raise the counter with nothing to show for it.
 				continue
 			}
-			retired[k] = satAdd(retired[k], sv.Value)
+			retired[k] = sat.Add(retired[k], sv.Value)
 		}
 		rec.retired = s.series.compact(retired)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -364,7 +365,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		}
 		for _, e := range prefix {
 			k := s.series.keys[e.id]
-			c[k] = satAdd(c[k], e.v)
+			c[k] = sat.Add(c[k], e.v)
 		}
 		if partial && rec.win != nil {
 			led = s.withRows(led, rec.win.prefixLedger)
@@ -396,7 +397,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	for _, e := range rec.retired {
 		k := s.series.keys[e.id]
-		c[k] = satAdd(c[k], e.v)
+		c[k] = sat.Add(c[k], e.v)
 	}
 	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
 		rec.pins = pinned
@@ -466,7 +467,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		merged = append(merged, e)
 		k := s.series.keys[e.id]
 		delta := e.v - was
-		s.totals[k] = satAdd(s.totals[k], delta)
+		s.totals[k] = sat.Add(s.totals[k], delta)
 		changed = true
 		if k.Fam == FamTokens || k.Fam == FamTokensLong {
 			grown[k] = delta
@@ -498,7 +499,7 @@ func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
 		}
 		v := c[k]
 		if i, ok := rec.retired.find(e.id); ok {
-			v = satAdd(v, rec.retired[i].v)
+			v = sat.Add(v, rec.retired[i].v)
 		}
 		if v < e.v {
 			return false
@@ -537,10 +538,10 @@ func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {
 	if v <= 0 {
 		return
 	}
-	s.totals[k] = satAdd(s.totals[k], v)
+	s.totals[k] = sat.Add(s.totals[k], v)
 	id := s.series.id(k)
 	if i, ok := rec.contrib.find(id); ok {
-		rec.contrib[i].v = satAdd(rec.contrib[i].v, v)
+		rec.contrib[i].v = sat.Add(rec.contrib[i].v, v)
 	} else {
 		rec.contrib = slices.Insert(rec.contrib, i, seriesValue{id, v})
 	}
