@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,17 +18,6 @@ const LedgerPath = "/api/ledger"
 
 // ledgerVersion is the version of the ledger's JSON this report reads.
 const ledgerVersion = 1
-
-// maxLedgerBytes bounds what is read from an exporter (a year of heavy
-// use is well under it).
-const maxLedgerBytes = 4 << 30
-
-// ledgerJSON is /api/ledger's body.
-type ledgerJSON struct {
-	Version int           `json:"version"`
-	Entries []Entry       `json:"entries"`
-	Bills   []ledger.Bill `json:"bills"`
-}
 
 // LedgerURL is the ledger's URL on the exporter at base (its address, as
 // http://localhost:9974, or the ledger's URL itself).
@@ -97,20 +85,7 @@ func fetchLedger(ctx context.Context, client *http.Client, x exporterURL) (*Ledg
 		}
 		return nil, nil, fmt.Errorf("it answered %s: %s", resp.Status, first)
 	}
-	var body ledgerJSON
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxLedgerBytes))
-	if err := dec.Decode(&body); err != nil {
-		return nil, nil, fmt.Errorf("the ledger does not read: %w", err)
-	}
-	if body.Version != ledgerVersion {
-		return nil, nil, fmt.Errorf("it serves a ledger of version %d; this amp-exporter reads version %d (use the same release of both)",
-			body.Version, ledgerVersion)
-	}
-	l := NewLedger()
-	for _, e := range body.Entries {
-		l.Add(e)
-	}
-	return l, body.Bills, nil
+	return readLedger(resp.Body, ledgerLimits{bytes: maxLedgerBytes, value: maxLedgerValueBytes, rows: maxLedgerRows})
 }
 
 // LeaveOutLater drops the rows of buckets that start after now, as a
