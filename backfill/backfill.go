@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/store"
 )
@@ -467,7 +468,7 @@ type cursor struct {
 // at is the series' value at t, for t not before the last call's.
 func (c *cursor) at(t int64) int64 {
 	for c.j < len(c.s.growth) && c.s.growth[c.j].T <= t {
-		c.cum = satAdd(c.cum, c.s.growth[c.j].V)
+		c.cum = sat.Add(c.cum, c.s.growth[c.j].V)
 		c.j++
 	}
 	return c.cum
@@ -518,10 +519,3 @@ func compareIDs(a, b SeriesID) int {
 }
 
 func famIndex(f store.Family) int { return slices.Index(Families, f) }
-
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}

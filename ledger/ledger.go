@@ -15,6 +15,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 )
 
 // Bucket is the ledger's unit of time.
@@ -51,18 +53,22 @@ type Usage struct {
 	Cost int64 `json:"cost,omitempty"`
 }
 
-// Add adds u to v.
+// Add adds u to v. Each figure saturates as the store's counters do: usage
+// the store counted at the top of an int64 is not a negative total.
 func (v *Usage) Add(u Usage) {
-	v.Input += u.Input
-	v.Output += u.Output
-	v.CacheCreation += u.CacheCreation
-	v.CacheRead += u.CacheRead
-	v.Credits += u.Credits
-	v.Cost += u.Cost
+	v.Input = sat.Add(v.Input, u.Input)
+	v.Output = sat.Add(v.Output, u.Output)
+	v.CacheCreation = sat.Add(v.CacheCreation, u.CacheCreation)
+	v.CacheRead = sat.Add(v.CacheRead, u.CacheRead)
+	v.Credits = sat.Add(v.Credits, u.Credits)
+	v.Cost = sat.Add(v.Cost, u.Cost)
 }
 
-// Tokens is the sum of the four token types (ccusage's totalTokens).
-func (v Usage) Tokens() int64 { return v.Input + v.Output + v.CacheCreation + v.CacheRead }
+// Tokens is the sum of the four token types (ccusage's totalTokens),
+// saturated.
+func (v Usage) Tokens() int64 {
+	return sat.Add(sat.Add(v.Input, v.Output), sat.Add(v.CacheCreation, v.CacheRead))
+}
 
 // IsZero reports whether nothing was spent.
 func (v Usage) IsZero() bool { return v == Usage{} }

@@ -89,6 +89,13 @@ func (l *Ledger) Add(e Entry) {
 	}
 }
 
+// rowCount is how many rows Add has made.
+func (l *Ledger) rowCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.rows)
+}
+
 // AddSorted adds entries in the order of ledger.Compare, one per key (a
 // store's Ledger), without looking each up: a ledger's rows of a year's
 // thread files are kept as they are and merged with the others once, by

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,86 +19,73 @@ const LedgerPath = "/api/ledger"
 // ledgerVersion is the version of the ledger's JSON this report reads.
 const ledgerVersion = 1
 
-// maxLedgerBytes bounds what is read from an exporter (a year of heavy
-// use is well under it).
-const maxLedgerBytes = 4 << 30
-
-// ledgerJSON is /api/ledger's body.
-type ledgerJSON struct {
-	Version int           `json:"version"`
-	Entries []Entry       `json:"entries"`
-	Bills   []ledger.Bill `json:"bills"`
-	// Coarsened is absent from an exporter older than the field.
-	Coarsened []ledger.Span `json:"coarsened"`
-}
-
 // LedgerURL is the ledger's URL on the exporter at base (its address, as
 // http://localhost:9974, or the ledger's URL itself).
 func LedgerURL(base string) (string, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%q is not an exporter's URL (want http://host:port)", redact(base))
+	x, err := parseExporterURL(base)
+	if err != nil {
+		return "", err
 	}
-	if !strings.HasSuffix(u.Path, LedgerPath) {
-		u.Path = strings.TrimSuffix(u.Path, "/") + LedgerPath
-	}
-	return u.String(), nil
-}
-
-// redact keeps a password given in a URL out of messages.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(the URL)"
+	return x.ledger.String(), nil
 }
 
 // FetchLedger asks the exporter at base for its ledger and returns it as a
 // Ledger (rows in the order Entries gives, whatever order the exporter
 // wrote them in) and the bills. A user and password in the URL are sent
-// as basic auth.
+// as basic auth, and never printed: every error leaves here, naming the
+// exporter as exporterURL shows it, scrubbed of the password.
 func FetchLedger(ctx context.Context, client *http.Client, base string) (*Ledger, []ledger.Bill, error) {
-	target, err := LedgerURL(base)
+	x, err := parseExporterURL(base)
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	l, bills, err := fetchLedger(ctx, client, x)
 	if err != nil {
-		return nil, nil, fmt.Errorf("exporter: %w", err)
+		return nil, nil, &exporterError{msg: x.scrub(fmt.Sprintf("exporter at %s: %v", x.shown, err)), err: err}
+	}
+	return l, bills, nil
+}
+
+// exporterError is an error of FetchLedger: its message scrubbed, what
+// it wraps still matched by errors.Is (a cancelled context).
+type exporterError struct {
+	msg string
+	err error
+}
+
+func (e *exporterError) Error() string { return e.msg }
+func (e *exporterError) Unwrap() error { return e.err }
+
+// fetchLedger is FetchLedger's request. Its errors follow "exporter at
+// URL: " and never hold the URL.
+func fetchLedger(ctx context.Context, client *http.Client, x exporterURL) (*Ledger, []ledger.Bill, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, x.ledger.String(), nil)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			err = ue.Err // the URL, with its password, is said once below
+			err = ue.Err // the URL is said once, as shown
 		}
-		return nil, nil, fmt.Errorf("exporter at %s: %w", redact(base), err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		first, _, _ := strings.Cut(strings.TrimSpace(string(msg)), "\n")
 		if resp.StatusCode == http.StatusNotFound {
-			return nil, nil, fmt.Errorf("exporter at %s has no %s (an amp-exporter older than this one?)", redact(base), LedgerPath)
+			return nil, nil, fmt.Errorf("it has no %s (an amp-exporter older than this one?)", LedgerPath)
 		}
-		return nil, nil, fmt.Errorf("exporter at %s answered %s: %s", redact(base), resp.Status, first)
+		return nil, nil, fmt.Errorf("it answered %s: %s", resp.Status, first)
 	}
-	var body ledgerJSON
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxLedgerBytes))
-	if err := dec.Decode(&body); err != nil {
-		return nil, nil, fmt.Errorf("exporter at %s: the ledger does not read: %w", redact(base), err)
-	}
-	if body.Version != ledgerVersion {
-		return nil, nil, fmt.Errorf("exporter at %s serves a ledger of version %d; this amp-exporter reads version %d (use the same release of both)",
-			redact(base), body.Version, ledgerVersion)
-	}
-	l := NewLedger()
-	for _, e := range body.Entries {
-		l.Add(e)
-	}
-	l.coarsened = body.Coarsened
-	return l, body.Bills, nil
+	return readLedger(resp.Body, ledgerLimits{bytes: maxLedgerBytes, value: maxLedgerValueBytes, rows: maxLedgerRows})
 }
 
 // LeaveOutLater drops the rows of buckets that start after now, as a

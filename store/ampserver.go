@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 )
 
 // The Amp server source (source/ampserver) counts into a ThreadStore of
@@ -78,10 +80,10 @@ func (s *ThreadStore) applyBilledLocked(id string, usd map[string]float64) bool 
 			// Under the repository each record is pinned to.
 			sid := s.series.id(SeriesKey{Fam: FamBilled, L1: kind, Repo: r.repo})
 			if j, ok := r.contrib.find(sid); ok {
-				have[i] = satAdd(have[i], r.contrib[j].v)
+				have[i] = sat.Add(have[i], r.contrib[j].v)
 			}
 		}
-		counted = satAdd(counted, have[i])
+		counted = sat.Add(counted, have[i])
 	}
 	if target <= counted {
 		return false

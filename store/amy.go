@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 )
 
@@ -169,7 +170,7 @@ func (s *AmyStore) Observe(upstream, turnID, eventID string, r amyturn.Record, r
 	add := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
 			key := SeriesKey{Fam: f, L1: l1, L2: l2}
-			u.totals[key] = satAdd(u.totals[key], v)
+			u.totals[key] = sat.Add(u.totals[key], v)
 		}
 	}
 	s.generation++
@@ -300,7 +301,7 @@ func (s *AmyStore) skipped(upstream, turnID, eventID string, f Family, l1 string
 		f, l1 = FamAmyRefused, refused
 	}
 	key := SeriesKey{Fam: f, L1: l1}
-	u.totals[key] = satAdd(u.totals[key], 1)
+	u.totals[key] = sat.Add(u.totals[key], 1)
 }
 
 // Reconnected counts a reconnection of a stream.
@@ -326,7 +327,7 @@ func (s *AmyStore) GaveUp(upstream, turnID, reason string) {
 		t.Finished = true
 		u := s.upstream(upstream)
 		key := SeriesKey{Fam: FamAmyGivenUp, L1: reason}
-		u.totals[key] = satAdd(u.totals[key], 1)
+		u.totals[key] = sat.Add(u.totals[key], 1)
 		s.generation++
 	}
 }
@@ -336,7 +337,7 @@ func (s *AmyStore) count(upstream string, f Family, l1 string) {
 	defer s.mu.Unlock()
 	u := s.upstream(upstream)
 	key := SeriesKey{Fam: f, L1: l1}
-	u.totals[key] = satAdd(u.totals[key], 1)
+	u.totals[key] = sat.Add(u.totals[key], 1)
 	s.generation++
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
 
@@ -122,7 +123,7 @@ func (s *ThreadStore) DueDayBills(since int64, limit int) []DueDayBill {
 func (s *ThreadStore) ApplyDayBill(id string, start, end int64, usd map[string]float64, readAt int64) bool {
 	var amount int64
 	for _, v := range usd {
-		amount = satAdd(amount, fixed(FamBilled, v))
+		amount = sat.Add(amount, fixed(FamBilled, v))
 	}
 	return s.setDay(id, start, end, func(d *DayBill) {
 		d.USD, d.ReadAt, d.Due = amount, readAt, false

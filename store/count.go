@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/agentmode"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -27,6 +28,6 @@ func (s *ThreadStore) Count(sum *thread.Summary) map[SeriesKey]int64 {
 	s.labels.value("agent_mode", agentmode.Canonical(sum.AgentMode)) // the cap sees what Apply shows it
 	// As in apply: dollars follow the tokens' growth, which in a store
 	// without the thread is every token of the snapshot.
-	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = satAdd(c[k], v) })
+	chargeGrowth(res.rates, c, func(k SeriesKey, v int64, _ SeriesKey) { c[k] = sat.Add(c[k], v) })
 	return c
 }

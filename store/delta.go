@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 )
 
 // Incremental persistence: a save writes what changed since the last one,
@@ -206,7 +208,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	c := make(compactContribution, 0, len(kept))
 	for _, sv := range kept {
 		k := sv.keyIn(repo)
-		s.totals[k] = satAdd(s.totals[k], sv.Value)
+		s.totals[k] = sat.Add(s.totals[k], sv.Value)
 		c = append(c, seriesValue{s.series.id(k), sv.Value})
 	}
 	slices.SortFunc(c, func(a, b seriesValue) int { return cmp.Compare(a.id, b.id) })
@@ -215,7 +217,7 @@ func (s *ThreadStore) ImportThread(key string, ts ThreadState) (dropped int, err
 	out := c[:0]
 	for _, e := range c {
 		if n := len(out); n > 0 && out[n-1].id == e.id {
-			out[n-1].v = satAdd(out[n-1].v, e.v)
+			out[n-1].v = sat.Add(out[n-1].v, e.v)
 			continue
 		}
 		out = append(out, e)

@@ -4,7 +4,8 @@ import "math"
 
 // Values are counted as integers, so that sums are exact and the same in
 // any order: a family's value v is kept as v × its scale (1 for counts;
-// families.go sets the others), and saturates rather than wraps.
+// families.go sets the others), and saturates rather than wraps (package
+// sat).
 
 // scaleOf is family f's scale.
 func scaleOf(f Family) float64 {
@@ -31,21 +32,3 @@ func fixedAt(scale, v float64) int64 {
 
 // unfixed converts back for exposition.
 func Unfixed(f Family, v int64) float64 { return float64(v) / scaleOf(f) }
-
-// satAdd adds non-negative counts without wrapping.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func satMul(a, b int64) int64 {
-	if a == 0 || b == 0 {
-		return 0
-	}
-	if a > math.MaxInt64/b {
-		return math.MaxInt64
-	}
-	return a * b
-}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
@@ -166,7 +167,7 @@ func (k *itemCounter) key(f Family, l1, l2 string) SeriesKey {
 func (k *itemCounter) add(f Family, l1, l2 string, v int64) {
 	if v > 0 {
 		sk := k.key(f, l1, l2)
-		k.series[sk] = satAdd(k.series[sk], v)
+		k.series[sk] = sat.Add(k.series[sk], v)
 	}
 }
 
@@ -373,7 +374,7 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if t.bucket != "" && it.IsMessage() {
 			a.ctx++
 			if it.HasRatio {
-				a.ctxSum = satAdd(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
+				a.ctxSum = sat.Add(a.ctxSum, fixedAt(k.ctxScale, it.Ratio))
 			}
 		}
 		if n == 0 {
@@ -404,7 +405,7 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 			k.add(FamExchangeSum, "", "", sec)
 		} else {
 			d.exch[n-1].n++
-			d.exch[n-1].sum = satAdd(d.exch[n-1].sum, sec)
+			d.exch[n-1].sum = sat.Add(d.exch[n-1].sum, sec)
 		}
 	}
 }
@@ -437,21 +438,21 @@ func (k *itemCounter) spend(a *spendAcc, it *thread.Item) {
 			continue
 		}
 		nl := min(max(over[i], 0), n)
-		a.tokens[i] = satAdd(a.tokens[i], n)
-		a.long[i] = satAdd(a.long[i], nl)
+		a.tokens[i] = sat.Add(a.tokens[i], n)
+		a.long[i] = sat.Add(a.long[i], nl)
 		stdCost, longCost, unpriced := &a.stdCost, &a.longCost, &a.unpriced
 		if sa != nil {
-			sa.tokens[i] = satAdd(sa.tokens[i], n)
-			sa.long[i] = satAdd(sa.long[i], nl)
+			sa.tokens[i] = sat.Add(sa.tokens[i], n)
+			sa.long[i] = sat.Add(sa.long[i], nl)
 			stdCost, longCost, unpriced = &sa.stdCost, &sa.longCost, &sa.unpriced
-			sa.premStd[i] = satAdd(sa.premStd[i], satMul(n-nl, u.premStd[i]))
-			sa.premLong[i] = satAdd(sa.premLong[i], satMul(nl, u.premLong[i]))
+			sa.premStd[i] = sat.Add(sa.premStd[i], sat.Mul(n-nl, u.premStd[i]))
+			sa.premLong[i] = sat.Add(sa.premLong[i], sat.Mul(nl, u.premLong[i]))
 		}
 		if u.ok {
-			stdCost[i] = satAdd(stdCost[i], satMul(n-nl, u.std[i]))
-			longCost[i] = satAdd(longCost[i], satMul(nl, u.long[i]))
+			stdCost[i] = sat.Add(stdCost[i], sat.Mul(n-nl, u.std[i]))
+			longCost[i] = sat.Add(longCost[i], sat.Mul(nl, u.long[i]))
 		} else {
-			unpriced[i] = satAdd(unpriced[i], n)
+			unpriced[i] = sat.Add(unpriced[i], n)
 		}
 	}
 }
@@ -496,13 +497,13 @@ func (k *itemCounter) emit(t pinTuple, a *spendAcc) {
 // addRate adds tokens and their costs to the rate of token series sk.
 func (k *itemCounter) addRate(sk SeriesKey, stdTokens, longTokens, stdCost, longCost, unpriced int64, premium [2]int64) {
 	r := k.rates[sk]
-	r.std.tokens = satAdd(r.std.tokens, stdTokens)
-	r.long.tokens = satAdd(r.long.tokens, longTokens)
-	r.std.cost = satAdd(r.std.cost, stdCost)
-	r.long.cost = satAdd(r.long.cost, longCost)
-	r.unpriced = satAdd(r.unpriced, unpriced)
-	r.premium[0] = satAdd(r.premium[0], premium[0])
-	r.premium[1] = satAdd(r.premium[1], premium[1])
+	r.std.tokens = sat.Add(r.std.tokens, stdTokens)
+	r.long.tokens = sat.Add(r.long.tokens, longTokens)
+	r.std.cost = sat.Add(r.std.cost, stdCost)
+	r.long.cost = sat.Add(r.long.cost, longCost)
+	r.unpriced = sat.Add(r.unpriced, unpriced)
+	r.premium[0] = sat.Add(r.premium[0], premium[0])
+	r.premium[1] = sat.Add(r.premium[1], premium[1])
 	k.rates[sk] = r
 }
 
@@ -779,7 +780,7 @@ func (s *ThreadStore) restoreIdentity(rec *threadRecord, ts ThreadState) {
 				// would raise the counter with nothing to show for it.
 				continue
 			}
-			retired[k] = satAdd(retired[k], sv.Value)
+			retired[k] = sat.Add(retired[k], sv.Value)
 		}
 		rec.change(func(x *threadExtra) { x.retired = s.series.compact(retired) })
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -150,9 +151,9 @@ func (k *itemCounter) ledgerValues() (values, costs map[SeriesKey][]bucketValue)
 			if n > 0 {
 				sk := k.key(FamTokens, at.model, TokenTypes[i])
 				values[sk] = append(values[sk], bucketValue{at.b, n})
-				c := satAdd(a.stdCost[i], a.longCost[i])
+				c := sat.Add(a.stdCost[i], a.longCost[i])
 				for _, sa := range a.speed {
-					c = satAdd(c, satAdd(sa.stdCost[i], sa.longCost[i]))
+					c = sat.Add(c, sat.Add(sa.stdCost[i], sa.longCost[i]))
 				}
 				if c > 0 {
 					costs[sk] = append(costs[sk], bucketValue{at.b, c})
@@ -231,7 +232,7 @@ func (s *ThreadStore) withRows(now map[SeriesKey][]bucketValue, rows threadLedge
 		}
 		i, ok := slices.BinarySearchFunc(vs, r.b, func(bv bucketValue, b int32) int { return cmp.Compare(bv.b, b) })
 		if ok {
-			vs[i].v = satAdd(vs[i].v, r.v)
+			vs[i].v = sat.Add(vs[i].v, r.v)
 		} else {
 			vs = slices.Insert(vs, i, bucketValue{r.b, r.v})
 		}
@@ -294,13 +295,13 @@ func (sp *ledgerSpread) held(id uint32, b int32) int64 {
 	if ok {
 		v = l[i].v
 	}
-	return satAdd(v, sp.add[ledgerSlot{id, b}])
+	return sat.Add(v, sp.add[ledgerSlot{id, b}])
 }
 
 // put adds v to series id in bucket b.
 func (sp *ledgerSpread) put(id uint32, b int32, v int64) {
 	slot := ledgerSlot{id, b}
-	sp.add[slot] = satAdd(sp.add[slot], v)
+	sp.add[slot] = sat.Add(sp.add[slot], v)
 }
 
 // firstDated is the series' earliest dated bucket in the thread's ledger
@@ -476,7 +477,7 @@ func (sp *ledgerSpread) commit() {
 			continue
 		}
 		if i, ok := find(slot); ok {
-			rows[i].v = satAdd(rows[i].v, v)
+			rows[i].v = sat.Add(rows[i].v, v)
 			continue
 		}
 		rows = append(rows, ledgerRow{slot.b, slot.id, v})
@@ -501,7 +502,7 @@ func sortLedger(rows []ledgerRow) {
 func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 	sums := map[uint32]int64{}
 	for _, r := range rec.ledger {
-		sums[r.id] = satAdd(sums[r.id], r.v)
+		sums[r.id] = sat.Add(sums[r.id], r.v)
 	}
 	rows := rec.ledger
 	changed := false
@@ -538,7 +539,7 @@ func (s *ThreadStore) settleLedger(rec *threadRecord) bool {
 	out := rows[:0]
 	for _, r := range rows {
 		if n := len(out); n > 0 && out[n-1].id == r.id && out[n-1].b == r.b {
-			out[n-1].v = satAdd(out[n-1].v, r.v)
+			out[n-1].v = sat.Add(out[n-1].v, r.v)
 			continue
 		}
 		out = append(out, r)
@@ -683,7 +684,7 @@ func (e *entrySums) add(out []ledger.Entry, keys []SeriesKey, rows threadLedger,
 			out = append(out, ledger.Entry{Start: start, Session: session, Model: sk.L1, Repo: sk.Repo})
 		}
 		if f := UsageField(sk, &out[i].Usage); f != nil {
-			*f = satAdd(*f, r.v)
+			*f = sat.Add(*f, r.v)
 		}
 	}
 	return out
@@ -823,7 +824,7 @@ func (s *ThreadStore) ledgerRows(series SeriesList, rows []LedgerRow, repo strin
 	merged := out[:0]
 	for _, r := range out {
 		if n := len(merged); n > 0 && merged[n-1].id == r.id && merged[n-1].b == r.b {
-			merged[n-1].v = satAdd(merged[n-1].v, r.v)
+			merged[n-1].v = sat.Add(merged[n-1].v, r.v)
 			continue
 		}
 		merged = append(merged, r)

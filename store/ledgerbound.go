@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
 
@@ -202,7 +203,7 @@ func (c *coarsening) apply(lv levels) (threadLedger, []coarseSpan) {
 			g = c.group(i, lv)
 		}
 		if n := len(out); r.b != undatedBucket && n > 0 && out[n-1].id == r.id && out[n-1].b != undatedBucket && g == last {
-			out[n-1].v = satAdd(out[n-1].v, r.v)
+			out[n-1].v = sat.Add(out[n-1].v, r.v)
 			if !merged {
 				added, merged = append(added, g), true
 			}

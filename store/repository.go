@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/amp-exporter/amp-exporter/internal/repomap"
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/agentmode"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 )
@@ -108,7 +109,7 @@ func contributionIn(series []SeriesValue, repo string) contribution {
 	c := make(contribution, len(series))
 	for _, sv := range series {
 		k := sv.keyIn(repo)
-		c[k] = satAdd(c[k], sv.Value)
+		c[k] = sat.Add(c[k], sv.Value)
 	}
 	return c
 }
@@ -119,7 +120,7 @@ func WithoutRepository(totals map[SeriesKey]int64) map[SeriesKey]int64 {
 	out := make(map[SeriesKey]int64, len(totals))
 	for k, v := range totals {
 		k.Repo = ""
-		out[k] = satAdd(out[k], v)
+		out[k] = sat.Add(out[k], v)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
@@ -156,7 +157,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 	total := func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
 			k := SeriesKey{Fam: f, L1: l1, L2: l2}
-			s.totals[k] = satAdd(s.totals[k], v)
+			s.totals[k] = sat.Add(s.totals[k], v)
 		}
 	}
 	add := total
@@ -180,7 +181,7 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 				add(FamTokens, model, TokenTypes[i], n)
 				if priced {
 					over := max(n-pricing.LongContextThreshold, 0)
-					add(FamCost, model, "", satAdd(satMul(n-over, units[i]), satMul(over, longUnits[i])))
+					add(FamCost, model, "", sat.Add(sat.Mul(n-over, units[i]), sat.Mul(over, longUnits[i])))
 				} else {
 					add(FamUnpriced, model, "", n)
 				}
@@ -288,7 +289,7 @@ func (s *StreamStore) Import(st *StreamState) error {
 	}
 	s.labels.restore(st.Labels)
 	for k, v := range contributionOf(st.Series) {
-		s.totals[k] = satAdd(s.totals[k], v)
+		s.totals[k] = sat.Add(s.totals[k], v)
 	}
 	for p, f := range st.Files {
 		f := f

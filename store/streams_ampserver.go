@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 )
 
@@ -91,7 +92,7 @@ func (s *StreamStore) sharedAdder(inc streamjson.Increments, total func(Family, 
 	return func(f Family, l1, l2 string, v int64) {
 		if v > 0 {
 			k := SeriesKey{Fam: f, L1: l1, L2: l2}
-			h.c[k] = satAdd(h.c[k], v)
+			h.c[k] = sat.Add(h.c[k], v)
 		}
 	}
 }
@@ -135,7 +136,7 @@ func (s *StreamStore) AmpServerSynced() {
 
 func (s *StreamStore) flushHeld(id string, h *heldRun) {
 	for k, v := range h.c {
-		s.totals[k] = satAdd(s.totals[k], v)
+		s.totals[k] = sat.Add(s.totals[k], v)
 	}
 	delete(s.ampServer.held, id)
 	s.ampServer.owned[id] = true
@@ -218,7 +219,7 @@ func (s *StreamStore) importAmpServer(st *StreamAmpServerState) {
 		h := &heldRun{c: contributionOf(hs.Series), result: hs.Result, syncs: hs.Syncs}
 		if !s.dedupeOn() {
 			for k, v := range h.c {
-				s.totals[k] = satAdd(s.totals[k], v)
+				s.totals[k] = sat.Add(s.totals[k], v)
 			}
 			s.ownedOff(id)
 			continue

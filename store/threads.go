@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/agentmode"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -452,7 +453,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 		}
 		for _, e := range prefix {
 			k := s.series.keys[e.id]
-			c[k] = satAdd(c[k], e.v)
+			c[k] = sat.Add(c[k], e.v)
 		}
 		if win := rec.more().win; partial && win != nil {
 			led = s.withRows(led, win.prefixLedger)
@@ -484,7 +485,7 @@ func (s *ThreadStore) apply(path string, v FileVersion, sum *thread.Summary, w *
 	}
 	for _, e := range rec.more().retired {
 		k := s.series.keys[e.id]
-		c[k] = satAdd(c[k], e.v)
+		c[k] = sat.Add(c[k], e.v)
 	}
 	if len(pinned) != len(rec.pins) || len(pinned) > 0 && &pinned[0] != &rec.pins[0] {
 		rec.pins = pinned
@@ -556,7 +557,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		merged = append(merged, e)
 		k := s.series.keys[e.id]
 		delta := e.v - was
-		s.totals[k] = satAdd(s.totals[k], delta)
+		s.totals[k] = sat.Add(s.totals[k], delta)
 		changed = true
 		if pricedGrowth[k.Fam] {
 			grown[k] = delta
@@ -600,7 +601,7 @@ func (s *ThreadStore) covers(rec *threadRecord, c contribution) bool {
 		}
 		v := c[k]
 		if i, ok := retired.find(e.id); ok {
-			v = satAdd(v, retired[i].v)
+			v = sat.Add(v, retired[i].v)
 		}
 		if v < e.v {
 			return false
@@ -639,10 +640,10 @@ func (s *ThreadStore) addTo(rec *threadRecord, k SeriesKey, v int64) {
 	if v <= 0 {
 		return
 	}
-	s.totals[k] = satAdd(s.totals[k], v)
+	s.totals[k] = sat.Add(s.totals[k], v)
 	id := s.series.id(k)
 	if i, ok := rec.contrib.find(id); ok {
-		rec.contrib[i].v = satAdd(rec.contrib[i].v, v)
+		rec.contrib[i].v = sat.Add(rec.contrib[i].v, v)
 	} else {
 		rec.contrib = slices.Insert(rec.contrib, i, seriesValue{id, v})
 	}

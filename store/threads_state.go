@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"sort"
+
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 )
 
 // StateVersion is the version of the persisted state's layout.
@@ -42,7 +44,7 @@ func contributionOf(series []SeriesValue) contribution {
 	c := make(contribution, len(series))
 	for _, sv := range series {
 		k := sv.key()
-		c[k] = satAdd(c[k], sv.Value)
+		c[k] = sat.Add(c[k], sv.Value)
 	}
 	return c
 }
@@ -174,7 +176,7 @@ func (s *ThreadStore) Import(st *State) error {
 		repo := restoredLabel(ts.Repository)
 		c := contributionIn(ts.Series, repo)
 		for k, v := range c {
-			s.totals[k] = satAdd(s.totals[k], v)
+			s.totals[k] = sat.Add(s.totals[k], v)
 		}
 		rec := &threadRecord{contrib: s.series.compact(c), lastActivity: ts.LastActivity, repo: repo, repoSet: true}
 		rec.setMore(threadExtra{win: s.restoreWindow(ts.Window, repo), billedAt: ts.BilledAt, days: dayBillsOf(ts.DayBills)})

@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
@@ -88,7 +89,7 @@ func (t tier) charge(delta int64) int64 {
 		return 0
 	}
 	if t.cost%t.tokens == 0 {
-		return satMul(delta, t.cost/t.tokens)
+		return sat.Mul(delta, t.cost/t.tokens)
 	}
 	return int64(math.Round(float64(delta) * float64(t.cost) / float64(t.tokens)))
 }
@@ -107,7 +108,7 @@ type rate struct {
 // long-context.
 func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
 	deltaLong = min(max(deltaLong, 0), delta)
-	cost = satAdd(r.std.charge(delta-deltaLong), r.long.charge(deltaLong))
+	cost = sat.Add(r.std.charge(delta-deltaLong), r.long.charge(deltaLong))
 	if all := r.std.tokens + r.long.tokens; all > 0 && r.unpriced > 0 && delta > 0 {
 		if r.unpriced == all {
 			unpriced = delta
@@ -122,7 +123,7 @@ func (r rate) charge(delta, deltaLong int64) (cost, unpriced int64) {
 // tokens of which deltaLong are long-context.
 func (r rate) chargePremium(delta, deltaLong int64) int64 {
 	deltaLong = min(max(deltaLong, 0), delta)
-	return satAdd(tier{r.std.tokens, r.premium[0]}.charge(delta-deltaLong), tier{r.long.tokens, r.premium[1]}.charge(deltaLong))
+	return sat.Add(tier{r.std.tokens, r.premium[0]}.charge(delta-deltaLong), tier{r.long.tokens, r.premium[1]}.charge(deltaLong))
 }
 
 // chargeGrowth prices the growth of each token series (grown, with its

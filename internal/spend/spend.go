@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
 
@@ -117,7 +118,8 @@ type Entitlement struct {
 	ResetsAt time.Time
 }
 
-// Summarize sums the ledger. Days start at midnight in the zone (a day of
+// Summarize sums the ledger; every sum saturates (package sat), as the
+// store's counters do. Days start at midnight in the zone (a day of
 // a daylight-saving change is 23 or 25 hours); every ledger bucket lies in
 // one day, since zones are whole quarter hours from UTC.
 func Summarize(in Input) Summary {
@@ -168,26 +170,26 @@ func Summarize(in Input) Summary {
 	for i := range in.Entries {
 		e := &in.Entries[i]
 		if e.Start == ledger.Undated {
-			s.Undated += e.Cost
+			s.Undated = sat.Add(s.Undated, e.Cost)
 			continue
 		}
 		if e.Start < from || e.Start >= end {
 			continue
 		}
 		if e.Start >= monthStart {
-			s.Month.Estimated += e.Cost
-			repos[e.Repo] += e.Cost
+			s.Month.Estimated = sat.Add(s.Month.Estimated, e.Cost)
+			repos[e.Repo] = sat.Add(repos[e.Repo], e.Cost)
 		}
 		if i := dayOf(e.Start); i >= 0 {
-			s.Days[i].Estimated += e.Cost
-			s.Days[i].Tokens += e.Tokens()
+			s.Days[i].Estimated = sat.Add(s.Days[i].Estimated, e.Cost)
+			s.Days[i].Tokens = sat.Add(s.Days[i].Tokens, e.Tokens())
 			per := byModel[e.Model]
 			if per == nil {
 				per = make([]int64, ChartDays)
 				byModel[e.Model] = per
 			}
-			per[i] += e.Cost
-			modelTotal[e.Model] += e.Cost
+			per[i] = sat.Add(per[i], e.Cost)
+			modelTotal[e.Model] = sat.Add(modelTotal[e.Model], e.Cost)
 		}
 	}
 	if in.BillsKnown {
@@ -198,10 +200,10 @@ func Summarize(in Input) Summary {
 				continue
 			}
 			if b.Start >= monthStart {
-				month += b.USD
+				month = sat.Add(month, b.USD)
 			}
 			if i := dayOf(b.Start); i >= 0 {
-				days[i] += b.USD
+				days[i] = sat.Add(days[i], b.USD)
 			}
 		}
 		s.Month.Billed = &month
@@ -230,7 +232,7 @@ func Summarize(in Input) Summary {
 			j = len(s.Models) - 1 // OtherModels
 		}
 		for i, v := range per {
-			s.Days[i].Models[j] += v
+			s.Days[i].Models[j] = sat.Add(s.Days[i].Models[j], v)
 		}
 	}
 
@@ -254,9 +256,9 @@ func sumDays(days []Day, billsKnown bool) Amount {
 	var a Amount
 	var billed int64
 	for _, d := range days {
-		a.Estimated += d.Estimated
+		a.Estimated = sat.Add(a.Estimated, d.Estimated)
 		if d.Billed != nil {
-			billed += *d.Billed
+			billed = sat.Add(billed, *d.Billed)
 		}
 	}
 	if billsKnown {

@@ -1,10 +1,10 @@
 package thread
 
 import (
-	"math"
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
@@ -505,8 +505,8 @@ func ledgerItems(t *Thread, first int, items []Item) []Item {
 // events) has the tokens its parts do not explain counted as output, as
 // ccusage does when pricing them.
 func requestTokens(input, output, cacheRead, cacheCreation, total int64) (t, over Tokens) {
-	if known := satAdd(satAdd(input, output), satAdd(cacheRead, cacheCreation)); total > known {
-		output = satAdd(output, total-known)
+	if known := sat.Add(sat.Add(input, output), sat.Add(cacheRead, cacheCreation)); total > known {
+		output = sat.Add(output, total-known)
 	}
 	o := func(n int64) int64 { return max(n-LongContextThreshold, 0) }
 	return Tokens{input, output, cacheRead, cacheCreation}, Tokens{o(input), o(output), o(cacheRead), o(cacheCreation)}
@@ -531,16 +531,7 @@ func (s *Summary) addTokens(model string, it *Item) {
 
 // plus adds two token counts without wrapping.
 func (t Tokens) plus(u Tokens) Tokens {
-	return Tokens{satAdd(t.Input, u.Input), satAdd(t.Output, u.Output), satAdd(t.CacheRead, u.CacheRead), satAdd(t.CacheCreation, u.CacheCreation)}
-}
-
-// satAdd adds two non-negative counts, stopping at the largest int64 rather
-// than wrapping: a hostile file must not turn a counter negative.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
+	return Tokens{sat.Add(t.Input, u.Input), sat.Add(t.Output, u.Output), sat.Add(t.CacheRead, u.CacheRead), sat.Add(t.CacheCreation, u.CacheCreation)}
 }
 
 func inc(m map[string]map[string]int, a, b string) {
