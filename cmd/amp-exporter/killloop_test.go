@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/amp-exporter/amp-exporter/internal/testsupport/testsize"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 type victim struct {
 	cmd  *exec.Cmd
 	port int
-	out  *bytes.Buffer
+	// out is written by the process's copying goroutine while the test
+	// reads it (a scrape that never settles prints it).
+	out *testutil.SyncBuffer
 }
 
 func startVictim(t *testing.T, cfg, storage string) *victim {
@@ -71,7 +73,7 @@ func startVictim(t *testing.T, cfg, storage string) *victim {
 		cmd = exec.Command(wrapper, exe, "-test.run=^$")
 	}
 	cmd.Env = append(os.Environ(), victimEnv+"="+string(args))
-	out := &bytes.Buffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
