@@ -194,7 +194,9 @@ type ciValues struct {
 			ExistingSecret string `json:"existingSecret"`
 			Key            string `json:"key"`
 		} `json:"config"`
-		TLS bool `json:"tls"`
+		TLS           bool     `json:"tls"`
+		ExternalNames []string `json:"externalNames"`
+		ClusterDomain string   `json:"clusterDomain"`
 	} `json:"web"`
 	Config      map[string]any `json:"config"`
 	Persistence struct {
@@ -400,6 +402,20 @@ func checkRendering(t *testing.T, m *manifests, v ciValues) {
 		}
 		if !mounted {
 			t.Errorf("amy.proxy.port set: the proxy's web config is not mounted read-only: %+v", c.VolumeMounts)
+		}
+	}
+	// The exporter answers the Service's names and the configured ones
+	// (it refuses other names: DNS rebinding).
+	domain := v.Web.ClusterDomain
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	svcName := one(t, "Service", m.services)
+	names := []string{svcName.Name, svcName.Name + "." + svcName.Namespace, svcName.Name + "." + svcName.Namespace + ".svc",
+		svcName.Name + "." + svcName.Namespace + ".svc." + domain}
+	for _, n := range append(names, v.Web.ExternalNames...) {
+		if !slices.Contains(c.Args, "--web.external-name="+n) {
+			t.Errorf("args %q lack --web.external-name=%s", c.Args, n)
 		}
 	}
 	// Scrape and connection limits are passed on.
