@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
@@ -168,4 +169,42 @@ func TestStandardSpeedIsListPrice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A restart on saved state, re-reading the same threads, adds nothing:
+// the speeds' token families are kept with the thread, so their dollars
+// are not charged again; and a store that keeps no pins counts the same.
+func TestSpeedsSurviveRestart(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 30, TotalBytes: 30 * 20_000, Seed: 11, Speeds: true})
+	var sums []*thread.Summary
+	for i := range g.Len() {
+		_, data := g.Thread(i)
+		th, err := thread.NewParser().ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, thread.Summarize(th))
+	}
+	prices := pricesWithAstra(t)
+	now := func() time.Time { return fixedNow }
+	s := NewThreadStore(StoreOptions{Now: now})
+	once := NewThreadStore(StoreOptions{Now: now, AppliedOnce: true})
+	applyAll(prices, sums, s, once)
+	want := s.Snapshot().Totals()
+	premium := 0
+	for k := range want {
+		if k.Fam == FamSpeedPremium {
+			premium++
+		}
+	}
+	if premium == 0 {
+		t.Fatal("the corpus gives no premium")
+	}
+	compareTotals(t, once.Snapshot().Totals(), want, "kept no pins", "kept them")
+	r := NewThreadStore(StoreOptions{Now: now})
+	if err := r.Import(s.Export()); err != nil {
+		t.Fatal(err)
+	}
+	applyAll(prices, sums, r)
+	compareTotals(t, r.Snapshot().Totals(), want, "after a restart", "before")
 }
