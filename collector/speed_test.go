@@ -67,23 +67,10 @@ func TestSpeedsPricedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCost, wantPremium := map[string]float64{}, map[[2]string]float64{}
-	asked := map[string]pricing.Speed{threadgen.SpeedStandard: pricing.Standard, threadgen.SpeedFast: pricing.Fast, threadgen.SpeedPlaid: pricing.Plaid}
-	for k, tok := range g.SpeedSpend() {
-		lp, ok := prices.Lookup(k.Model)
-		if !ok {
-			continue
-		}
-		cw := lp.CacheWrite
-		if !lp.HasCacheWrite {
-			cw = lp.Input
-		}
-		list := (float64(tok.Input)*lp.Input + float64(tok.Output)*lp.Output + float64(tok.CacheRead)*lp.CacheRead + float64(tok.CacheCreation)*cw) / 1e6
-		mult, as := speeds.Multiplier(k.Model, asked[k.Speed])
-		wantCost[k.Model] += list * mult
-		if as != pricing.Standard {
-			wantPremium[[2]string{k.Model, as.String()}] += list * (mult - 1)
-		}
+	wantCost, speedPremium := g.SpeedDollars(prices, speeds)
+	wantPremium := map[[2]string]float64{}
+	for k, v := range speedPremium {
+		wantPremium[[2]string{k.Model, k.Speed}] = v
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 	// The models whose threads run at a speed, none of them past the

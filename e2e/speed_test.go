@@ -57,24 +57,10 @@ func TestFastAndPlaidPricedThroughPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asked := map[string]pricing.Speed{threadgen.SpeedStandard: pricing.Standard, threadgen.SpeedFast: pricing.Fast, threadgen.SpeedPlaid: pricing.Plaid}
-	wantCost := map[string]float64{}
+	wantCost, speedPremium := g.SpeedDollars(prices, speeds)
 	wantPremium := map[string]map[string]float64{"fast": {}, "plaid": {}}
-	for k, tok := range g.SpeedSpend() {
-		lp, ok := prices.Lookup(k.Model)
-		if !ok {
-			continue
-		}
-		cw := lp.CacheWrite
-		if !lp.HasCacheWrite {
-			cw = lp.Input
-		}
-		list := (float64(tok.Input)*lp.Input + float64(tok.Output)*lp.Output + float64(tok.CacheRead)*lp.CacheRead + float64(tok.CacheCreation)*cw) / 1e6
-		mult, as := speeds.Multiplier(k.Model, asked[k.Speed])
-		wantCost[k.Model] += list * mult
-		if as != pricing.Standard {
-			wantPremium[as.String()][k.Model] += list * (mult - 1)
-		}
+	for k, v := range speedPremium {
+		wantPremium[k.Speed][k.Model] = v
 	}
 	if len(wantPremium["fast"]) == 0 || len(wantPremium["plaid"]) == 0 {
 		t.Fatalf("the corpus has no fast or no plaid spend: %v", wantPremium)

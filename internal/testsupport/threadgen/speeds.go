@@ -10,6 +10,8 @@ package threadgen
 // of a model without a fast price, is billed at standard speed or fast,
 // which the exporter must work out as the CLI does.
 
+import "github.com/amp-exporter/amp-exporter/pricing"
+
 // Speed names, as SpeedSpend keys them (the CLI's).
 const (
 	SpeedStandard = "standard"
@@ -109,4 +111,32 @@ func (t *threadBuilder) tallySpeed(model, speed string, tok Tokens) {
 	}
 	k := ModelSpeed{model, speed}
 	t.spentSpeed[k] = t.spentSpeed[k].plus(tok)
+}
+
+// SpeedDollars prices SpeedSpend as Amp prices it, for tests to hold the
+// exporter's estimate to: per model, each speed's tokens at the list price
+// (a cache write without a price of its own at the input price) times the
+// multiplier of the speed the model is billed at; and per model and billed
+// speed, what the multipliers added (premium). Models the prices do not
+// know are left out.
+func (g *Generator) SpeedDollars(prices *pricing.Pricer, speeds *pricing.SpeedTable) (cost map[string]float64, premium map[ModelSpeed]float64) {
+	cost, premium = map[string]float64{}, map[ModelSpeed]float64{}
+	asked := map[string]pricing.Speed{SpeedStandard: pricing.Standard, SpeedFast: pricing.Fast, SpeedPlaid: pricing.Plaid}
+	for k, tok := range g.SpeedSpend() {
+		lp, ok := prices.Lookup(k.Model)
+		if !ok {
+			continue
+		}
+		cw := lp.CacheWrite
+		if !lp.HasCacheWrite {
+			cw = lp.Input
+		}
+		list := (float64(tok.Input)*lp.Input + float64(tok.Output)*lp.Output + float64(tok.CacheRead)*lp.CacheRead + float64(tok.CacheCreation)*cw) / 1e6
+		mult, billed := speeds.Multiplier(k.Model, asked[k.Speed])
+		cost[k.Model] += list * mult
+		if billed != pricing.Standard {
+			premium[ModelSpeed{k.Model, billed.String()}] += list * (mult - 1)
+		}
+	}
+	return cost, premium
 }
