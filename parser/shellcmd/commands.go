@@ -40,14 +40,18 @@ type command struct {
 	skipOne  bool // timeout: the next operand is its duration
 }
 
-// counter is the sink that counts the commands that can commit, push or
-// open a pull request, one reading per substitution level.
+// counter counts, from what the lexer reads, the commands that can
+// commit, push or open a pull request, one reading per substitution level.
 type counter struct {
 	cmds                 [maxDepth]command
 	commits, prs, pushes int
+	trace                *trace // nil but in the lexer's golden test
 }
 
 func (c *counter) end(depth int) {
+	if c.trace != nil {
+		c.trace.end(depth)
+	}
 	cmd := &c.cmds[depth]
 	if cmd.stage == stArgs && !cmd.excluded {
 		switch cmd.kind {
@@ -63,6 +67,9 @@ func (c *counter) end(depth int) {
 }
 
 func (c *counter) word(depth int, w []byte, known bool) {
+	if c.trace != nil {
+		c.trace.word(depth, w, known)
+	}
 	cmd := &c.cmds[depth]
 	switch cmd.stage {
 	case stStart:

@@ -22,15 +22,12 @@ const (
 	maxHeredocs = 8
 )
 
-// sink receives what the lexer reads: the words of each simple command, in
-// order, and the command's end. depth is how deep in substitutions the
-// command is (0 at the top). A word's value is known when it holds no
-// expansion and is at most maxWord bytes; w holds its first bytes either
-// way.
-type sink interface {
-	word(depth int, w []byte, known bool)
-	end(depth int)
-}
+// What the lexer reads goes to a counter (commands.go): the words of
+// each simple command, in order, then the command's end, at the depth of
+// substitution it is in (0 at the top). A word's value is known when it
+// holds no expansion and is at most maxWord bytes; its first bytes are
+// passed either way. The counter is a concrete type, not an interface, so
+// that the lexer's buffers stay on the stack.
 
 // level is a command substitution ($( ), ` `, <( ), >( )) being read, or
 // the top.
@@ -54,7 +51,7 @@ type heredoc struct {
 type lexer struct {
 	s      string
 	i      int
-	out    sink
+	out    *counter
 	depth  int
 	over   int // substitutions opened past maxDepth, not kept apart
 	levels [maxDepth]level
@@ -71,16 +68,22 @@ type lexer struct {
 	strip    bool
 	docs     [maxHeredocs]heredoc
 	ndocs    int
+
+	steps int // iterations of the loops that read the command
 }
 
-// lex reads command and tells out its commands and words.
-func lex(command string, out sink) {
+// lex reads command and tells out its commands and words. It returns the
+// steps it took, each of which moved forward in command: the fuzz target
+// holds them to the command's length.
+func lex(command string, out *counter) int {
 	l := lexer{s: command, out: out}
 	l.run()
+	return l.steps
 }
 
 func (l *lexer) run() {
 	for l.i < len(l.s) {
+		l.steps++
 		if l.dq {
 			l.quoted()
 			continue
@@ -175,11 +178,13 @@ func (l *lexer) run() {
 			l.i++
 		}
 	}
-	l.endWord()
+	// Substitutions left open at the end close there.
 	for l.depth > 0 {
+		l.endWord()
 		l.endCommand()
-		l.depth--
+		l.pop()
 	}
+	l.endWord()
 	l.endCommand()
 }
 
@@ -313,6 +318,7 @@ func (l *lexer) heredocs() {
 	for k := 0; k < l.ndocs; k++ {
 		d := &l.docs[k]
 		for l.i < len(l.s) {
+			l.steps++
 			line := l.s[l.i:]
 			if j := strings.IndexByte(line, '\n'); j >= 0 {
 				line = line[:j]
