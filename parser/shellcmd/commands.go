@@ -83,7 +83,11 @@ func (c *counter) word(depth int, w []byte, known bool) {
 		cmd.start(w)
 	case stPrefix:
 		switch {
-		case len(w) > 1 && w[0] == '-', isAssignment(w):
+		case cmd.skipArg:
+			cmd.skipArg = false
+		case len(w) > 1 && w[0] == '-':
+			cmd.skipArg = prefixValueOption(w)
+		case isAssignment(w):
 		case cmd.skipOne:
 			cmd.skipOne = false
 		default:
@@ -143,7 +147,7 @@ func (cmd *command) start(w []byte) {
 	switch string(w) {
 	case "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until":
 		// Reserved words: the command follows.
-	case "env", "command", "builtin", "nohup", "exec", "time", "nice":
+	case "env", "command", "builtin", "nohup", "exec", "time":
 		cmd.stage = stPrefix
 	case "timeout":
 		cmd.stage, cmd.skipOne = stPrefix, true
@@ -189,6 +193,16 @@ func (cmd *command) arg(w []byte) {
 			}
 		}
 	}
+}
+
+// prefixValueOption says whether an option of env or timeout takes the
+// next word as its value.
+func prefixValueOption(w []byte) bool {
+	switch string(w) {
+	case "-u", "-C", "-S", "--unset", "--chdir", "--split-string", "-s", "-k", "--signal", "--kill-after":
+		return true
+	}
+	return false
 }
 
 // gitValueOption says whether a git global option takes the next word as

@@ -47,11 +47,11 @@ type Result struct {
 // printed as the tool result carries it, exitCode its exit code (the
 // caller passes a nonzero code when the result has none).
 func Recognize(command, output string, exitCode int64) Result {
-	if !mayMatter(command) {
-		return Result{}
-	}
 	if len(command) > MaxCommandBytes {
 		command = command[:MaxCommandBytes]
+	}
+	if !mayMatter(command) {
+		return Result{}
 	}
 	var c counter
 	lex(command, &c)
