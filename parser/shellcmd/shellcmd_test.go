@@ -68,6 +68,12 @@ func TestRecognize(t *testing.T) {
 		{"message exactly --amend", `git commit -m --amend`, commitOut, 0, Result{Commits: 1}},
 		{"-S then --amend", `git commit -S --amend --no-edit`, commitOut, 0, Result{}},
 		{"hub as git", `hub commit -m x`, commitOut, 0, Result{Commits: 1}},
+		{"heredoc opened on the commit's line", "cat <<EOF > notes.md && git add notes.md && git commit -m notes\ngit commit -m y\nEOF\n", commitOut, 0, Result{Commits: 1}},
+		{"pre-commit hooks' lines", `git commit -m x`, "[INFO] Initializing environment for https://github.com/psf/black.\n[WARNING] Unstaged files detected.\nblack....................Passed\n" + commitOut, 0, Result{Commits: 1}},
+		{"a loop: one command, counted once", `for f in a b; do git add $f && git commit -m $f; done`, commitOut + commitOut, 0, Result{Commits: 1}},
+		{"closing parenthesis in a message", `git commit -m "fix (a) and b)" && git push`, commitOut + pushOut, 0, Result{Commits: 1, Pushes: 1}},
+		{"quotes joined", `git commit -m 'it'"'"'s done'`, commitOut, 0, Result{Commits: 1}},
+		{"test before", `[[ -n "$(git status --porcelain)" ]] && git commit -am wip`, commitOut, 0, Result{Commits: 1}},
 
 		// Not new commits.
 		{"failed", `git commit -m x`, nothingOut, 1, Result{}},
@@ -142,6 +148,31 @@ func TestRecognize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Recognize(tt.command, tt.output, tt.exit); got != tt.want {
 				t.Errorf("Recognize(%q, …, %d) = %+v, want %+v", tt.command, tt.exit, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBounds: a command is read up to MaxCommandBytes, an output in its last
+// MaxOutputBytes.
+func TestBounds(t *testing.T) {
+	pad := strings.Repeat("x", MaxOutputBytes)
+	tests := []struct {
+		name    string
+		command string
+		output  string
+		want    Result
+	}{
+		{"header in the last MiB", `git commit -m x`, pad + "\n" + commitOut, Result{Commits: 1}},
+		{"header before the last MiB", `git commit -m x`, commitOut + pad, Result{}},
+		{"header on the cut line", `git commit -m x`, "[main 1a2b3c4]" + pad, Result{}},
+		{"commit in the first MiB", "git commit -m x\n: " + strings.Repeat("y", MaxCommandBytes), commitOut, Result{Commits: 1}},
+		{"commit past the first MiB", ": " + strings.Repeat("y", MaxCommandBytes) + "\ngit commit -m x", commitOut, Result{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Recognize(tt.command, tt.output, 0); got != tt.want {
+				t.Errorf("Recognize = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
