@@ -62,7 +62,7 @@ func (s *Server) daily(w http.ResponseWriter, r *http.Request, scopes map[string
 	var total int64
 	for d := first; d <= end; d++ {
 		entries := s.dayLocked(d)
-		if o.ZeroUsers && d <= ws.today() && d >= 0 {
+		if o.ZeroUsers {
 			entries = s.withZeros(d, entries)
 		}
 		users := []any{}
