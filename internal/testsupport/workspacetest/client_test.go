@@ -11,12 +11,12 @@ import (
 
 // client is a minimal client of the stand-in for its own tests.
 type client struct {
-	t   *testing.T
+	t   testing.TB
 	s   *Server
 	tok string
 }
 
-func newClient(t *testing.T, s *Server, scopes ...string) *client {
+func newClient(t testing.TB, s *Server, scopes ...string) *client {
 	t.Helper()
 	if scopes == nil {
 		scopes = ViewScopes
@@ -36,7 +36,7 @@ func newClient(t *testing.T, s *Server, scopes ...string) *client {
 
 // tokenRequest posts form to the token endpoint with the client's
 // credentials in Basic, in the form, both or neither.
-func tokenRequest(t *testing.T, s *Server, basic, post bool, form url.Values) (int, []byte) {
+func tokenRequest(t testing.TB, s *Server, basic, post bool, form url.Values) (int, []byte) {
 	t.Helper()
 	if post {
 		form.Set("client_id", ClientID)
@@ -53,7 +53,7 @@ func tokenRequest(t *testing.T, s *Server, basic, post bool, form url.Values) (i
 	return do(t, req)
 }
 
-func do(t *testing.T, req *http.Request) (int, []byte) {
+func do(t testing.TB, req *http.Request) (int, []byte) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

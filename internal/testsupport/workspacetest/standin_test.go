@@ -243,6 +243,7 @@ func TestLargeWorkspaceIsCheap(t *testing.T) {
 	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	// The rollup: 121 days × 2,000 members × 2 slots × (48 + 8) bytes.
 	sums := int64(s.ws.today()+1) * 2000 * 2 * 56
+	t.Logf("New kept %.1f MB (the rollup's sums %.1f MB)", float64(kept)/1e6, float64(sums)/1e6)
 	if kept > sums+sums/4 {
 		t.Errorf("New keeps %d bytes; the rollup's sums are %d", kept, sums)
 	}
