@@ -156,6 +156,12 @@ func (s *Server) userDay(o Options, e dayEntry, d int, scopes map[string]bool) m
 			"cacheReadInputTokens": u.CacheReadInputTokens, "cacheCreationInputTokens": u.CacheCreationInputTokens,
 			"totalTokens": u.TotalTokens(), "usage": u.USD(),
 		}
+		switch o.TotalTokens {
+		case TotalTokensNoCache:
+			entry["totalTokens"] = u.InputTokens + u.OutputTokens
+		case TotalTokensAbsent:
+			delete(entry, "totalTokens")
+		}
 		if o.ListPrice == ListPriceEverywhere {
 			entry["estimatedProviderCostAtListPriceUSD"] = float64(s.estimates[(d*s.ws.cfg.Users+e.member)*2+j]) / UnitsPerUSD
 		}

@@ -82,6 +82,12 @@ type Options struct {
 	// body is PastWindowError (default the same as an unknown thread's).
 	PastWindowStatus int
 	PastWindowError  string
+	// ThreadUsageRounded makes a thread's usage answer carry its total
+	// rounded to cents, so it is not the sum of its models' (which stay
+	// exact).
+	ThreadUsageRounded bool
+	// TotalTokens is what the rollup's totalTokens counts.
+	TotalTokens TotalTokensMode
 	// SubThreadUsage is what a sub-thread's own usage request answers.
 	SubThreadUsage SubThreadUsage
 	// ListPrice is where estimatedProviderCostAtListPriceUSD is.
@@ -183,6 +189,18 @@ const (
 	// SubUsageParent: its main thread's whole usage (a trap for a client
 	// that adds it).
 	SubUsageParent
+)
+
+// TotalTokensMode is what the rollup's totalTokens is.
+type TotalTokensMode int
+
+const (
+	// TotalTokensAll: the four token counts added up.
+	TotalTokensAll TotalTokensMode = iota
+	// TotalTokensNoCache: input and output tokens only.
+	TotalTokensNoCache
+	// TotalTokensAbsent: the field is not sent.
+	TotalTokensAbsent
 )
 
 // ListPricePlacement is where the list-price estimate sits.

@@ -132,6 +132,10 @@ func New(cfg Config, opts Options) *Server {
 	return s
 }
 
+// TokenURL is the token endpoint's URL (the real one is on another
+// host, auth.ampcode.com; the stand-in serves both).
+func (s *Server) TokenURL() string { return s.URL + "/oauth2/token" }
+
 // Config is the workspace's configuration with its defaults filled in.
 func (s *Server) Config() Config { return s.ws.cfg }
 

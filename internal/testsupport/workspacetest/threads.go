@@ -3,6 +3,7 @@ package workspacetest
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -347,6 +348,9 @@ func (s *Server) usage(w http.ResponseWriter, id string) {
 		subIDs = append(subIDs, nil)
 	}
 	body := map[string]any{"threadID": id, "subThreadIDs": subIDs, "usage": float64(total) / UnitsPerUSD, "models": models}
+	if o.ThreadUsageRounded {
+		body["usage"] = math.Round(float64(total)*100/UnitsPerUSD) / 100
+	}
 	if len(subIDs) == 0 {
 		switch {
 		case o.NullOptional:

@@ -1,6 +1,7 @@
 package workspacetest
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"testing"
@@ -158,5 +159,63 @@ func TestUsageShapes(t *testing.T) {
 		if ok != tc.present || ok && (v == nil) != tc.null {
 			t.Errorf("%+v: subThreadIDs %v (%t)", tc.opts, v, ok)
 		}
+	}
+}
+
+// TestFiguresThatMayNotAddUp: a thread's usage rounded to cents is not
+// its models' sum; the rollup's totalTokens counts all four, only input
+// and output, or is absent.
+func TestFiguresThatMayNotAddUp(t *testing.T) {
+	s := New(Config{Seed: 13, Users: 3, Threads: 50, Days: 5}, Options{ThreadUsageRounded: true})
+	defer s.Close()
+	c := newClient(t, s)
+	differ := 0
+	for i := 40; i < 50; i++ {
+		m := c.object("/api/v2/threads/"+s.ThreadID(i, 0)+"/usage", nil)
+		var sum int64
+		for _, x := range m["models"].([]any) {
+			sum += units(x.(map[string]any)["usage"])
+		}
+		got := m["usage"].(float64)
+		if math.Abs(got*100-math.Round(got*100)) > 1e-9 {
+			t.Errorf("usage %v is not in cents", got)
+		}
+		if units(got) != sum {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Errorf("no rounded total differs from its models")
+	}
+	for _, tc := range []struct {
+		mode TotalTokensMode
+		want func(u Usage) (int64, bool)
+	}{
+		{TotalTokensAll, func(u Usage) (int64, bool) { return u.TotalTokens(), true }},
+		{TotalTokensNoCache, func(u Usage) (int64, bool) { return u.InputTokens + u.OutputTokens, true }},
+		{TotalTokensAbsent, func(Usage) (int64, bool) { return 0, false }},
+	} {
+		s.SetOptions(Options{TotalTokens: tc.mode})
+		m := c.object("/api/v2/workspace/analytics/daily-usage", url.Values{"lookbackDays": {"3"}})
+		n := 0
+		for _, d := range m["data"].([]any) {
+			for _, u := range d.(map[string]any)["users"].([]any) {
+				for _, x := range u.(map[string]any)["models"].(map[string]any) {
+					e := x.(map[string]any)
+					v, ok := e["totalTokens"]
+					want, present := tc.want(modelUsage(e))
+					if ok != present || ok && num(v) != want {
+						t.Fatalf("mode %d: totalTokens %v, want %d", tc.mode, v, want)
+					}
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatal("no model entries")
+		}
+	}
+	if s.TokenURL() != s.URL+"/oauth2/token" {
+		t.Errorf("TokenURL %s", s.TokenURL())
 	}
 }
