@@ -171,13 +171,28 @@ func TestListingFilters(t *testing.T) {
 				unsynced++
 			}
 		}
-		filtered, _ := c.listAll(url.Values{"after": {stamp(time.Time{}.Add(time.Hour))}})
-		want := len(unfiltered)
-		if !match {
-			want -= unsynced
+		// Rows after all[40] are after the bound; the unsynced ones match
+		// the filter wherever they are, but only with
+		// FilterMatchesUnsynced.
+		bound := all[40]["firstSyncedAt"].(string)
+		want, early := 0, 0
+		for j, r := range unfiltered {
+			_, synced := r["firstSyncedAt"]
+			switch {
+			case !synced && j <= 40:
+				early++
+				if match {
+					want++
+				}
+			case !synced && match, synced && j > 40:
+				want++
+			}
 		}
-		if unsynced != 25 || len(filtered) != want {
-			t.Errorf("match %t: %d unsynced, %d of %d rows after a filter, want %d", match, unsynced, len(filtered), len(unfiltered), want)
+		for _, q := range []url.Values{{"after": {bound}}, {"after": {bound}, "sort": {"DESC"}}} {
+			filtered, _ := c.listAll(q)
+			if unsynced != 25 || early == 0 || len(filtered) != want {
+				t.Errorf("match %t, %v: %d unsynced (%d up to the bound), %d rows, want %d", match, q, unsynced, early, len(filtered), want)
+			}
 		}
 	}
 }

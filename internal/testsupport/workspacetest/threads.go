@@ -101,6 +101,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, scopes map[string]
 		}
 	}
 	n := s.ws.cfg.Threads
+	// A filter that matches the threads listed without firstSyncedAt
+	// matches them anywhere in the listing: no shortcut by sync time.
+	bounded := o.UnsyncedEvery <= 0 || !o.FilterMatchesUnsynced
 	var start pos
 	if v, ok := q[p.Cursor]; ok {
 		c, cdesc, ok := decodeCursor(v[0])
@@ -111,11 +114,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, scopes map[string]
 		start = c
 	} else if desc {
 		start = pos{n - 1, maxSubs}
-		if !before.IsZero() {
+		if !before.IsZero() && bounded {
 			i := sort.Search(n, func(i int) bool { return s.ws.thread(i, 0).firstSynced.After(before) })
 			start = pos{min(i, n-1), maxSubs}
 		}
-	} else if !after.IsZero() {
+	} else if !after.IsZero() && bounded {
 		i := sort.Search(n, func(i int) bool { return s.ws.thread(i, 0).firstSynced.After(after) })
 		start = pos{max(i-1, 0), 0}
 	}
@@ -169,7 +172,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, scopes map[string]
 			break
 		}
 		fs := main.firstSynced
-		if !desc && !before.IsZero() && !fs.Before(before) || desc && !after.IsZero() && !fs.After(after) {
+		if bounded && (!desc && !before.IsZero() && !fs.Before(before) || desc && !after.IsZero() && !fs.After(after)) {
 			break
 		}
 		if desc {
