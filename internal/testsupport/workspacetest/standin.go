@@ -91,6 +91,7 @@ type Server struct {
 	estimates []int64
 	grown     map[int]int // main thread index → steps of today's growth
 	today     []int       // main threads active today (growth candidates)
+	creators  map[int]int // their creators
 	// restated: units added to a member's day by Restate.
 	restated map[DayUser]int64
 	tokens   map[string]token
@@ -110,7 +111,7 @@ func New(cfg Config, opts Options) *Server {
 	ws := newWorkspace(cfg)
 	s := &Server{
 		ws: ws, opts: opts.withDefaults(), clock: time.Now,
-		grown:    map[int]int{},
+		grown: map[int]int{}, creators: map[int]int{},
 		restated: map[DayUser]int64{}, tokens: map[string]token{},
 		granted: slices.Clone(ViewScopes), faults: map[Route][]Fault{},
 	}
@@ -127,6 +128,9 @@ func New(cfg Config, opts Options) *Server {
 	}
 	if len(s.today) == 0 && ws.cfg.Threads > 0 {
 		s.today = []int{ws.cfg.Threads - 1}
+	}
+	for _, i := range s.today {
+		s.creators[i] = ws.thread(i, 0).creator
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s

@@ -211,6 +211,13 @@ func (s *Server) dayLocked(d int) []dayEntry {
 	if d < 0 || d > w.today() {
 		return nil
 	}
+	var grown map[int]int // member → steps of growth today
+	if d == w.today() && len(s.grown) > 0 {
+		grown = map[int]int{}
+		for i, n := range s.grown {
+			grown[s.creators[i]] += n
+		}
+	}
 	var out []dayEntry
 	for u := range users {
 		e := dayEntry{member: u, id: w.rollupUserID(u), models: UserModels(u)}
@@ -218,14 +225,8 @@ func (s *Server) dayLocked(d int) []dayEntry {
 		for j := range 2 {
 			e.usage[j] = s.rollup[(d*users+u)*2+j]
 		}
-		if d == w.today() {
-			for i, n := range s.grown {
-				if t := w.thread(i, 0); t.creator == u {
-					for range n {
-						e.usage[0].Add(growthUsage(e.models[0]))
-					}
-				}
-			}
+		for range grown[u] {
+			e.usage[0].Add(growthUsage(e.models[0]))
 		}
 		e.usage[0].Units += s.restated[DayUser{w.date(d), e.id}]
 		for j := range 2 {
