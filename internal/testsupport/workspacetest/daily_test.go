@@ -51,6 +51,8 @@ func TestDailyWindow(t *testing.T) {
 		{"old window", Options{}, url.Values{"lookbackDays": {"10"}, "endDate": {addDays(today, -370)}}, 200, addDays(today, -379), addDays(today, -370), 10},
 		{"old window, max age", Options{MaxAge365: true}, url.Values{"lookbackDays": {"10"}, "endDate": {addDays(today, -360)}}, 200, addDays(today, -365), addDays(today, -360), 6},
 		{"renamed", Options{Params: ParamNames{LookbackDays: "days"}}, url.Values{"days": {"2"}}, 200, addDays(today, -1), today, 2},
+		{"renamed endDate", Options{Params: ParamNames{EndDate: "to"}}, url.Values{"lookbackDays": {"3"}, "to": {addDays(today, -10)}}, 200, addDays(today, -12), addDays(today, -10), 3},
+		{"old endDate name ignored", Options{Params: ParamNames{EndDate: "to"}}, url.Values{"lookbackDays": {"3"}, "endDate": {addDays(today, -10)}}, 200, addDays(today, -2), today, 3},
 		{"unknown refused", Options{StrictParams: true}, url.Values{"userID": {s.RollupUserID(0)}}, 400, "", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

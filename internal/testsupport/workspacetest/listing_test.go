@@ -93,6 +93,9 @@ func TestListingParameters(t *testing.T) {
 		{"renamed limit", Options{Params: ParamNames{Limit: "pageSize"}}, url.Values{"pageSize": {"3"}}, 200, 3},
 		{"old name ignored", Options{Params: ParamNames{Limit: "pageSize"}}, url.Values{"limit": {"3"}}, 200, 50},
 		{"old name refused", Options{StrictParams: true, Params: ParamNames{Limit: "pageSize"}}, url.Values{"limit": {"3"}}, 400, 0},
+		{"renamed sort", Options{Params: ParamNames{Sort: "order"}}, url.Values{"order": {"sideways"}}, 400, 0},
+		{"renamed after", Options{Params: ParamNames{After: "since"}}, url.Values{"since": {"soon"}}, 400, 0},
+		{"renamed before", Options{Params: ParamNames{Before: "until"}}, url.Values{"until": {"soon"}}, 400, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.SetOptions(tc.opts)
