@@ -40,6 +40,11 @@ func overview() *dash {
 		"currencyUSD",
 		t(fleetRate("model", NameCost, "")+perHour, "{{model}}")).
 		AxisLabel("USD per hour"))
+	d.add(d.stacked("Fast and plaid premium per model",
+		"US dollars per hour that fast and plaid modes added to the estimated spend (amp_speed_premium_usd_total): what those messages cost at the model's list price times Amp's multiplier for the speed, less what their tokens cost at the list price. Part of \"Spend per model\", not added to it; empty while no thread runs fast. An estimate, not a bill.",
+		"currencyUSD",
+		t(fleetRate("model, speed", NameSpeedPremium, "")+perHour, "{{model}} ({{speed}})")).
+		AxisLabel("USD per hour"))
 	d.add(d.stacked("Credits per model",
 		"Amp credits charged per hour, by model (only where the thread files carry credits); stacked.",
 		"short",
@@ -78,6 +83,11 @@ func overview() *dash {
 	d.add(d.ratio("Tool failure ratio by tool",
 		"Share of each tool's results with status error (cancelled and rejected are the user's choice, not failures). Tools without results in the window are not drawn.",
 		t("("+fleetRate("tool", NameToolCalls, `,status="error"`)+" or 0 * "+fleetRate("tool", NameToolCalls, "")+") / ("+fleetRate("tool", NameToolCalls, "")+" > 0)", "{{tool}}")))
+	d.add(d.timeseries("Edits left uncounted",
+		"Done edit calls per hour whose lines were not counted (amp_lines_uncounted_edits_total), by reason. diff_budget: a thread whose edits took more diff work than one parse may spend; the edits past that bound that could not be counted cheaply are missing from the lines panels. Zero in the usual case.",
+		"short",
+		t(fleetRate("reason, source", NameLinesUncountedEdits, "")+perHour, "{{reason}} ({{source}})")).
+		AxisLabel("edits per hour"))
 	d.add(d.timeseries("Exchange duration",
 		"p50, p90 and p99 of the time from a prompt being sent to the last assistant message of its exchange (amp_exchange_duration_seconds), by source.",
 		"s",
