@@ -202,6 +202,10 @@ remote_write:
 			// An agent editing in a repository, so that the repository and
 			// lines-changed panels have spend and lines to show.
 			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-edit-%04d.json", i), editThreadJSON(fmt.Sprintf("T-e2e-edit-%04d", i), dashRemotes[i%len(dashRemotes)], 100+i))
+			// A thread run in fast mode (its usage names the feature, as the
+			// Amp CLI writes it), so that the speed premium panel has data.
+			fast := strings.Replace(string(threadJSON(fmt.Sprintf("T-e2e-fast-%04d", i), "claude-opus-4-6", 1, 100+i)), `"usage": {`, `"usage": {"features": ["fast"], `, 1)
+			writeThreadLikeAmp(t, threads, fmt.Sprintf("T-e2e-fast-%04d.json", i), []byte(fast))
 			// Each run its own thread id: the captures' id is also a local
 			// fixture thread, which (with the server source on) would count
 			// the run's tokens from the file instead.

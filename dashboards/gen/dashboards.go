@@ -83,11 +83,6 @@ func overview() *dash {
 	d.add(d.ratio("Tool failure ratio by tool",
 		"Share of each tool's results with status error (cancelled and rejected are the user's choice, not failures). Tools without results in the window are not drawn.",
 		t("("+fleetRate("tool", NameToolCalls, `,status="error"`)+" or 0 * "+fleetRate("tool", NameToolCalls, "")+") / ("+fleetRate("tool", NameToolCalls, "")+" > 0)", "{{tool}}")))
-	d.add(d.timeseries("Edits left uncounted",
-		"Done edit calls per hour whose lines were not counted (amp_lines_uncounted_edits_total), by reason. diff_budget: a thread whose edits took more diff work than one parse may spend; the edits past that bound that could not be counted cheaply are missing from the lines panels. Zero in the usual case.",
-		"short",
-		t(fleetRate("reason, source", NameLinesUncountedEdits, "")+perHour, "{{reason}} ({{source}})")).
-		AxisLabel("edits per hour"))
 	d.add(d.timeseries("Exchange duration",
 		"p50, p90 and p99 of the time from a prompt being sent to the last assistant message of its exchange (amp_exchange_duration_seconds), by source.",
 		"s",
