@@ -98,14 +98,7 @@ func TestAmpServerSource(t *testing.T) {
 	srv.SetCost(other, map[string]any{"title": "z", "totalCostUSD": 100.0})
 	srv.StaleMessagesInData(srv.IDs()[3])
 	wantTokens, wantPrompts, wantTools := serverCounts(t, srv, map[string]bool{other: true})
-	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	secrets, _ := json.Marshal(map[string]string{"apiKey@" + srv.URL + "/": standinKey})
-	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := ampLogin(t, srv.URL)
 	cfg := filepath.Join(t.TempDir(), "amp-exporter.yml")
 	if err := os.WriteFile(cfg, []byte("amp_server:\n  sync_interval: 2s\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,22 @@ func threadJSON(id, model string, v, outputTokens int) []byte {
 `, v, id, model, outputTokens))
 }
 
+// ampLogin makes an XDG_DATA_HOME whose Amp CLI login (secrets.json) is
+// the stand-in's key for the server at url, as `amp login` stores it, and
+// returns it.
+func ampLogin(t *testing.T, url string) string {
+	t.Helper()
+	data := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := json.Marshal(map[string]string{"apiKey@" + url + "/": standinKey})
+	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // writeThreadLikeAmp writes dir/name the way the Amp CLI does: the whole
 // document to name+".amptmp", then a rename over name.
 func writeThreadLikeAmp(t *testing.T, dir, name string, data []byte) {

@@ -5,8 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,14 +26,7 @@ func TestLandingPageWithOnlyServerThreads(t *testing.T) {
 	if err := srv.PutGenerated(g, 0, 30); err != nil {
 		t.Fatal(err)
 	}
-	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	secrets, _ := json.Marshal(map[string]string{"apiKey@" + srv.URL + "/": standinKey})
-	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := ampLogin(t, srv.URL)
 	e := startExporter(t, exporterOpts{env: []string{"XDG_DATA_HOME=" + data, "AMP_URL=" + srv.URL}})
 	e.waitFor(t, 30*time.Second, "first sync", func(mfs map[string]*dto.MetricFamily) (bool, string) {
 		up, _ := value(mfs, "amp_server_up", nil)

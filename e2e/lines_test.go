@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,14 +72,7 @@ func TestLinesChangedAgainstPrometheus(t *testing.T) {
 	if err := srv.PutGenerated(remote, 0, remote.Len()); err != nil {
 		t.Fatal(err)
 	}
-	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	secrets, _ := json.Marshal(map[string]string{"apiKey@" + srv.URL + "/": standinKey})
-	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := ampLogin(t, srv.URL)
 	cfg := filepath.Join(t.TempDir(), "amp-exporter.yml")
 	yml := fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  sync_interval: 2s\n", dir)
 	if err := os.WriteFile(cfg, []byte(yml), 0o644); err != nil {

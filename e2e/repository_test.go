@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math"
@@ -114,14 +113,7 @@ func TestRepositoryLabel(t *testing.T) {
 		t.Fatalf("the corpus spent in %d repositories (want %d and threads without a remote), billed in %d", len(spend), repos, len(wantBilled))
 	}
 
-	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	secrets, _ := json.Marshal(map[string]string{"apiKey@" + srv.URL + "/": standinKey})
-	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := ampLogin(t, srv.URL)
 	cfg := filepath.Join(t.TempDir(), "amp-exporter.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`threads:
   dirs: [%q]

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -71,14 +70,7 @@ func TestFastAndPlaidPricedThroughPrometheus(t *testing.T) {
 		}
 	}
 
-	data := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(data, "amp"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	secrets, _ := json.Marshal(map[string]string{"apiKey@" + srv.URL + "/": standinKey})
-	if err := os.WriteFile(filepath.Join(data, "amp", "secrets.json"), secrets, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := ampLogin(t, srv.URL)
 	cfg := filepath.Join(t.TempDir(), "amp-exporter.yml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`threads:
   dirs: [%q]
