@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	sharedtest "github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
+	"github.com/amp-exporter/amp-exporter/otlp"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
-	"github.com/amp-exporter/amp-exporter/otlp"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
 	"github.com/amp-exporter/amp-exporter/store"
 )
