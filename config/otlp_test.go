@@ -74,6 +74,7 @@ func TestOTLPErrors(t *testing.T) {
 		{"otlp: [{endpoint: 'https://c/v1/metrics', headers_env: {X-K: KEY}, http_headers: {x-k: {values: [a]}}}]", "otlp[0].headers_env.X-K: also in http_headers"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', headers_env: {Authorization: KEY}, authorization: {credentials: c}}]", "otlp[0].headers_env.Authorization: also set by authorization"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', basic_auth: {username: a, password: b}, authorization: {credentials: c}}]", "otlp[0]: at most one of basic_auth"},
+		{"otlp: [{endpoint: 'https://c/v1/metrics', genai_names: true}]", "otlp[0].genai_names: not available in this version"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', external_labels: {user: a}}]", `unknown key "external_labels" in an otlp entry`},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), testEnv(map[string]string{"KEY": "v"}))
