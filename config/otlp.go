@@ -30,9 +30,8 @@ type OTLPConfig struct {
 	// amp-exporter and service.instance.id to the host name (applied when
 	// the push starts, so /config shows what the file says).
 	ResourceAttributes map[string]string `yaml:"resource_attributes"`
-	// GenAINames is reserved for sending the token counts under the
-	// OpenTelemetry GenAI semantic conventions' names as well; this version
-	// refuses true.
+	// GenAINames also sends the token usage under the OpenTelemetry GenAI
+	// semantic conventions' name, gen_ai.client.token.usage.
 	GenAINames bool `yaml:"genai_names"`
 	// HeadersEnv takes headers from environment variables: header name →
 	// variable name. The values are read at load and never shown.
@@ -133,9 +132,6 @@ func (c *Config) resolveOTLP(env Env, errs *[]string) {
 				o.headers = map[string]string{}
 			}
 			o.headers[canon] = v
-		}
-		if o.GenAINames {
-			*errs = append(*errs, where+".genai_names: not available in this version (docs/otlp.md); remove it or set it to false")
 		}
 		if err := o.HTTPClientConfig.Validate(); err != nil {
 			*errs = append(*errs, fmt.Sprintf("%s: %v", where, err))

@@ -21,6 +21,7 @@ otlp:
     interval: 1m
     timeout: 20s
     authorization: {credentials: tok3n}
+    genai_names: true
 `), testEnv(map[string]string{"OTLP_KEY": "envk3y"}))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ otlp:
 	if time.Duration(a.Interval) != 30*time.Second || time.Duration(a.Timeout) != 10*time.Second {
 		t.Errorf("defaults: interval %s timeout %s", a.Interval, a.Timeout)
 	}
-	if time.Duration(b.Interval) != time.Minute || time.Duration(b.Timeout) != 20*time.Second {
+	if time.Duration(b.Interval) != time.Minute || time.Duration(b.Timeout) != 20*time.Second || !b.GenAINames || a.GenAINames {
 		t.Errorf("second entry %+v", b)
 	}
 	if a.ResourceAttributes["user"] != "alice" || a.ResourceAttributes["service.instance.id"] != "laptop-7" {
@@ -74,7 +75,6 @@ func TestOTLPErrors(t *testing.T) {
 		{"otlp: [{endpoint: 'https://c/v1/metrics', headers_env: {X-K: KEY}, http_headers: {x-k: {values: [a]}}}]", "otlp[0].headers_env.X-K: also in http_headers"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', headers_env: {Authorization: KEY}, authorization: {credentials: c}}]", "otlp[0].headers_env.Authorization: also set by authorization"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', basic_auth: {username: a, password: b}, authorization: {credentials: c}}]", "otlp[0]: at most one of basic_auth"},
-		{"otlp: [{endpoint: 'https://c/v1/metrics', genai_names: true}]", "otlp[0].genai_names: not available in this version"},
 		{"otlp: [{endpoint: 'https://c/v1/metrics', external_labels: {user: a}}]", `unknown key "external_labels" in an otlp entry`},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), testEnv(map[string]string{"KEY": "v"}))
