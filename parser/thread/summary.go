@@ -6,6 +6,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -330,6 +331,9 @@ func SummarizeItems(t *Thread) *Summary {
 					// The lines are the model's work: by model too.
 					it.Model = um.rawModel()
 				}
+				if it.Tool == toolname.Bash && status == StatusDone && tu.Intent.Any() {
+					it.shellResult(tu.Intent, &r)
+				}
 			}
 			if it.Tool == toolname.Bash {
 				it.Shell = ShellOutcome(status, r.ExitCode, r.HasExit)
@@ -598,4 +602,18 @@ func exchanges(msgs []Message, dup []bool, first int, items []Item) []Item {
 		}
 	}
 	return items
+}
+
+// shellResult sets what a shell command whose run is done did, from what
+// its command can do and what its output proves. A result without an
+// exit code is read as a failed call (shellcmd.Recognize's rule): its
+// commits and pull requests are not counted.
+func (it *Item) shellResult(in shellcmd.Intent, r *ToolResult) {
+	exit := r.ExitCode
+	if !r.HasExit {
+		exit = -1
+	}
+	res := in.Result(r.Proof, exit)
+	it.Commits, it.PullRequests = int32(res.Commits), int32(res.PullRequests)
+	it.Pushes, it.FailedPushes = int32(res.Pushes), int32(res.FailedPushes)
 }
