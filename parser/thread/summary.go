@@ -132,6 +132,15 @@ const (
 // ShellOutcomes are the outcomes a shell command can have, in order.
 var ShellOutcomes = []string{ShellSuccess, ShellFailure, ShellStopped}
 
+// Push outcomes (amp_pushes_total).
+const (
+	PushSuccess = "success"
+	PushFailure = "failure"
+)
+
+// PushOutcomes are the outcomes a push can have, in order.
+var PushOutcomes = []string{PushSuccess, PushFailure}
+
 // ShellOutcome is how a shell command's run ended, "" when it never ran
 // (rejected). A done run gives its exitCode: 0 success, −1 (the CLI's
 // "stopped or unknown") or none stopped, any other failure. A cancelled
