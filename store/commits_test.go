@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
 
@@ -112,5 +113,35 @@ func TestCommitsCountOnceThroughRewritesAndRestarts(t *testing.T) {
 				t.Errorf("after the restart %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// A stream-json line's commits, pull requests and pushes count in the
+// stream store, and survive its state's round trip.
+func TestStreamCommits(t *testing.T) {
+	s := NewStreamStore(NewLabelCap(10, nil), nil)
+	s.Apply([]streamjson.Increments{{UserMessages: 1, Commits: 2, PullRequests: 1, Pushes: 1, FailedPushes: 3}})
+	data, err := json.Marshal(s.Export())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st StreamState
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	r := NewStreamStore(NewLabelCap(10, nil), nil)
+	if err := r.Import(&st); err != nil {
+		t.Fatal(err)
+	}
+	want := map[SeriesKey]int64{
+		{FamCommits, "", "", ""}:                2,
+		{FamPullRequests, "", "", ""}:           1,
+		{FamPushes, thread.PushSuccess, "", ""}: 1,
+		{FamPushes, thread.PushFailure, "", ""}: 3,
+	}
+	for k, v := range want {
+		if got := r.Snapshot().totals[k]; got != v {
+			t.Errorf("%v = %d, want %d", k, got, v)
+		}
 	}
 }
