@@ -2,7 +2,11 @@ package thread
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 )
 
 // Outputs as git and the forges' CLIs print them.
@@ -89,5 +93,49 @@ func TestCommitsResultBeforeUse(t *testing.T) {
 	}
 	if c, p, _, _ := shellTotals(t, b); c != 1 || p != 1 {
 		t.Errorf("commits, prs = %d %d, want 1 1", c, p)
+	}
+}
+
+// TestCommitsOfGeneratedThreads: the generator's corpus of every era with
+// shell calls of every case (threadgen's Options.Commits) reads as the
+// commits, pull requests and pushes the generator knows it wrote, per
+// repository.
+func TestCommitsOfGeneratedThreads(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 80, TotalBytes: 80 * 60_000, Seed: 37, Repositories: 3, Commits: true,
+		Start: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC), Span: 100 * 24 * time.Hour})
+	type counts struct{ commits, prs, pushed, failed int64 }
+	got, want := map[string]counts{}, map[string]counts{}
+	p := NewParser()
+	for i := range g.Len() {
+		_, data := g.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := SummarizeItems(th)
+		c := got[g.Repository(i)]
+		for _, it := range s.Items {
+			if it.Copied {
+				continue
+			}
+			c.commits += int64(it.Commits)
+			c.prs += int64(it.PullRequests)
+			c.pushed += int64(it.Pushes)
+			c.failed += int64(it.FailedPushes)
+		}
+		got[g.Repository(i)] = c
+	}
+	for repo, ch := range g.Changes() {
+		want[repo] = counts{ch.VCS.Commits, ch.VCS.PullRequests, ch.VCS.Pushes[threadgen.PushSuccess], ch.VCS.Pushes[threadgen.PushFailure]}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("per repository (commits, pull requests, pushes, failed pushes)\n got  %v\n want %v", got, want)
+	}
+	total := counts{}
+	for _, c := range want {
+		total.commits, total.prs, total.failed = total.commits+c.commits, total.prs+c.prs, total.failed+c.failed
+	}
+	if total.commits == 0 || total.prs == 0 || total.failed == 0 {
+		t.Errorf("the corpus commits, opens and fails too little to tell: %+v", total)
 	}
 }
