@@ -1,5 +1,7 @@
 package threadgen
 
+import "strings"
+
 // Shell calls that commit, push and open pull requests (Options.Commits).
 //
 // Some Bash and shell_command calls run one of the cases below instead of
@@ -111,4 +113,27 @@ func (t *threadBuilder) shellCommand(c *call) string {
 		return vcsCases[c.vcs-1].command
 	}
 	return pick(t.r, commands[t.proj.lang])
+}
+
+// VCSTexts are the texts of the cases' commands and outputs that must
+// never reach a label or a log: every command, and every output line of
+// more than 12 bytes (a commit's subject, a request's URL, a remote).
+func VCSTexts() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, vc := range vcsCases {
+		add(vc.command)
+		for _, line := range strings.Split(vc.output, "\n") {
+			if line = strings.TrimSpace(line); len(line) > 12 {
+				add(line)
+			}
+		}
+	}
+	return out
 }
