@@ -80,6 +80,10 @@ type editInput struct {
 	// command), read for parser/shellcmd.
 	cmd    []byte
 	hasCmd bool
+	// intent is the reading of the command of a tool_use known to be a
+	// shell call when its input was read, read where it lay, uncopied.
+	intent    shellcmd.Intent
+	hasIntent bool
 	// presence: the strings are read (so that a bad one fails the parse
 	// as it always does) but not kept, and count says only whether the
 	// lines could be counted (Parser.SkipLineCounts).
@@ -87,12 +91,14 @@ type editInput struct {
 }
 
 func (e *editInput) reset() {
-	e.hasOld, e.hasNew, e.hasContent, e.hasPatch, e.hasCmd = false, false, false, false, false
+	e.hasOld, e.hasNew, e.hasContent, e.hasPatch, e.hasCmd, e.hasIntent = false, false, false, false, false, false
 }
 
 // editInput reads a tool_use's input, keeping the strings that count
-// lines; everything else is skipped.
-func (p *Parser) editInput() {
+// lines and a shell command (read at once when shell says the tool is a
+// shell, else kept until the tool's name is known); everything else is
+// skipped.
+func (p *Parser) editInput(shell bool) {
 	sc, e := p.sc, &p.edit
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
@@ -112,7 +118,12 @@ func (p *Parser) editInput() {
 				sc.Skip()
 				continue
 			}
-			if v, ok := sc.StringPrefix(shellcmd.MaxCommandBytes); ok {
+			v, ok := sc.StringPrefix(shellcmd.MaxCommandBytes)
+			switch {
+			case !ok:
+			case shell:
+				e.intent, e.hasIntent = shellcmd.ReadCommand(view(v)), true
+			default:
 				e.cmd, e.hasCmd = append(e.cmd[:0], v...), true
 			}
 			continue

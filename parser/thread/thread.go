@@ -597,6 +597,7 @@ func (p *Parser) content(m *Message) bool {
 			exit                 int64
 			hasExit              bool
 			proof                shellcmd.Proof
+			shellName            bool
 		)
 		p.edit.reset()
 		obj := sc.Object()
@@ -618,6 +619,7 @@ func (p *Parser) content(m *Message) bool {
 			case "name":
 				if v, ok := sc.String(); ok {
 					edit = editKindOf(v)
+					shellName = string(v) == "Bash" || string(v) == "shell_command"
 					name = p.tool(v)
 				}
 			case "normalizedName":
@@ -627,8 +629,8 @@ func (p *Parser) content(m *Message) bool {
 			case "input":
 				// The name usually comes first: the input of a tool
 				// that edits nothing is skipped unread.
-				if countLines && (edit != editNone || name == "") || countCommits && (name == "" || toolname.Normalize(name) == toolname.Bash) {
-					p.editInput()
+				if countLines && (edit != editNone || name == "") || countCommits && (name == "" || shellName) {
+					p.editInput(shellName)
 				} else {
 					sc.Skip()
 				}
@@ -667,7 +669,11 @@ func (p *Parser) content(m *Message) bool {
 				}
 				tu := ToolUse{IDHash: idHash, Name: name}
 				shell := toolname.Normalize(name) == toolname.Bash
-				if shell && p.edit.hasCmd {
+				switch {
+				case !shell:
+				case p.edit.hasIntent:
+					tu.Intent = p.edit.intent
+				case p.edit.hasCmd:
 					tu.Intent = shellcmd.ReadCommand(view(p.edit.cmd))
 				}
 				p.uses[idHash] = useInfo{shell: shell, intent: tu.Intent}
