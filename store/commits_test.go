@@ -3,8 +3,10 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 )
@@ -143,5 +145,56 @@ func TestStreamCommits(t *testing.T) {
 		if got := r.Snapshot().totals[k]; got != v {
 			t.Errorf("%v = %d, want %d", k, got, v)
 		}
+	}
+}
+
+// The usage ledger holds a thread's commits and pull requests in the
+// bucket of their call's result, under no model and the thread's
+// repository, and its rows add up to the counters however often the thread
+// is read and after a restart; a LedgerOnly store (a report's) counts them
+// too.
+func TestCommitsInTheLedger(t *testing.T) {
+	const web = "github.com/acme/web"
+	sums := func(es []ledger.Entry) (commits, prs int64, models []string) {
+		for _, e := range es {
+			if e.Commits > 0 || e.PullRequests > 0 {
+				if e.Repo != web {
+					t.Errorf("entry %+v: repository %q, want %q", e, e.Repo, web)
+				}
+				models = append(models, e.Model)
+			}
+			commits, prs = commits+e.Commits, prs+e.PullRequests
+		}
+		return commits, prs, models
+	}
+	s := repoStore(0, unreadable{})
+	for range 2 {
+		s.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, shipThread(false)))
+		s.Apply("/d/T-1.json", FileVersion{Size: 1}, summaryOf(t, shipThread(true)))
+	}
+	if c, p, models := sums(s.Ledger()); c != 2 || p != 1 || strings.Join(models, "") != "" {
+		t.Errorf("ledger: %d commits, %d pull requests under models %q; want 2, 1 under none", c, p, models)
+	}
+	data, err := json.Marshal(s.Export())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	r := repoStore(0, unreadable{})
+	if err := r.Import(&st); err != nil {
+		t.Fatal(err)
+	}
+	r.Apply("/d/T-1.json", FileVersion{Size: 2}, summaryOf(t, shipThread(true)))
+	if c, p, _ := sums(r.Ledger()); c != 2 || p != 1 {
+		t.Errorf("ledger after a restart: %d commits, %d pull requests; want 2, 1", c, p)
+	}
+
+	only := NewThreadStore(StoreOptions{LedgerOnly: true, AppliedOnce: true, Repositories: NewRepositories(nil)})
+	only.Apply("/d/T-1.json", FileVersion{}, summaryOf(t, shipThread(true)))
+	if c, p, _ := sums(only.Ledger()); c != 2 || p != 1 {
+		t.Errorf("a LedgerOnly store's ledger: %d commits, %d pull requests; want 2, 1", c, p)
 	}
 }
