@@ -51,6 +51,11 @@ type Usage struct {
 	Credits int64 `json:"credits,omitempty"`
 	// Cost is the estimated cost in 1e-10 USD.
 	Cost int64 `json:"cost,omitempty"`
+	// Commits and PullRequests are what the thread's shell calls made
+	// (amp_commits_total, amp_pull_requests_total); their entries name no
+	// model (Entry.Model is "").
+	Commits      int64 `json:"commits,omitempty"`
+	PullRequests int64 `json:"pull_requests,omitempty"`
 }
 
 // Add adds u to v. Each figure saturates as the store's counters do: usage
@@ -62,6 +67,8 @@ func (v *Usage) Add(u Usage) {
 	v.CacheRead = sat.Add(v.CacheRead, u.CacheRead)
 	v.Credits = sat.Add(v.Credits, u.Credits)
 	v.Cost = sat.Add(v.Cost, u.Cost)
+	v.Commits = sat.Add(v.Commits, u.Commits)
+	v.PullRequests = sat.Add(v.PullRequests, u.PullRequests)
 }
 
 // Tokens is the sum of the four token types (ccusage's totalTokens),

@@ -136,13 +136,17 @@ func Build(entries []Entry, o Options) (*Report, error) {
 		}
 		p.Add(e.Usage)
 		p.First, p.Last = min(p.First, e.Start), max(p.Last, e.Start)
-		m := p.Models[e.Model]
-		if m == nil {
-			m = &Usage{}
-			p.Models[e.Model] = m
-			p.order = append(p.order, e.Model)
+		// The commits and pull requests of a thread's shell calls name no
+		// model: they are the period's, not a model's.
+		if !shipsOnly(e) {
+			m := p.Models[e.Model]
+			if m == nil {
+				m = &Usage{}
+				p.Models[e.Model] = m
+				p.order = append(p.order, e.Model)
+			}
+			m.Add(e.Usage)
 		}
-		m.Add(e.Usage)
 		rp := p.Repos[e.Repo]
 		if rp == nil {
 			rp = &Usage{}
@@ -171,6 +175,14 @@ func Build(entries []Entry, o Options) (*Report, error) {
 		r.Totals.Add(p.Usage)
 	}
 	return r, nil
+}
+
+// shipsOnly reports whether an entry holds commits and pull requests
+// alone (the ledger keeps them under no model).
+func shipsOnly(e *Entry) bool {
+	u := e.Usage
+	u.Commits, u.PullRequests = 0, 0
+	return e.Model == "" && u.IsZero()
 }
 
 // lastFrom is the first day --last keeps, "" for all: the first day of

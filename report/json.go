@@ -37,15 +37,19 @@ type jsonRepository struct {
 }
 
 type jsonPeriod struct {
-	CacheCreationTokens int64           `json:"cacheCreationTokens"`
-	CacheReadTokens     int64           `json:"cacheReadTokens"`
-	Credits             float64         `json:"credits,omitempty"`
-	Date                string          `json:"date,omitempty"`
-	InputTokens         int64           `json:"inputTokens"`
-	ModelBreakdowns     []jsonBreakdown `json:"modelBreakdowns"`
-	ModelsUsed          []string        `json:"modelsUsed"`
-	Month               string          `json:"month,omitempty"`
-	OutputTokens        int64           `json:"outputTokens"`
+	CacheCreationTokens int64 `json:"cacheCreationTokens"`
+	CacheReadTokens     int64 `json:"cacheReadTokens"`
+	// Commits and PullRequests: added, what the agent's shell calls made
+	// (amp_commits_total, amp_pull_requests_total).
+	Commits         int64           `json:"commits"`
+	Credits         float64         `json:"credits,omitempty"`
+	Date            string          `json:"date,omitempty"`
+	InputTokens     int64           `json:"inputTokens"`
+	ModelBreakdowns []jsonBreakdown `json:"modelBreakdowns"`
+	ModelsUsed      []string        `json:"modelsUsed"`
+	Month           string          `json:"month,omitempty"`
+	OutputTokens    int64           `json:"outputTokens"`
+	PullRequests    int64           `json:"pullRequests"`
 	// Repositories: added; absent when no thread has a repository.
 	Repositories []jsonRepository `json:"repositories,omitempty"`
 	SessionID    string           `json:"sessionId,omitempty"`
@@ -56,9 +60,11 @@ type jsonPeriod struct {
 type jsonTotals struct {
 	CacheCreationTokens int64   `json:"cacheCreationTokens"`
 	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	Commits             int64   `json:"commits"`
 	Credits             float64 `json:"credits,omitempty"`
 	InputTokens         int64   `json:"inputTokens"`
 	OutputTokens        int64   `json:"outputTokens"`
+	PullRequests        int64   `json:"pullRequests"`
 	TotalCost           float64 `json:"totalCost"`
 	TotalTokens         int64   `json:"totalTokens"`
 }
@@ -76,9 +82,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 		jp := jsonPeriod{
 			CacheCreationTokens: p.CacheCreation,
 			CacheReadTokens:     p.CacheRead,
+			Commits:             p.Commits,
 			Credits:             credits(p.Credits),
 			InputTokens:         p.Input,
 			OutputTokens:        p.Output,
+			PullRequests:        p.PullRequests,
 			TotalCost:           dollars(p.Cost),
 			TotalTokens:         p.Tokens(),
 			ModelsUsed:          append([]string{}, p.ModelsUsed()...),
@@ -124,9 +132,11 @@ func WriteJSON(w io.Writer, r *Report) error {
 	totals := jsonTotals{
 		CacheCreationTokens: t.CacheCreation,
 		CacheReadTokens:     t.CacheRead,
+		Commits:             t.Commits,
 		Credits:             credits(t.Credits),
 		InputTokens:         t.Input,
 		OutputTokens:        t.Output,
+		PullRequests:        t.PullRequests,
 		TotalCost:           dollars(t.Cost),
 		TotalTokens:         t.Tokens(),
 	}

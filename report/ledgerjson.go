@@ -207,7 +207,7 @@ func (rd *ledgerReader) list(each func() error) error {
 
 // add adds a row.
 func (rd *ledgerReader) add(e Entry) error {
-	if u := e.Usage; min(u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost) < 0 {
+	if u := e.Usage; min(u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost, u.Commits, u.PullRequests) < 0 {
 		return errors.New("a row with negative usage")
 	}
 	n := len(rd.sorted)

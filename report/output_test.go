@@ -20,6 +20,9 @@ func sample(t *testing.T, kind Kind) *Report {
 			Usage: Usage{Input: 1200, Output: 34, CacheCreation: 5, CacheRead: 1_000_000, Cost: 12_345_600_000}},
 		{Start: ms("2026-02-02T10:00:00Z"), Session: "T-b", Model: "gpt-5.2-codex",
 			Usage: Usage{Input: 7, Output: 8, Credits: credits, Cost: 1_000_000}},
+		// The thread's shell calls: commits and a pull request, under no
+		// model.
+		{Start: ms("2026-02-02T10:15:00Z"), Session: "T-b", Usage: Usage{Commits: 3, PullRequests: 1}},
 	}
 	r, err := Build(entries, Options{Kind: kind, Location: time.UTC})
 	if err != nil {
@@ -130,7 +133,7 @@ func TestTableAlignedWithTotals(t *testing.T) {
 			t.Errorf("line %q is %d wide, the heading %d", l, n, width)
 		}
 	}
-	if !strings.HasPrefix(lines[5], "Total") || !strings.HasSuffix(lines[5], "$1.23") || !strings.Contains(lines[5], "1,001,254") {
+	if !strings.HasPrefix(lines[5], "Total") || !strings.HasSuffix(lines[5], "$1.23        3") || !strings.Contains(lines[5], "1,001,254") {
 		t.Errorf("totals line %q", lines[5])
 	}
 	if strings.Contains(b.String(), "\x1b[") {
@@ -204,5 +207,54 @@ func TestLedgerFromGrowths(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("entries %+v, want %+v", got, want)
+	}
+}
+
+// TestCommitsPerDay: a day's commits and pull requests are in its row of
+// the table (the Commits column) and of the JSON (commits, pullRequests,
+// added to ccusage's fields), and in the totals; they name no model, so
+// the day's models are those that spent.
+func TestCommitsPerDay(t *testing.T) {
+	r := sample(t, Daily)
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Daily []struct {
+			Date         string   `json:"date"`
+			Commits      *int64   `json:"commits"`
+			PullRequests *int64   `json:"pullRequests"`
+			ModelsUsed   []string `json:"modelsUsed"`
+		} `json:"daily"`
+		Totals struct {
+			Commits, PullRequests int64
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2026-02-01 0 0 [claude-opus-4-6]", "2026-02-02 3 1 [gpt-5.2-codex]"}
+	if len(got.Daily) != len(want) {
+		t.Fatalf("%d days, want %d:\n%s", len(got.Daily), len(want), b.String())
+	}
+	for i, d := range got.Daily {
+		if d.Commits == nil || d.PullRequests == nil {
+			t.Fatalf("%s: no commits or pullRequests field:\n%s", d.Date, b.String())
+		}
+		if s := fmt.Sprintf("%s %d %d %v", d.Date, *d.Commits, *d.PullRequests, d.ModelsUsed); s != want[i] {
+			t.Errorf("day %q, want %q", s, want[i])
+		}
+	}
+	if got.Totals.Commits != 3 || got.Totals.PullRequests != 1 {
+		t.Errorf("totals %+v, want 3 commits, 1 pull request", got.Totals)
+	}
+	b.Reset()
+	if err := WriteTable(&b, r, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasSuffix(lines[0], "Commits") || !strings.HasPrefix(lines[3], "2026-02-02") || !strings.HasSuffix(lines[3], " 3") {
+		t.Errorf("table:\n%s", b.String())
 	}
 }

@@ -45,7 +45,7 @@ type ServerCache struct {
 
 // cacheFormat is the version of the cache file; a file of another is
 // ignored (the next report reads every thread again).
-const cacheFormat = 2
+const cacheFormat = 3 // 3: the commits and pull requests of each entry
 
 // unreadVersion is the version of a thread cached without some of its
 // items: no listing has a negative message count, so the syncer reads
@@ -104,12 +104,12 @@ type cachedThread struct {
 }
 
 // cachedEntry is one bucket and model of a thread: Start, Model and the
-// six figures of Usage in its order.
+// eight figures of Usage in its order.
 type cachedEntry struct {
 	Start int64    `json:"t"`
 	Model string   `json:"m"`
 	Repo  string   `json:"r,omitempty"`
-	U     [6]int64 `json:"u"`
+	U     [8]int64 `json:"u"`
 }
 
 // CacheFile is the file a cache of the server at url is kept in under
@@ -303,7 +303,7 @@ func (c *ServerCache) Apply(path string, v store.FileVersion, sum *thread.Summar
 	t := &cachedThread{ID: id, Version: v}
 	for _, e := range l.Entries() {
 		u := e.Usage
-		t.Entries = append(t.Entries, cachedEntry{e.Start, e.Model, e.Repo, [6]int64{u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost}})
+		t.Entries = append(t.Entries, cachedEntry{e.Start, e.Model, e.Repo, [8]int64{u.Input, u.Output, u.CacheCreation, u.CacheRead, u.Credits, u.Cost, u.Commits, u.PullRequests}})
 	}
 	c.threads[path] = t
 	c.dirty = true
@@ -349,7 +349,8 @@ func (c *ServerCache) AddTo(l *Ledger, owners *store.Owners) {
 		}
 		for _, e := range t.Entries {
 			l.Add(Entry{Start: e.Start, Session: t.ID, Model: e.Model, Repo: e.Repo, Usage: Usage{
-				Input: e.U[0], Output: e.U[1], CacheCreation: e.U[2], CacheRead: e.U[3], Credits: e.U[4], Cost: e.U[5]}})
+				Input: e.U[0], Output: e.U[1], CacheCreation: e.U[2], CacheRead: e.U[3], Credits: e.U[4], Cost: e.U[5],
+				Commits: e.U[6], PullRequests: e.U[7]}})
 		}
 	}
 }

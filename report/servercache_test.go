@@ -173,3 +173,42 @@ func TestServerCacheRefusesTrailingData(t *testing.T) {
 		t.Error("a cache with data after its value gives no error")
 	}
 }
+
+// TestServerCacheKeepsCommits: a server thread's commits and pull
+// requests are kept in the cache with its spending, so that the next
+// report counts them without reading the thread again.
+func TestServerCacheKeepsCommits(t *testing.T) {
+	path := CacheFile(t.TempDir(), "https://ampcode.com/")
+	c, err := OpenServerCache(path, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UseAccount("a")
+	c.count = func(path string, sum *thread.Summary) error {
+		c.received(backfill.ThreadGrowth{Path: path, ID: sum.ID, Growth: []backfill.Growth{
+			{At: 900_000, Key: store.SeriesKey{Fam: store.FamTokens, L1: "m", L2: "input"}, V: 100},
+			{At: 900_000, Key: store.SeriesKey{Fam: store.FamCommits, Repo: "github.com/acme/web"}, V: 3},
+			{At: 900_000, Key: store.SeriesKey{Fam: store.FamPullRequests, Repo: "github.com/acme/web"}, V: 1}}})
+		return nil
+	}
+	if !c.Apply(store.AmpServerPath("T-a"), store.FileVersion{AmpServerV: 7, AmpServerCount: 3}, &thread.Summary{ID: "T-a"}) {
+		t.Fatal("Apply refused")
+	}
+	if err := c.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenServerCache(path, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.UseAccount("a")
+	l := NewLedger()
+	d.AddTo(l, nil)
+	var commits, prs int64
+	for _, e := range l.Entries() {
+		commits, prs = commits+e.Commits, prs+e.PullRequests
+	}
+	if commits != 3 || prs != 1 {
+		t.Errorf("%d commits, %d pull requests after the cache's round trip; want 3, 1", commits, prs)
+	}
+}

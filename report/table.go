@@ -33,7 +33,7 @@ func (o TableOptions) dropped(head string) bool {
 // under its period, the totals last.
 func WriteTable(w io.Writer, r *Report, o TableOptions) error {
 	first := map[Kind]string{Daily: "Date", Monthly: "Month", Session: "Thread"}[r.Kind]
-	head := []string{first, "Models", "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Credits", "Cost (USD)"}
+	head := []string{first, "Models", "Input", "Output", "Cache Create", "Cache Read", "Total Tokens", "Credits", "Cost (USD)", "Commits"}
 	// rows of lines of cells
 	var rows [][][]string
 	for _, p := range r.Periods {
@@ -43,7 +43,7 @@ func WriteTable(w io.Writer, r *Report, o TableOptions) error {
 				lines[0][1] = "- " + m
 				continue
 			}
-			lines = append(lines, []string{"", "- " + m, "", "", "", "", "", "", ""})
+			lines = append(lines, []string{"", "- " + m, "", "", "", "", "", "", "", ""})
 		}
 		rows = append(rows, lines)
 	}
@@ -121,7 +121,8 @@ func WriteTable(w io.Writer, r *Report, o TableOptions) error {
 // cells are a row's figures.
 func cells(key string, u Usage) []string {
 	return []string{key, "", thousands(u.Input), thousands(u.Output), thousands(u.CacheCreation), thousands(u.CacheRead),
-		thousands(u.Tokens()), strconv.FormatFloat(credits(u.Credits), 'f', 2, 64), "$" + strconv.FormatFloat(dollars(u.Cost), 'f', 2, 64)}
+		thousands(u.Tokens()), strconv.FormatFloat(credits(u.Credits), 'f', 2, 64), "$" + strconv.FormatFloat(dollars(u.Cost), 'f', 2, 64),
+		thousands(u.Commits)}
 }
 
 // thousands writes n with commas between groups of three digits.

@@ -85,7 +85,9 @@ type itemCounter struct {
 
 	// led adds up spending per bucket and model in the pass over every
 	// item (ledgerOn), for the ledger.
-	led                  map[ledgerAt]*spendAcc
+	led map[ledgerAt]*spendAcc
+	// ledShipped is the commits and pull requests per bucket (shippedAt).
+	ledShipped           map[int32]*[2]int64
 	withLedger, ledgerOn bool
 	// bounds and floor place item times the thread cannot hold
 	// (ledgerTime), worked out once (boundsSet).
@@ -245,7 +247,7 @@ func (k *itemCounter) item(i int, all bool) {
 		k.pg.pin(&k.s.tuples, it.Key, pinTuple{none: true})
 		return
 	}
-	if k.s.ledgerOnly && !spendsMoney(it) {
+	if k.s.ledgerOnly && !spendsMoney(it) && !shipped(it) {
 		if it.IsTool() && it.Lines && it.Status == thread.StatusDone {
 			k.fold("model", it.Model) // as pinItem would: the cap folds the same values
 		}
@@ -264,6 +266,12 @@ func (k *itemCounter) item(i int, all bool) {
 // an assistant message or a ledger event (tokens, credits).
 func spendsMoney(it *thread.Item) bool {
 	return it.IsLedger() || it.IsMessage() && it.Role == thread.RoleAssistant
+}
+
+// shipped reports whether an item is a shell call that made a commit or
+// opened a pull request: the ledger keeps those too.
+func shipped(it *thread.Item) bool {
+	return it.IsTool() && (it.Commits > 0 || it.PullRequests > 0)
 }
 
 // countMessage adds a message to the thread's message counts.
@@ -380,6 +388,16 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if n == 0 {
 			k.emit(t, a)
 		}
+	case it.IsTool() && k.s.ledgerOnly:
+		// Only what the ledger keeps (LedgerOnly): under the pinned
+		// status, as below.
+		if t.outcome == thread.StatusDone {
+			k.add(FamCommits, "", "", int64(it.Commits))
+			k.add(FamPullRequests, "", "", int64(it.PullRequests))
+			if k.ledgerOn {
+				k.shippedAt(it)
+			}
+		}
 	case it.IsTool():
 		if n == 0 {
 			k.add(FamToolCalls, t.name, t.outcome, 1)
@@ -397,6 +415,17 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		}
 		if it.Shell != "" {
 			k.add(FamShellCommands, it.Shell, "", 1)
+		}
+		// Under the pinned status too: a call counted as done stays done,
+		// and one first counted unfinished never counts what it did.
+		if t.outcome == thread.StatusDone {
+			k.add(FamCommits, "", "", int64(it.Commits))
+			k.add(FamPullRequests, "", "", int64(it.PullRequests))
+			k.add(FamPushes, thread.PushSuccess, "", int64(it.Pushes))
+			k.add(FamPushes, thread.PushFailure, "", int64(it.FailedPushes))
+			if k.ledgerOn {
+				k.shippedAt(it)
+			}
 		}
 	default:
 		sec := fixedAt(k.exchScale, it.Seconds)
@@ -561,13 +590,13 @@ func (k *itemCounter) retireMissing() {
 // truncation). The counter's series and rates stay those of the whole
 // snapshot.
 func (k *itemCounter) freshShare() (contribution, map[SeriesKey][]bucketValue) {
-	all, allRates, allLed := k.series, k.rates, k.led
-	k.series, k.rates, k.led = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}, nil
+	all, allRates, allLed, allShipped := k.series, k.rates, k.led, k.ledShipped
+	k.series, k.rates, k.led, k.ledShipped = make(contribution, len(k.d.fresh)), map[SeriesKey]rate{}, nil, nil
 	k.ledgerOn = k.withLedger
 	k.pass(false, k.d.fresh)
 	k.ledgerOn = false
 	fresh, freshLed := k.series, k.ledger()
-	k.series, k.rates, k.led = all, allRates, allLed
+	k.series, k.rates, k.led, k.ledShipped = all, allRates, allLed, allShipped
 	return fresh, freshLed
 }
 

@@ -41,7 +41,11 @@ import (
 // common case) takes all of it.
 
 // ledgerFamily lists the families the ledger keeps.
-var ledgerFamily = map[Family]bool{FamTokens: true, FamCredits: true, FamCost: true}
+var ledgerFamily = map[Family]bool{FamTokens: true, FamCredits: true, FamCost: true, FamCommits: true, FamPullRequests: true}
+
+// itemSpread lists the ledger families whose growth is spread by the
+// buckets of their items (dollars follow token growth instead).
+var itemSpread = map[Family]bool{FamTokens: true, FamCredits: true, FamCommits: true, FamPullRequests: true}
 
 // undatedBucket is the bucket of usage without any time.
 const undatedBucket = math.MinInt32
@@ -119,6 +123,25 @@ func (k *itemCounter) spendAt(model string, it *thread.Item) {
 	k.spend(a, it)
 }
 
+// shippedAt adds a shell call's commits and pull requests to the bucket of
+// its time.
+func (k *itemCounter) shippedAt(it *thread.Item) {
+	if it.Commits <= 0 && it.PullRequests <= 0 {
+		return
+	}
+	if k.ledShipped == nil {
+		k.ledShipped = map[int32]*[2]int64{}
+	}
+	b := bucketOf(k.ledgerTime(it))
+	n := k.ledShipped[b]
+	if n == nil {
+		n = &[2]int64{}
+		k.ledShipped[b] = n
+	}
+	n[0] += int64(max(it.Commits, 0))
+	n[1] += int64(max(it.PullRequests, 0))
+}
+
 // ledgerTime is the time an item counts at in the ledger: its own, or for
 // a time its thread cannot hold (before Amp, before the thread was
 // created) the nearest one it can, by the backfill's and the report's
@@ -141,10 +164,18 @@ func (k *itemCounter) ledgerTime(it *thread.Item) int64 {
 // each series' buckets in time order, and what the tokens of each token
 // series and bucket cost.
 func (k *itemCounter) ledgerValues() (values, costs map[SeriesKey][]bucketValue) {
-	if len(k.led) == 0 {
+	if len(k.led) == 0 && len(k.ledShipped) == 0 {
 		return nil, nil
 	}
-	values = make(map[SeriesKey][]bucketValue, len(k.led)*2)
+	values = make(map[SeriesKey][]bucketValue, len(k.led)*2+2)
+	for b, n := range k.ledShipped {
+		for i, f := range []Family{FamCommits, FamPullRequests} {
+			if n[i] > 0 {
+				sk := k.key(f, "", "")
+				values[sk] = append(values[sk], bucketValue{b, n[i]})
+			}
+		}
+	}
 	costs = make(map[SeriesKey][]bucketValue, len(k.led))
 	for at, a := range k.led {
 		for i, n := range a.tokens {
@@ -191,7 +222,7 @@ func (s *ThreadStore) retireLedger(rec *threadRecord, now, fresh map[SeriesKey][
 	var rows threadLedger
 	for _, r := range rec.ledger {
 		k := s.series.keys[r.id]
-		if k.Fam != FamTokens && k.Fam != FamCredits {
+		if !itemSpread[k.Fam] {
 			continue // dollars follow token growth
 		}
 		if v := r.v - (valueAt(now[k], r.b) - valueAt(fresh[k], r.b)); v > 0 {
@@ -699,6 +730,10 @@ func UsageField(k *SeriesKey, u *ledger.Usage) *int64 {
 		return &u.Credits
 	case FamCost:
 		return &u.Cost
+	case FamCommits:
+		return &u.Commits
+	case FamPullRequests:
+		return &u.PullRequests
 	case FamTokens:
 		switch k.L2 {
 		case "input":

@@ -562,7 +562,7 @@ func (s *ThreadStore) merge(rec *threadRecord, c contribution, res *counted, led
 		if pricedGrowth[k.Fam] {
 			grown[k] = delta
 		}
-		if k.Fam == FamTokens || k.Fam == FamCredits {
+		if itemSpread[k.Fam] {
 			spread.grow(k, delta)
 		}
 	}

@@ -186,3 +186,19 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+// A thread's commits (ledger entries under no model, with no spend) are
+// no model of the chart.
+func TestSummarizeLeavesCommitsOut(t *testing.T) {
+	loc := time.UTC
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, loc)
+	entries := []ledger.Entry{at(loc, "2026-12-02 10:00", "m", "", 5), at(loc, "2026-12-02 10:00", "", "", 0)}
+	entries[1].Usage = ledger.Usage{Commits: 2, PullRequests: 1}
+	s := Summarize(Input{Entries: entries, Location: loc, Now: now})
+	if fmt.Sprint(s.Models) != "[m]" {
+		t.Errorf("models %q, want [m]", s.Models)
+	}
+	if got := cents(s.Days[ChartDays-1].Estimated); got != 5 {
+		t.Errorf("today %d cents, want 5", got)
+	}
+}
