@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/runway"
 	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
@@ -105,6 +106,11 @@ type Summary struct {
 	// (coarsened in another, before ledger.timezone changed).
 	CoarsenedFrom, CoarsenedTo string
 	InexactDays                []string
+	// Recent is the estimated spend of each ledger bucket from
+	// runway.Long before Now on (oldest first, buckets without spend
+	// left out): what Runway reads. A summary kept while the ledger does
+	// not change holds every bucket a later Now needs.
+	Recent []runway.Spend
 }
 
 // Entitlement is the Amp account's current entitlement window as the Amp
@@ -158,6 +164,8 @@ func Summarize(in Input) Summary {
 	s.Last7From = s.Days[ChartDays-7].Date
 	s.MonthFrom = month.Format(time.DateOnly)
 
+	recentFrom := ledger.StartOf(in.Now.Add(-runway.Long).UnixMilli())
+	recent := map[int64]int64{}
 	dayOf := func(at int64) int {
 		if at < starts[0] || at >= end {
 			return -1
@@ -172,6 +180,9 @@ func Summarize(in Input) Summary {
 		if e.Start == ledger.Undated {
 			s.Undated = sat.Add(s.Undated, e.Cost)
 			continue
+		}
+		if e.Start >= recentFrom {
+			recent[e.Start] = sat.Add(recent[e.Start], e.Cost)
 		}
 		if e.Start < from || e.Start >= end {
 			continue
@@ -248,7 +259,39 @@ func Summarize(in Input) Summary {
 		s.MoreRepositories = n - MaxRepositories
 		s.Repositories = s.Repositories[:MaxRepositories]
 	}
+	s.Recent = recentSpend(recent)
 	return s
+}
+
+// recentSpend is the spend per bucket (epoch ms → 1e-10 USD) as the
+// runway reads it, oldest first.
+func recentSpend(buckets map[int64]int64) []runway.Spend {
+	starts := make([]int64, 0, len(buckets))
+	for start, v := range buckets {
+		if v > 0 {
+			starts = append(starts, start)
+		}
+	}
+	slices.Sort(starts)
+	out := make([]runway.Spend, len(starts))
+	for i, start := range starts {
+		out[i] = runway.Spend{Start: time.UnixMilli(start), End: time.UnixMilli(start + ledger.BucketMs), USD: USD(buckets[start])}
+	}
+	return out
+}
+
+// Runway is when the entitlement window runs out at the pace of the
+// recent estimated spend (runway.Pace), as of s.Now; false when nothing is
+// being spent or what is left of the window is unknown or spent.
+//
+// The pace is the estimate even where bills are known: the ledger keeps
+// bills per day, too coarse for a rate over 15 minutes.
+func (s Summary) Runway() (runway.Runway, bool) {
+	e := s.Entitlement
+	if e == nil {
+		return runway.Runway{}, false
+	}
+	return runway.Of(e.RemainingUSD, e.ResetsAt, runway.Pace(s.Recent, s.Now), s.Now)
 }
 
 // sumDays adds days up.
