@@ -36,6 +36,7 @@ var Families = []store.Family{
 	store.FamMessages, store.FamPrompts, store.FamTokens, store.FamCredits,
 	store.FamCost, store.FamUnpriced, store.FamFinished, store.FamToolCalls,
 	store.FamLines, store.FamLinesByModel, store.FamShellCommands,
+	store.FamCommits, store.FamPullRequests, store.FamPushes,
 }
 
 // How a thread is replayed (tests compare the three).

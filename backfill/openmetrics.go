@@ -38,6 +38,12 @@ var metrics = map[store.Family]metric{
 		"kind", "model"},
 	store.FamShellCommands: {"amp_shell_commands", "Shell commands Amp ran (Bash, shell_command), by outcome: success, failure, stopped.",
 		"outcome", ""},
+	store.FamCommits: {"amp_commits", "New commits Amp's shell commands made (a git commit of a call that exited 0 and printed git's header for a new commit).",
+		"", ""},
+	store.FamPullRequests: {"amp_pull_requests", "Pull and merge requests Amp's shell commands opened (gh pr create, glab mr create, hub pull-request).",
+		"", ""},
+	store.FamPushes: {"amp_pushes", "git push commands Amp's shell commands ran, by outcome: success, failure.",
+		"outcome", ""},
 }
 
 // MetricName is the name of the series a family is written as (with

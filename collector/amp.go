@@ -153,6 +153,9 @@ func (c *AmpCollector) collectThreadStore(r *renderer, snap store.ThreadSnapshot
 func zeroShared(r *renderer, totals map[store.SeriesKey]int64, src string) {
 	r.zero(totals, store.FamMessages, src, "user", "assistant")
 	r.zero(totals, store.FamPrompts, src)
+	r.zero(totals, store.FamCommits, src)
+	r.zero(totals, store.FamPullRequests, src)
+	r.zero(totals, store.FamPushes, src, thread.PushOutcomes...)
 }
 
 func (c *AmpCollector) collectStream(r *renderer) {

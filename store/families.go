@@ -65,6 +65,12 @@ const (
 	FamLinesUncounted Family = "lines_uncounted"
 	// FamShellCommands counts shell commands; l1 outcome.
 	FamShellCommands Family = "shell_commands"
+	// FamCommits and FamPullRequests count the new commits and the pull
+	// requests shell commands made (parser/shellcmd); FamPushes their
+	// pushes, l1 outcome (thread.PushOutcomes).
+	FamCommits      Family = "commits"
+	FamPullRequests Family = "pull_requests"
+	FamPushes       Family = "pushes"
 
 	// stream-json only.
 	FamExecutions         Family = "executions"           // l1 outcome
@@ -211,6 +217,12 @@ var families = []familySpec{
 		Help: "Edit tool calls whose run is done but whose lines amp_lines_changed_total leaves out, by reason: diff_budget (one parse of the thread had spent its budget of diff work, and this edit needed a costly diff)."}},
 	{name: FamShellCommands, scale: scaleCount, owners: ownerThreads, items: true, metric: &Metric{Name: "amp_shell_commands_total", Scope: "source", Labels: []string{"outcome"}, From: FromThreads,
 		Help: "Shell commands Amp ran (Bash, shell_command), by outcome: success (exit code 0), failure (another exit code, or the run failed), stopped (exit code -1 or none, or cancelled)."}},
+	{name: FamCommits, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_commits_total", Scope: "source", Labels: []string{"repository"}, From: FromAmp,
+		Help: "New commits Amp's shell commands made: a git commit (not --amend, not --dry-run) of a call that exited 0 and printed git's header for a new commit. A count of commits, not of their worth."}},
+	{name: FamPullRequests, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_pull_requests_total", Scope: "source", Labels: []string{"repository"}, From: FromAmp,
+		Help: "Pull and merge requests Amp's shell commands opened (gh pr create, glab mr create, hub pull-request) in a call that exited 0 and printed the request's URL; not one that already existed."}},
+	{name: FamPushes, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_pushes_total", Scope: "source", Labels: []string{"outcome", "repository"}, From: FromAmp,
+		Help: "git push commands Amp's shell commands ran (not --dry-run), by outcome: success (the output shows the remote was reached and no ref failed), failure (a rejected push, or one that never reached the remote)."}},
 
 	{name: FamExecutions, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_executions_total", Labels: []string{"outcome"}, From: FromStream,
 		Help: "Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line)."}},

@@ -236,6 +236,13 @@ func TestItemFamiliesAreThoseItemsGive(t *testing.T) {
 	for k := range s.Count(uncounted) {
 		given[k.Fam] = true
 	}
+	// A shell call that committed, opened a pull request and pushed
+	// (once and in vain), which the generator writes only when asked to.
+	shipped := thread.FromItems("T-shipped", "smart", []thread.Item{{Key: toolKey(1),
+		Tool: "Bash", Status: thread.StatusDone, Shell: thread.ShellSuccess, Commits: 1, PullRequests: 1, Pushes: 1, FailedPushes: 1}})
+	for k := range s.Count(shipped) {
+		given[k.Fam] = true
+	}
 	// And at the faster speeds, which the generator writes only when asked
 	// to: priced, so that the premium is given too.
 	s.SetPrices(pricing.New(nil, "test", "test", map[string]pricing.Price{"gpt-6-astra": {Input: 1, Output: 2}}))

@@ -398,6 +398,14 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if it.Shell != "" {
 			k.add(FamShellCommands, it.Shell, "", 1)
 		}
+		// Under the pinned status too: a call counted as done stays done,
+		// and one first counted unfinished never counts what it did.
+		if t.outcome == thread.StatusDone {
+			k.add(FamCommits, "", "", int64(it.Commits))
+			k.add(FamPullRequests, "", "", int64(it.PullRequests))
+			k.add(FamPushes, thread.PushSuccess, "", int64(it.Pushes))
+			k.add(FamPushes, thread.PushFailure, "", int64(it.FailedPushes))
+		}
 	default:
 		sec := fixedAt(k.exchScale, it.Seconds)
 		if n == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
+	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/pricing"
 )
 
@@ -193,6 +194,10 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		for _, tc := range inc.ToolCalls {
 			add(FamToolCalls, s.label("tool", tc.Tool), tc.Status, 1)
 		}
+		add(FamCommits, "", "", int64(inc.Commits))
+		add(FamPullRequests, "", "", int64(inc.PullRequests))
+		add(FamPushes, thread.PushSuccess, "", int64(inc.Pushes))
+		add(FamPushes, thread.PushFailure, "", int64(inc.FailedPushes))
 		add = total
 		for _, ex := range inc.Executions {
 			add(FamExecutions, ex.Outcome, "", 1)

@@ -41,6 +41,7 @@ func run() int {
 		days    = flag.Int("days", 0, "spread the threads' creation times evenly over this many days, e.g. 365 for a year of use (0: four weeks)")
 		repos   = flag.Int("repositories", 0, "spread the threads over this many repositories, remotes written in every form, some threads without one (0: each thread's project on github.com)")
 		edits   = flag.Bool("edits", false, "write edits whose line counts are known (and stopped shell commands), and print them per repository, tool and kind; off, the corpus is the same bytes as without the flag")
+		commits = flag.Bool("commits", false, "make about one shell call in two commit, push or open a pull request (every case the exporter tells apart); off, the corpus is the same bytes as without the flag")
 		skew    = flag.Bool("clock-skew", false, "write half the threads with a usage ledger from a client clock 2 to 36 hours ahead of the server's, so their ledger events are stamped before the thread was created; off, the corpus is the same bytes as without the flag")
 	)
 	flag.Parse()
@@ -58,7 +59,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "amp-threadgen: -threads and -days must not be negative")
 		return 2
 	}
-	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos, Edits: *edits, ClockSkew: *skew,
+	opts := threadgen.Options{Threads: *threads, TotalBytes: size, Seed: *seed, Repositories: *repos, Edits: *edits, ClockSkew: *skew, Commits: *commits,
 		Span: time.Duration(*days) * 24 * time.Hour}
 	if *start != "" {
 		if opts.Start, err = time.Parse(time.RFC3339, *start); err != nil {

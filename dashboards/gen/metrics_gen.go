@@ -22,6 +22,9 @@ const (
 	NameLinesChangedByModel      = "amp_lines_changed_by_model_total"
 	NameLinesUncountedEdits      = "amp_lines_uncounted_edits_total"
 	NameShellCommands            = "amp_shell_commands_total"
+	NameCommits                  = "amp_commits_total"
+	NamePullRequests             = "amp_pull_requests_total"
+	NamePushes                   = "amp_pushes_total"
 	NameExecutions               = "amp_executions_total"
 	NameExecutionDuration        = "amp_execution_duration_seconds"
 	NameExecutionTurns           = "amp_execution_turns"
@@ -102,6 +105,9 @@ var metricTypes = map[string]string{
 	NameLinesChangedByModel:      "counter",
 	NameLinesUncountedEdits:      "counter",
 	NameShellCommands:            "counter",
+	NameCommits:                  "counter",
+	NamePullRequests:             "counter",
+	NamePushes:                   "counter",
 	NameExecutions:               "counter",
 	NameExecutionDuration:        "histogram",
 	NameExecutionTurns:           "histogram",

@@ -32,6 +32,11 @@ func checkResult(t *testing.T, command, output string, exit int64) Result {
 	if exit != 0 && (r.Commits != 0 || r.PullRequests != 0) {
 		t.Fatalf("Recognize(%q, %q, %d) = %+v: a failed call counted", command, output, exit, r)
 	}
+	// Read in two parts, the output read for every proof (a result read
+	// before its command), the call says the same.
+	if in := ReadCommand(command); in.Result(ReadOutput(output, AnyIntent), exit) != r {
+		t.Fatalf("Recognize(%q, %q, %d) = %+v, read in parts %+v", command, output, exit, r, in.Result(ReadOutput(output, AnyIntent), exit))
+	}
 	return r
 }
 

@@ -177,3 +177,33 @@ func TestBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestReadInParts: a call read in two parts, the command first and the
+// output later, read for every proof when the command was not known yet,
+// says what Recognize says of it whole.
+func TestReadInParts(t *testing.T) {
+	outputs := []string{"", commitOut, commitOut + commitOut + pushOut + ghOut, rootCommitOut + glabOut + upToDate, pushRejected + hubOut + detachedOut, ghExists, nothingOut}
+	commands := append([]string{
+		`git commit -m x && git push && gh pr create --fill`,
+		`git commit -m a; git commit -m b; git push; git push other`,
+		`glab mr create; hub pull-request`,
+		`echo "git commit"`,
+	}, lexCases...)
+	for _, cmd := range commands {
+		for _, out := range outputs {
+			for _, exit := range []int64{0, 1, -1} {
+				want := Recognize(cmd, out, exit)
+				in := ReadCommand(cmd)
+				if got := in.Result(ReadOutput(out, in), exit); got != want {
+					t.Errorf("%q exit %d: read for its intent %+v, Recognize %+v", cmd, exit, got, want)
+				}
+				if got := in.Result(ReadOutput(out, AnyIntent), exit); got != want {
+					t.Errorf("%q exit %d: read for any intent %+v, Recognize %+v", cmd, exit, got, want)
+				}
+			}
+		}
+	}
+	if n := len(commands); n < 20 {
+		t.Fatalf("only %d commands", n)
+	}
+}

@@ -150,6 +150,10 @@ func (inc *Increments) add(b Increments) {
 	inc.ToolCalls = append(inc.ToolCalls, b.ToolCalls...)
 	inc.Executions = append(inc.Executions, b.Executions...)
 	inc.Denials = append(inc.Denials, b.Denials...)
+	inc.Commits += b.Commits
+	inc.PullRequests += b.PullRequests
+	inc.Pushes += b.Pushes
+	inc.FailedPushes += b.FailedPushes
 	if inc.Tokens == nil && b.Tokens != nil {
 		inc.Tokens, inc.Model = b.Tokens, b.Model
 	}

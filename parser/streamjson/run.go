@@ -3,6 +3,7 @@ package streamjson
 import (
 	"sort"
 
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -31,6 +32,9 @@ type Run struct {
 	SawUsage bool `json:"saw_usage"`
 	// Pending maps tool_use ids to tool names until their result arrives.
 	Pending map[string]string `json:"pending,omitempty"`
+	// Intents maps the tool_use ids of pending shell calls that can
+	// commit, push or open a pull request to what they can do.
+	Intents map[string]shellcmd.Intent `json:"intents,omitempty"`
 
 	// The run's identity (identity.go), for ApplyLine: its session, how
 	// many of its lines were read, the hash of its head while the head is
@@ -65,6 +69,12 @@ type Increments struct {
 	ToolCalls         []ToolCall
 	Executions        []Execution // a result, and/or an abandoned previous run
 	Denials           []string    // normalized tool names
+	// Commits, PullRequests, Pushes and FailedPushes are what the line's
+	// shell results whose run is done did (parser/shellcmd).
+	Commits      int `json:",omitempty"`
+	PullRequests int `json:",omitempty"`
+	Pushes       int `json:",omitempty"`
+	FailedPushes int `json:",omitempty"`
 	// SessionID is the session_id of the line (the run's Amp thread id),
 	// and Result says the line was the run's result.
 	SessionID string `json:"-"`
@@ -101,6 +111,23 @@ func (r *Run) Apply(m Message) Increments {
 				name = ""
 			}
 			inc.ToolCalls = append(inc.ToolCalls, ToolCall{Tool: toolname.Normalize(name), Status: tr.Status})
+			in, ok := r.Intents[tr.ToolUseID]
+			if !ok {
+				continue
+			}
+			delete(r.Intents, tr.ToolUseID)
+			if tr.Status != "done" {
+				continue
+			}
+			exit := tr.Exit
+			if !tr.HasExit {
+				exit = -1 // no exit code: read as failed (shellcmd.Recognize)
+			}
+			res := in.Result(tr.Proof, exit)
+			inc.Commits += res.Commits
+			inc.PullRequests += res.PullRequests
+			inc.Pushes += res.Pushes
+			inc.FailedPushes += res.FailedPushes
 		}
 	case KindAssistant:
 		r.Open = true
@@ -126,6 +153,12 @@ func (r *Run) Apply(m Message) Increments {
 			}
 			if len(r.Pending) < maxPendingTools {
 				r.Pending[tu.ID] = tu.Name
+			}
+			if tu.Intent.Any() && toolname.Normalize(tu.Name) == toolname.Bash && len(r.Intents) < maxPendingTools {
+				if r.Intents == nil {
+					r.Intents = map[string]shellcmd.Intent{}
+				}
+				r.Intents[tu.ID] = tu.Intent
 			}
 		}
 	case KindResult:
@@ -161,7 +194,7 @@ func (r *Run) End() (Execution, bool) {
 }
 
 func (r *Run) reset() {
-	r.Open, r.SawUsage, r.Pending = false, false, nil
+	r.Open, r.SawUsage, r.Pending, r.Intents = false, false, nil, nil
 }
 
 // denials merges permission_denials with the tools named in the CLI's

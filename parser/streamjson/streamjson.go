@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 )
 
 // Kind is a line's top-level "type".
@@ -54,13 +55,24 @@ type Usage struct {
 	CacheCreation int64
 }
 
-// ToolUse is a tool call in an assistant line.
-type ToolUse struct{ ID, Name string }
+// ToolUse is a tool call in an assistant line. Intent is what its input's
+// shell command (cmd, command) can do (parser/shellcmd); nothing of the
+// command is kept.
+type ToolUse struct {
+	ID, Name string
+	Intent   shellcmd.Intent
+}
 
-// ToolResult is a tool result in a user line.
+// ToolResult is a tool result in a user line. A shell result's content is
+// the JSON of its output and exitCode: Proof is what that output proves
+// (read for every proof, the tool not being known here), Exit its exit
+// code when HasExit.
 type ToolResult struct {
 	ToolUseID string
 	Status    string // done, error, cancelled, rejected
+	Proof     shellcmd.Proof
+	Exit      int64
+	HasExit   bool
 }
 
 // Message is one decoded line, reduced to what is counted.
@@ -109,10 +121,12 @@ const (
 // Parser decodes lines, reusing its buffers; not safe for concurrent use.
 type Parser struct {
 	sc *jsonscan.Scanner
+	// inner reads a shell result's content, a JSON document in a string.
+	inner *jsonscan.Scanner
 }
 
 // NewParser returns a parser.
-func NewParser() *Parser { return &Parser{sc: jsonscan.NewBytes(nil)} }
+func NewParser() *Parser { return &Parser{sc: jsonscan.NewBytes(nil), inner: jsonscan.NewBytes(nil)} }
 
 // ParseLine decodes one line (without its newline). A blank line is not an
 // error: it returns ok=false.
@@ -233,6 +247,8 @@ func (p *Parser) content(m *Message) {
 		var typ, id, name, toolUseID string
 		var isError bool
 		var text []byte
+		var in shellcmd.Intent
+		var sh shellResult
 		obj := sc.Object()
 		for key, more := obj.Next(); more; key, more = obj.Next() {
 			switch string(key) {
@@ -255,30 +271,96 @@ func (p *Parser) content(m *Message) {
 			case "is_error":
 				isError, _ = sc.Bool()
 			case "content":
-				text = p.resultText()
+				text, sh = p.resultText()
+			case "input":
+				in = p.commandIntent()
 			default:
 				sc.Skip()
 			}
 		}
 		switch typ {
 		case "tool_use":
-			m.ToolUses = append(m.ToolUses, ToolUse{ID: id, Name: name})
+			m.ToolUses = append(m.ToolUses, ToolUse{ID: id, Name: name, Intent: in})
 		case "tool_result":
-			m.ToolResults = append(m.ToolResults, ToolResult{ToolUseID: toolUseID, Status: resultStatus(isError, text)})
+			m.ToolResults = append(m.ToolResults, ToolResult{ToolUseID: toolUseID, Status: resultStatus(isError, text), Proof: sh.proof, Exit: sh.exit, HasExit: sh.hasExit})
 		case "text":
 			m.Prompt = true
 		}
 	}
 }
 
-// resultText returns the start of a tool result's content: a string, or
-// the first text block of an array.
-func (p *Parser) resultText() []byte {
+// commandIntent reads a tool_use's input for a shell command (Bash's cmd,
+// shell_command's command) and says what it can do.
+func (p *Parser) commandIntent() shellcmd.Intent {
+	sc := p.sc
+	if sc.Peek() != jsonscan.Object {
+		sc.Skip()
+		return shellcmd.Intent{}
+	}
+	var in shellcmd.Intent
+	obj := sc.Object()
+	for key, more := obj.Next(); more; key, more = obj.Next() {
+		switch string(key) {
+		case "cmd", "command":
+			if v, ok := sc.StringPrefix(shellcmd.MaxCommandBytes); ok {
+				in = shellcmd.ReadCommand(string(v))
+			}
+		default:
+			sc.Skip()
+		}
+	}
+	return in
+}
+
+// shellResult is what a shell result's content says: its exit code and
+// what its output proves.
+type shellResult struct {
+	proof   shellcmd.Proof
+	exit    int64
+	hasExit bool
+}
+
+// shellContent reads a result's content as a shell result's, a JSON
+// object with output and exitCode; any other content gives none.
+func (p *Parser) shellContent(content []byte) shellResult {
+	var r shellResult
+	if len(content) == 0 || content[0] != '{' {
+		return r
+	}
+	sc := p.inner
+	sc.ResetBytes(content)
+	defer sc.ResetBytes(nil)
+	if sc.Peek() != jsonscan.Object {
+		return r
+	}
+	obj := sc.Object()
+	for key, more := obj.Next(); more; key, more = obj.Next() {
+		switch string(key) {
+		case "output":
+			if v, ok := sc.StringPrefix(shellcmd.MaxOutputBytes); ok {
+				r.proof = shellcmd.ReadOutput(string(v), shellcmd.AnyIntent)
+			}
+		case "exitCode":
+			r.exit, r.hasExit = sc.Int()
+		default:
+			sc.Skip()
+		}
+	}
+	if sc.Err() != nil {
+		return shellResult{}
+	}
+	return r
+}
+
+// resultText returns the start of a tool result's content (a string, or
+// the first text block of an array) and, for a string, what it says as a
+// shell result's content.
+func (p *Parser) resultText() ([]byte, shellResult) {
 	sc := p.sc
 	switch sc.Peek() {
 	case jsonscan.String:
-		v, _ := sc.StringPrefix(64)
-		return append([]byte(nil), v...)
+		v, _ := sc.StringPrefix(shellcmd.MaxOutputBytes + 4096)
+		return append([]byte(nil), v[:min(len(v), 64)]...), p.shellContent(v)
 	case jsonscan.Array:
 		var out []byte
 		arr := sc.Array()
@@ -293,10 +375,10 @@ func (p *Parser) resultText() []byte {
 				sc.Skip()
 			}
 		}
-		return out
+		return out, shellResult{}
 	}
 	sc.Skip()
-	return nil
+	return nil, shellResult{}
 }
 
 func resultStatus(isError bool, text []byte) string {

@@ -111,7 +111,8 @@ func TestDeniedTools(t *testing.T) {
 
 func FuzzParseLine(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.jsonl")
-	for _, file := range files {
+	shell, _ := filepath.Glob("testdata/shell/*.jsonl")
+	for _, file := range append(files, shell...) {
 		data, _ := os.ReadFile(file)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			if len(line) < 4096 {
@@ -132,6 +133,11 @@ func FuzzParseLine(f *testing.F) {
 			inc := run.Apply(m)
 			if inc.Tokens != nil && (inc.Tokens.Input < 0 || inc.Tokens.Output < 0) {
 				t.Fatal("negative tokens")
+			}
+			for _, r := range m.ToolResults {
+				if pr := r.Proof; pr.Headers < 0 || pr.URLs < 0 || pr.Pushed < 0 || pr.PushFailed < 0 {
+					t.Fatalf("negative proof %+v", pr)
+				}
 			}
 		} else if err == nil && len(bytes.TrimSpace(line)) > 0 {
 			t.Fatalf("non-blank line %q neither parsed nor refused", line)

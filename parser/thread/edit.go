@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/amp-exporter/amp-exporter/parser/linecount"
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 )
 
 // The lines an edit tool changed are counted from its input, as Amp's UI
@@ -17,6 +18,11 @@ import (
 // measure, in the same run, what reading edit inputs (and diffing them) and
 // shell exit codes costs a scan (BenchmarkCorpusLineCounting).
 var countLines, readExits = true, true
+
+// countCommits is always true: a benchmark turns it off to measure, in the
+// same run, what reading shell commands and their outputs for commits,
+// pull requests and pushes costs a scan (BenchmarkCorpusCommitCounting).
+var countCommits = true
 
 // editKind is how a tool's input gives the lines it changed. It comes
 // from the block's name, the CLI's spelling that every era writes.
@@ -70,6 +76,14 @@ type editInput struct {
 	old, new, content, patch []byte
 	hasOld, hasNew           bool
 	hasContent, hasPatch     bool
+	// cmd is a shell command's text (Bash's cmd, shell_command's
+	// command), read for parser/shellcmd.
+	cmd    []byte
+	hasCmd bool
+	// intent is the reading of the command of a tool_use known to be a
+	// shell call when its input was read, read where it lay, uncopied.
+	intent    shellcmd.Intent
+	hasIntent bool
 	// presence: the strings are read (so that a bad one fails the parse
 	// as it always does) but not kept, and count says only whether the
 	// lines could be counted (Parser.SkipLineCounts).
@@ -77,12 +91,14 @@ type editInput struct {
 }
 
 func (e *editInput) reset() {
-	e.hasOld, e.hasNew, e.hasContent, e.hasPatch = false, false, false, false
+	e.hasOld, e.hasNew, e.hasContent, e.hasPatch, e.hasCmd, e.hasIntent = false, false, false, false, false, false
 }
 
 // editInput reads a tool_use's input, keeping the strings that count
-// lines; everything else is skipped.
-func (p *Parser) editInput() {
+// lines and a shell command (read at once when shell says the tool is a
+// shell, else kept until the tool's name is known); everything else is
+// skipped.
+func (p *Parser) editInput(shell bool) {
 	sc, e := p.sc, &p.edit
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
@@ -97,6 +113,20 @@ func (p *Parser) editInput() {
 			dst, has = &e.content, &e.hasContent
 		case "patchText":
 			dst, has = &e.patch, &e.hasPatch
+		case "cmd", "command":
+			if !countCommits {
+				sc.Skip()
+				continue
+			}
+			v, ok := sc.StringPrefix(shellcmd.MaxCommandBytes)
+			switch {
+			case !ok:
+			case shell:
+				e.intent, e.hasIntent = shellcmd.ReadCommand(view(v)), true
+			default:
+				e.cmd, e.hasCmd = append(e.cmd[:0], v...), true
+			}
+			continue
 		default:
 			sc.Skip()
 			continue

@@ -121,6 +121,12 @@ type Item struct {
 	// Shell is how a shell command (Bash, shell_command) ended: one of the
 	// Shell… outcomes, "" for other tools and rejected commands.
 	Shell string
+	// Commits, PullRequests, Pushes and FailedPushes are what a shell
+	// command whose run is done did (parser/shellcmd): new commits, pull
+	// requests opened, pushes that reached the remote and pushes that did
+	// not. Like Added and Removed they count only under the status the
+	// item was first counted with.
+	Commits, PullRequests, Pushes, FailedPushes int32
 
 	// Tokens billed to the item (assistant messages of a thread billed by
 	// its messages, ledger events of one billed by its ledger), and their

@@ -6,6 +6,7 @@ import (
 
 	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -130,6 +131,15 @@ const (
 
 // ShellOutcomes are the outcomes a shell command can have, in order.
 var ShellOutcomes = []string{ShellSuccess, ShellFailure, ShellStopped}
+
+// Push outcomes (amp_pushes_total).
+const (
+	PushSuccess = "success"
+	PushFailure = "failure"
+)
+
+// PushOutcomes are the outcomes a push can have, in order.
+var PushOutcomes = []string{PushSuccess, PushFailure}
 
 // ShellOutcome is how a shell command's run ended, "" when it never ran
 // (rejected). A done run gives its exitCode: 0 success, −1 (the CLI's
@@ -329,6 +339,9 @@ func SummarizeItems(t *Thread) *Summary {
 				if tu.Lines {
 					// The lines are the model's work: by model too.
 					it.Model = um.rawModel()
+				}
+				if it.Tool == toolname.Bash && status == StatusDone && tu.Intent.Any() {
+					it.shellResult(tu.Intent, &r)
 				}
 			}
 			if it.Tool == toolname.Bash {
@@ -598,4 +611,18 @@ func exchanges(msgs []Message, dup []bool, first int, items []Item) []Item {
 		}
 	}
 	return items
+}
+
+// shellResult sets what a shell command whose run is done did, from what
+// its command can do and what its output proves. A result without an
+// exit code is read as a failed call (shellcmd.Recognize's rule): its
+// commits and pull requests are not counted.
+func (it *Item) shellResult(in shellcmd.Intent, r *ToolResult) {
+	exit := r.ExitCode
+	if !r.HasExit {
+		exit = -1
+	}
+	res := in.Result(r.Proof, exit)
+	it.Commits, it.PullRequests = int32(res.Commits), int32(res.PullRequests)
+	it.Pushes, it.FailedPushes = int32(res.Pushes), int32(res.FailedPushes)
 }

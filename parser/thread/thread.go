@@ -15,6 +15,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/internal/jsonscan"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/parser/linecount"
+	"github.com/amp-exporter/amp-exporter/parser/shellcmd"
 	"github.com/amp-exporter/amp-exporter/parser/toolname"
 )
 
@@ -160,6 +161,9 @@ type ToolUse struct {
 	// Uncounted is why an edit tool call's lines were not counted although
 	// its input holds them (Lines false): UncountedDiffBudget.
 	Uncounted string
+	// Intent is what a shell command's text says it can do (commit, open
+	// a pull request, push): the reading of the command, not the command.
+	Intent shellcmd.Intent
 }
 
 // ToolResult is the state of a tool call's run.
@@ -170,6 +174,10 @@ type ToolResult struct {
 	// result of a tool_use of the file that is a shell command.
 	ExitCode int64
 	HasExit  bool
+	// Proof is what a shell command's output proves it did (the lines of
+	// a new commit, a pull request's URL, a push), read only when its
+	// command can do any of it: the output itself is not kept.
+	Proof shellcmd.Proof
 }
 
 // LedgerEvent is a usageLedger billing event (older thread files).
@@ -217,8 +225,16 @@ type Parser struct {
 	// edits (MaxDiffWork).
 	diffs linecount.Budget
 	// uses tells, for each tool_use of the file read so far, whether it
-	// is a shell command: only a shell result's exitCode is read.
-	uses map[uint64]bool
+	// is a shell command and what its command can do: only a shell
+	// result's exitCode is read, and its output only when the command can
+	// commit, push or open a pull request.
+	uses map[uint64]useInfo
+}
+
+// useInfo is what a result needs to know of its tool_use.
+type useInfo struct {
+	shell  bool
+	intent shellcmd.Intent
 }
 
 // maxKept bounds each of the storages a parser keeps between files: one
@@ -319,7 +335,7 @@ func (p *Parser) parse(pt *parts) (*Thread, error) {
 		p.uses = nil
 	}
 	if p.uses == nil {
-		p.uses = make(map[uint64]bool)
+		p.uses = make(map[uint64]useInfo)
 	}
 	clear(p.uses)
 
@@ -580,6 +596,8 @@ func (p *Parser) content(m *Message) bool {
 			edit                 editKind
 			exit                 int64
 			hasExit              bool
+			proof                shellcmd.Proof
+			shellName            bool
 		)
 		p.edit.reset()
 		obj := sc.Object()
@@ -601,6 +619,7 @@ func (p *Parser) content(m *Message) bool {
 			case "name":
 				if v, ok := sc.String(); ok {
 					edit = editKindOf(v)
+					shellName = string(v) == "Bash" || string(v) == "shell_command"
 					name = p.tool(v)
 				}
 			case "normalizedName":
@@ -610,8 +629,8 @@ func (p *Parser) content(m *Message) bool {
 			case "input":
 				// The name usually comes first: the input of a tool
 				// that edits nothing is skipped unread.
-				if countLines && (edit != editNone || name == "") {
-					p.editInput()
+				if countLines && (edit != editNone || name == "") || countCommits && (name == "" || shellName) {
+					p.editInput(shellName)
 				} else {
 					sc.Skip()
 				}
@@ -622,8 +641,17 @@ func (p *Parser) content(m *Message) bool {
 			case "run":
 				// A result whose tool_use is not known yet (out of order)
 				// has its exitCode read too, in case.
-				shell, known := p.uses[toolUseHash]
-				stat, exit, hasExit = p.run(readExits && (shell || !known || !hasToolUseID))
+				u, known := p.uses[toolUseHash]
+				// Its output too when the command can have committed,
+				// pushed or opened a pull request (unknown yet: in case).
+				want := u.intent
+				if !known || !hasToolUseID {
+					want = shellcmd.AnyIntent
+				}
+				if !countCommits {
+					want = shellcmd.Intent{}
+				}
+				stat, exit, hasExit, proof = p.run(readExits && (u.shell || !known || !hasToolUseID), want)
 			default:
 				sc.Skip()
 			}
@@ -631,7 +659,7 @@ func (p *Parser) content(m *Message) bool {
 		switch typ {
 		case "tool_result":
 			if hasToolUseID && stat != "" {
-				p.toolResults = append(p.toolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat, ExitCode: exit, HasExit: hasExit})
+				p.toolResults = append(p.toolResults, ToolResult{ToolUseIDHash: toolUseHash, Status: stat, ExitCode: exit, HasExit: hasExit, Proof: proof})
 			}
 			continue
 		case "tool_use":
@@ -640,7 +668,15 @@ func (p *Parser) content(m *Message) bool {
 					name = normName
 				}
 				tu := ToolUse{IDHash: idHash, Name: name}
-				p.uses[idHash] = toolname.Normalize(name) == toolname.Bash
+				shell := toolname.Normalize(name) == toolname.Bash
+				switch {
+				case !shell:
+				case p.edit.hasIntent:
+					tu.Intent = p.edit.intent
+				case p.edit.hasCmd:
+					tu.Intent = shellcmd.ReadCommand(view(p.edit.cmd))
+				}
+				p.uses[idHash] = useInfo{shell: shell, intent: tu.Intent}
 				tu.Added, tu.Removed, tu.Lines, tu.Uncounted = p.edit.count(edit, &p.diffs)
 				p.toolUses = append(p.toolUses, tu)
 			}
@@ -657,23 +693,26 @@ func (p *Parser) shellExits(t *Thread) {
 	clear(p.uses)
 	for i := range t.Messages {
 		for _, u := range t.Messages[i].ToolUses {
-			p.uses[u.IDHash] = toolname.Normalize(u.Name) == toolname.Bash
+			p.uses[u.IDHash] = useInfo{shell: toolname.Normalize(u.Name) == toolname.Bash}
 		}
 	}
 	for i := range t.Messages {
 		for j := range t.Messages[i].ToolResults {
 			r := &t.Messages[i].ToolResults[j]
-			if r.HasExit && !p.uses[r.ToolUseIDHash] {
-				r.ExitCode, r.HasExit = 0, false
+			if !p.uses[r.ToolUseIDHash].shell {
+				r.ExitCode, r.HasExit, r.Proof = 0, false, shellcmd.Proof{}
 			}
 		}
 	}
 }
 
 // run reads a tool result's run: its status, and when exit is asked the
-// exitCode of a result object that has one (shell tools). The rest
-// (output, progress, ~debug: the bulk of the file) is skipped.
-func (p *Parser) run(exit bool) (status string, code int64, hasExit bool) {
+// exitCode of a result object that has one (shell tools) and, for what
+// want says its command can do, the proof its output holds (read from
+// its first MaxOutputBytes, which is all the scanner holds; the Amp CLI
+// keeps a shell output's last 50,000 characters). The rest (other
+// outputs, progress, ~debug: the bulk of the file) is skipped.
+func (p *Parser) run(exit bool, want shellcmd.Intent) (status string, code int64, hasExit bool, proof shellcmd.Proof) {
 	sc := p.sc
 	obj := sc.Object()
 	for key, ok := obj.Next(); ok; key, ok = obj.Next() {
@@ -684,7 +723,7 @@ func (p *Parser) run(exit bool) (status string, code int64, hasExit bool) {
 			}
 			if !exit {
 				obj.SkipRest()
-				return status, 0, false
+				return status, 0, false, proof
 			}
 		case "result":
 			if !exit || sc.Peek() != jsonscan.Object {
@@ -693,17 +732,27 @@ func (p *Parser) run(exit bool) (status string, code int64, hasExit bool) {
 			}
 			res := sc.Object()
 			for key, ok := res.Next(); ok; key, ok = res.Next() {
-				if string(key) == "exitCode" {
+				switch string(key) {
+				case "exitCode":
 					code, hasExit = sc.Int()
-					continue
+				case "output":
+					if !want.Any() {
+						sc.Skip()
+						continue
+					}
+					proof = shellcmd.Proof{}
+					if v, ok := sc.StringPrefix(shellcmd.MaxOutputBytes); ok {
+						proof = shellcmd.ReadOutput(view(v), want)
+					}
+				default:
+					sc.Skip()
 				}
-				sc.Skip()
 			}
 		default:
 			sc.Skip()
 		}
 	}
-	return status, code, hasExit
+	return status, code, hasExit, proof
 }
 
 func (p *Parser) meta(m *Message) {

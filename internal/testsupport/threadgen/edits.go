@@ -55,6 +55,9 @@ type Changes struct {
 	// failure), a cancelled one stopped, one that errored failure; a
 	// rejected command never ran.
 	Shell map[string]int64
+	// VCS is what the shell calls that commit, push or open pull
+	// requests did (Options.Commits; zero without it).
+	VCS VCS
 }
 
 // Changes returns what the corpus changed, by repository (host/path, ""
@@ -83,6 +86,14 @@ func (g *Generator) Changes() map[string]*Changes {
 		for k, v := range t.shell {
 			c.Shell[k] += v
 		}
+		c.VCS.Commits += t.vcs.Commits
+		c.VCS.PullRequests += t.vcs.PullRequests
+		for k, v := range t.vcs.Pushes {
+			if c.VCS.Pushes == nil {
+				c.VCS.Pushes = map[string]int64{}
+			}
+			c.VCS.Pushes[k] += v
+		}
 	}
 	return out
 }
@@ -92,6 +103,7 @@ func (t *threadBuilder) tallyCall(c *call) {
 	if t.nested {
 		return
 	}
+	t.tallyVCS(c)
 	switch c.kind {
 	case tBash, tShell:
 		outcome := ""

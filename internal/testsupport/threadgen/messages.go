@@ -88,6 +88,9 @@ type call struct {
 	// (Options.Edits); exit is a shell command's exit code.
 	added, removed int64
 	exit           int64
+	// vcs is the case of vcsCases a shell call runs, 1-based; 0 for an
+	// everyday command (Options.Commits).
+	vcs int
 }
 
 // toolCycle writes an assistant message with tool calls and the user
@@ -137,6 +140,7 @@ func (t *threadBuilder) toolCycle() bool {
 			}
 		}
 		c.size = int(size)
+		c.vcs = t.vcsCaseFor(c)
 		c.status = "done"
 		switch u := r.Float64(); {
 		case cancelled:
@@ -397,10 +401,10 @@ func (t *threadBuilder) toolUse(c *call) {
 	w.keyObject("input")
 	switch c.kind {
 	case tBash:
-		w.keyString("cmd", pick(r, commands[p.lang]))
+		w.keyString("cmd", t.shellCommand(c))
 		w.keyString("cwd", p.root)
 	case tShell:
-		w.keyString("command", pick(r, commands[p.lang]))
+		w.keyString("command", t.shellCommand(c))
 		w.keyString("workdir", p.root)
 	case tRead:
 		if c.image {
@@ -566,6 +570,14 @@ func (t *threadBuilder) result(c *call) {
 	switch c.kind {
 	case tBash, tShell, tDeploy:
 		w.keyObject("result")
+		if c.vcs > 0 {
+			vc := &vcsCases[c.vcs-1]
+			w.keyString("output", vc.output)
+			c.exit = vc.exit
+			w.keyInt("exitCode", c.exit)
+			w.endObj()
+			break
+		}
 		w.keyStringStart("output")
 		if c.kind == tDeploy {
 			t.fill(poolDeploy, n)

@@ -195,6 +195,8 @@ type threadBuilder struct {
 	edits      bool                  // Options.Edits: edits with known line counts
 	lines      map[LineKey]int64     // lines changed, from tallyCall (with edits)
 	shell      map[string]int64      // shell commands by outcome, from tallyCall
+	commits    bool                  // Options.Commits (commits.go)
+	vcs        VCS                   // what its cases did, from tallyVCS
 	plan       speedPlan             // Options.Speeds (speeds.go)
 	spentSpeed map[ModelSpeed]Tokens // what tally counted, by model and speed
 }
@@ -208,6 +210,7 @@ func newThread(g *Generator, i, target int, buf []byte) *threadBuilder {
 		created: g.createdMs(i),
 		target:  target,
 		edits:   g.edits,
+		commits: g.commits,
 	}
 	t.ledger = r.IntN(20) == 0
 	if t.ledger {

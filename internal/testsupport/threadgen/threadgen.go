@@ -59,6 +59,11 @@ type Options struct {
 	// corpus otherwise never uses) and on Opus, where it is billed fast.
 	// Off, the corpus is the same bytes as before the option existed.
 	Speeds bool
+	// Commits makes about one shell call in two run a command that
+	// commits, pushes or opens a pull request, of every case the
+	// exporter tells apart (commits.go), whose outcome Changes knows. Off,
+	// the corpus is the same bytes as before the option existed.
+	Commits bool
 }
 
 // DefaultStart is the creation time of the first thread when Options.Start
@@ -96,6 +101,7 @@ type Generator struct {
 	edits   bool    // Options.Edits
 	skew    bool    // Options.ClockSkew
 	speeds  bool    // Options.Speeds
+	commits bool    // Options.Commits
 }
 
 // New returns the generator of the corpus described by opts.
@@ -118,6 +124,7 @@ func New(opts Options) *Generator {
 		edits:   opts.Edits,
 		skew:    opts.ClockSkew,
 		speeds:  opts.Speeds,
+		commits: opts.Commits,
 	}
 	span := opts.Span
 	if span <= 0 {
