@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,10 +20,11 @@ import (
 
 // The runway on the landing page and in the statusline, from a server
 // stand-in's entitlement and a thread it serves: 1,000,000 output tokens
-// of claude-sonnet-4-5 (21 USD at the default prices) spent `ago` before
-// now. Spent a minute ago, that is the last 6 hours' 3.5 USD/h (the lower
-// rate: the last 15 minutes' is about 84), so 10.50 USD last 3 hours;
-// spent an hour ago, nothing is being spent and no runway is shown.
+// of claude-sonnet-4-5 (21 USD estimated at the default prices, 10.50 USD
+// billed) spent `ago` before now. Spent a minute ago, that is the last 6
+// hours' 1.75 USD/h billed (the lower rate: the last 15 minutes' is about
+// 42), so 10.50 USD last 6 hours; spent an hour ago, nothing is being
+// spent and no runway is shown.
 func TestRunwayFromTheServerEntitlement(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -32,10 +34,10 @@ func TestRunwayFromTheServerEntitlement(t *testing.T) {
 		wantPage  string
 		wantShown bool
 	}{
-		{"out before the reset", time.Minute, 36000, " · $10.50 left (10h 0m) · out in ~3h at this pace",
-			`<p id="spend-runway">$10.50 left · <strong>out in ~3h at this pace</strong> ($3.50/h`, true},
+		{"out before the reset", time.Minute, 36000, " · $10.50 left (10h 0m) · out in ~6h at this pace",
+			`<p id="spend-runway">$10.50 left · <strong>out in ~6h at this pace</strong> ($1.75/h`, true},
 		{"the reset comes first", time.Minute, 7200, " · $10.50 left (2h 0m) · lasts until the reset",
-			`<p id="spend-runway">$10.50 left · lasts until the reset ($3.50/h`, true},
+			`<p id="spend-runway">$10.50 left · lasts until the reset ($1.75/h`, true},
 		{"nothing spent lately", time.Hour, 36000, " · $10.50 left (10h 0m)", "", false},
 	}
 	for i, tt := range tests {
@@ -55,7 +57,7 @@ func TestRunwayFromTheServerEntitlement(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv.SetCost(id, map[string]any{
-				"title": "x", "totalCostUSD": 12.5,
+				"title": "x", "totalCostUSD": 10.5,
 				"entitlement": map[string]any{"limitUSD": 20.0, "remainingUSD": 10.5, "percentUsed": 47.5, "windowPeriod": "daily", "windowResetsInSeconds": tt.resetsIn},
 			})
 			keyFile := filepath.Join(t.TempDir(), "amp-key")
@@ -71,18 +73,18 @@ func TestRunwayFromTheServerEntitlement(t *testing.T) {
 				return rec
 			}
 			var j spend.JSON
-			testutil.WaitUntil(t, "the thread priced and the entitlement read", func() bool {
+			testutil.WaitUntil(t, "the thread priced, its day billed and the entitlement read", func() bool {
 				j = spend.JSON{}
-				return json.Unmarshal(get(SpendPath).Body.Bytes(), &j) == nil && j.Last7.EstimatedUSD > 0 && j.Entitlement != nil
+				return json.Unmarshal(get(SpendPath).Body.Bytes(), &j) == nil && j.Last7.EstimatedUSD > 0 && j.Last7.BilledUSD != nil && *j.Last7.BilledUSD > 0 && j.Entitlement != nil
 			})
-			if j.Last7.EstimatedUSD != 21 {
-				t.Fatalf("last 7 days %v USD, want 21 (1,000,000 output tokens of claude-sonnet-4-5)", j.Last7.EstimatedUSD)
+			if j.Last7.EstimatedUSD != 21 || *j.Last7.BilledUSD != 10.5 {
+				t.Fatalf("last 7 days %v USD estimated, %v billed; want 21 (1,000,000 output tokens of claude-sonnet-4-5) and 10.5", j.Last7.EstimatedUSD, *j.Last7.BilledUSD)
 			}
 			if (j.Runway != nil) != tt.wantShown {
 				t.Fatalf("runway %+v, want shown %v (entitlement %+v)", j.Runway, tt.wantShown, j.Entitlement)
 			}
-			if tt.wantShown && j.Runway.USDPerHour != 3.5 {
-				t.Errorf("pace %v USD/h, want 3.5", j.Runway.USDPerHour)
+			if tt.wantShown && math.Abs(j.Runway.USDPerHour-1.75) > 1e-9 {
+				t.Errorf("pace %v USD/h, want 1.75 (billed)", j.Runway.USDPerHour)
 			}
 			line := statusline.Format(j, time.Now(), false)
 			if !strings.HasSuffix(line, tt.wantLine) {

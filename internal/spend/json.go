@@ -28,7 +28,7 @@ type JSON struct {
 }
 
 // RunwayJSON is when the entitlement window runs out at the recent pace
-// of estimated spend.
+// of spend (billed where known, else estimated).
 type RunwayJSON struct {
 	// USDPerHour is the pace: the lower of the last 15 minutes' and the
 	// last 6 hours' rate.

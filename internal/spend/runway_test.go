@@ -89,3 +89,51 @@ func TestSummaryRunwayLater(t *testing.T) {
 		t.Fatalf("the kept buckets give %v USD/h", want)
 	}
 }
+
+// Where the Amp server billed a thread for the day, its recent buckets
+// count at what was billed: the day's bill spread over the thread's
+// buckets of that day in proportion to their estimate. Threads without a
+// bill (local ones, or today's not read yet) count at the estimate.
+func TestSummaryRunwayBilled(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	day := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	left := 7.5
+	var entries []ledger.Entry
+	for i := 1; i <= 24; i++ {
+		at := now.Add(-time.Duration(i) * ledger.Bucket)
+		server := usdAt(at, "opus", 0.625) // 2.5 USD/h estimated
+		server.Session = "T-server"
+		local := usdAt(at, "opus", 0.625) // 2.5 USD/h estimated
+		local.Session = "T-local"
+		entries = append(entries, server, local)
+	}
+	early := usdAt(day.Add(2*time.Hour), "opus", 5) // earlier today: in the day's estimate (20 USD), not in the pace
+	early.Session = "T-server"
+	entries = append(entries, early)
+	bill := func(from time.Time, usd float64) ledger.Bill {
+		return ledger.Bill{Start: from.UnixMilli(), End: from.AddDate(0, 0, 1).UnixMilli(), Session: "T-server", USD: int64(usd * 1e10)}
+	}
+	tests := []struct {
+		name    string
+		bills   []ledger.Bill
+		known   bool
+		perHour float64
+	}{
+		// Billed 10 of an estimated 20: the server thread's 2.5 USD/h is
+		// 1.25 billed; the local thread's 2.5 stays.
+		{"today billed at half the estimate", []ledger.Bill{bill(day, 10), bill(day.AddDate(0, 0, -1), 99)}, true, 3.75},
+		{"today's bill not read yet", []ledger.Bill{bill(day.AddDate(0, 0, -1), 99)}, true, 5},
+		{"bills not known", nil, false, 5},
+		{"billed nothing", []ledger.Bill{bill(day, 0)}, true, 2.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize(Input{Entries: entries, Bills: tt.bills, BillsKnown: tt.known, Location: time.UTC, Now: now,
+				Entitlement: &Entitlement{RemainingUSD: &left}})
+			r, ok := s.Runway()
+			if !ok || math.Abs(r.PerHour-tt.perHour) > 1e-9 {
+				t.Errorf("pace %v (%v), want %v USD/h", r.PerHour, ok, tt.perHour)
+			}
+		})
+	}
+}

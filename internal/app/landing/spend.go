@@ -148,7 +148,7 @@ func init() {
 {{- if .Remaining}} <strong>{{.Remaining}} left</strong>{{if .Limit}} of {{.Limit}}{{end}}{{else if .Used}} {{.Used}} used{{else}} not known yet{{end}}
 {{- if .ResetsAt}}; resets {{.ResetsAt}} (in {{.ResetIn}}){{end}}.</p>
 {{- with .Runway}}
-<p id="spend-runway">{{.Left}} left · {{if .Before}}<strong>{{.Phrase}}</strong>{{else}}{{.Phrase}}{{end}} ({{.PerHour}}/h: the lower of the last 15 minutes' and the last 6 hours' estimated spend).</p>
+<p id="spend-runway">{{.Left}} left · {{if .Before}}<strong>{{.Phrase}}</strong>{{else}}{{.Phrase}}{{end}} ({{.PerHour}}/h: the lower of the last 15 minutes' and the last 6 hours' spend, billed where known).</p>
 {{- end}}
 {{- end}}
 <figure>
