@@ -68,6 +68,8 @@ var repositoryPanels = map[string]bool{
 	"Top repositories by lines changed": true,
 	"Spend by repository":               true,
 	"USD per 100 lines changed":         true,
+	"USD per commit":                    true,
+	"USD per pull request":              true,
 }
 
 // dashRepositories are the values dashRemotes give: every form of a remote
@@ -112,7 +114,8 @@ var dashRemotes = []string{"https://github.com/acme/web.git", "git@github.com:ac
 
 // editThreadJSON is a thread in a git checkout whose one assistant message
 // creates a file of three lines (create_file) and replaces two lines by
-// one (edit_file), both done, with the given output tokens.
+// one (edit_file), and commits and opens a pull request in one shell call
+// (Bash), all done, with the given output tokens.
 func editThreadJSON(id, remote string, outputTokens int) []byte {
 	return []byte(fmt.Sprintf(`{
   "v": 1,
@@ -124,13 +127,15 @@ func editThreadJSON(id, remote string, outputTokens int) []byte {
     {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "add notes"}], "meta": {"sentAt": 1780000001000}},
     {"role": "assistant", "messageId": 1,
      "content": [{"type": "tool_use", "complete": true, "id": "toolu_%[1]s_c", "name": "create_file", "input": {"path": "NOTES.md", "content": "a\nb\nc\n"}},
-                 {"type": "tool_use", "complete": true, "id": "toolu_%[1]s_e", "name": "edit_file", "input": {"path": "main.go", "old_str": "x\ny", "new_str": "z"}}],
+                 {"type": "tool_use", "complete": true, "id": "toolu_%[1]s_e", "name": "edit_file", "input": {"path": "main.go", "old_str": "x\ny", "new_str": "z"}},
+                 {"type": "tool_use", "complete": true, "id": "toolu_%[1]s_b", "name": "Bash", "input": {"cmd": "git add -A && git commit -m \"Add notes\" && gh pr create --fill"}}],
      "state": {"type": "complete", "stopReason": "tool_use"},
      "usage": {"model": "claude-opus-4-6", "maxInputTokens": 200000, "inputTokens": 10, "outputTokens": %[3]d,
                "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0, "totalInputTokens": 10}},
     {"role": "user", "messageId": 2,
      "content": [{"type": "tool_result", "toolUseID": "toolu_%[1]s_c", "run": {"status": "done", "result": "ok"}},
-                 {"type": "tool_result", "toolUseID": "toolu_%[1]s_e", "run": {"status": "done", "result": {"diff": "-x\n-y\n+z"}}}]}
+                 {"type": "tool_result", "toolUseID": "toolu_%[1]s_e", "run": {"status": "done", "result": {"diff": "-x\n-y\n+z"}}},
+                 {"type": "tool_result", "toolUseID": "toolu_%[1]s_b", "run": {"status": "done", "result": {"output": "[main 1a2b3c4] Add notes\n 2 files changed, 4 insertions(+), 2 deletions(-)\n\nCreating pull request for notes into main in acme/web\n\nhttps://github.com/acme/web/pull/123\n", "exitCode": 0}}}]}
   ]
 }
 `, id, remote, outputTokens))
@@ -237,6 +242,8 @@ remote_write:
 			`sum(rate(amp_billed_cost_usd_total[1m])) > 0`,
 			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/web"}[1m])) > 0`,
 			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/api"}[1m])) > 0`,
+			`sum(rate(amp_commits_total{source="threads",repository="github.com/acme/web"}[1m])) > 0`,
+			`sum(rate(amp_pull_requests_total{source="threads",repository="github.com/acme/api"}[1m])) > 0`,
 		} {
 			if _, n, err := p.queryRaw(q); err != nil || n == 0 {
 				ok = false
@@ -271,6 +278,8 @@ remote_write:
 		"amp:spend_usd_by_repository:increase1d",
 		"sum by (repository) (amp:lines_changed_by_repository:increase1d)",
 		"amp:usd_per_100_lines_changed_by_repository:ratio1d",
+		"amp:usd_per_commit_by_repository:ratio1d",
+		"amp:usd_per_pull_request_by_repository:ratio1d",
 	} {
 		waitCond(t, 15*time.Second, rule+" per repository", func() (bool, string) {
 			got, err := p.query(rule, "repository")

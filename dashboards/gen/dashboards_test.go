@@ -463,12 +463,21 @@ func checkSelectors(t *testing.T, what, uid string, expr parser.Expr) {
 				if call, ok := parentCall(path); !ok || call != "increase" {
 					t.Errorf("%s: $__range or $__interval outside increase()", what)
 				}
+			case runwayWindow(what, n.Range):
 			default:
 				t.Errorf("%s: range %s; use $__rate_interval", what, n.Range)
 			}
 		}
 		return nil
 	})
+}
+
+// runwayWindow reports whether a fixed range is one of the entitlement
+// runway's two windows in its own panel: the panel says what the alert
+// AmpEntitlementExhaustedBeforeReset compares, so it takes the recording
+// rules' 15m and 6h rates, not a window that moves with the zoom.
+func runwayWindow(what string, r time.Duration) bool {
+	return strings.HasPrefix(what, UIDOverview+` / "Entitlement runway" /`) && (r == 15*time.Minute || r == 6*time.Hour)
 }
 
 // parentCall names the function whose argument the last node of path is.

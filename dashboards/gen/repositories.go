@@ -35,6 +35,9 @@ func fleetIncrease(by, metric, extra, window string) string {
 const linesCaveat = `Lines are not value: a deleted directory or a regenerated lock file is thousands of lines, a careful one-line fix is one, and reading, reviewing and answering questions change none. ` +
 	`Compare a repository with itself over time; never rank people or teams by it.`
 
+const commitsCaveat = `A commit is not value: one agent commits every step, another once a day, and a pull request may be a one-line fix or a week's work. ` +
+	`Compare a repository with itself over time; never rank people or teams by it.`
+
 const linesHelp = `Lines the agents' edit tools added and removed (amp_lines_changed_total: edit_file by a line diff of old_str and new_str, create_file by the lines of content, apply_patch by the patch; only calls that ran to the end), counted as Amp's own UI counts them.`
 
 // repositoriesRow is the overview's row for chargeback: where the money
@@ -88,6 +91,18 @@ func (d *dash) repositoriesRow() {
 			"Models do different work: one that plans, reads and reviews for another that writes shows a high figure for good reasons. "+linesCaveat,
 		"currencyUSD",
 		t(fmt.Sprintf(`topk(%d, %s / (%s > 0) * 100)`, topRepositories, modelCost, modelLines), "{{model}}")))
+	commits := fleetIncrease("repository", NameCommits, "", "$__range")
+	prs := fleetIncrease("repository", NamePullRequests, "", "$__range")
+	d.add(d.barGauge("USD per commit",
+		fmt.Sprintf("Estimated spend (amp_cost_usd_total) per commit the agents made (amp_commits_total: a git commit that succeeded; not dry runs, not amends) over the dashboard's time range, for the %d repositories where it is highest (the recording rule amp:usd_per_commit_by_repository:ratio1d keeps it over a rolling day). ", topRepositories)+
+			"Repositories without commits have no bar (no division by zero). The spend is all of the repository's spend, on turns that committed nothing too; the counts carry no model, so there is no split by model. "+commitsCaveat,
+		"currencyUSD",
+		t(fmt.Sprintf(`topk(%d, %s)`, topRepositories, namedRepository(fmt.Sprintf(`%s / (%s > 0)`, cost, commits))), "{{repository}}")))
+	d.add(d.barGauge("USD per pull request",
+		fmt.Sprintf("Estimated spend (amp_cost_usd_total) per pull or merge request the agents opened (amp_pull_requests_total: gh pr create and the like that succeeded and printed the request's URL) over the dashboard's time range, for the %d repositories where it is highest (the recording rule amp:usd_per_pull_request_by_repository:ratio1d keeps it over a rolling day). ", topRepositories)+
+			"Repositories without pull requests have no bar. "+commitsCaveat,
+		"currencyUSD",
+		t(fmt.Sprintf(`topk(%d, %s)`, topRepositories, namedRepository(fmt.Sprintf(`%s / (%s > 0)`, cost, prs))), "{{repository}}")))
 	d.add(d.barGauge("Top users by spend",
 		fmt.Sprintf("Estimated spend (amp_cost_usd_total) over the dashboard's time range of the %d users who spent most: the user label their exporters push with (remote_write external_labels, docs/team.md), each user's Amp server threads counted once across their machines. %s: exporters without a user label (a scraped exporter).", topRepositories, noUser),
 		"currencyUSD",

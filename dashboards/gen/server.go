@@ -1,5 +1,7 @@
 package main
 
+import "fmt"
+
 // serverRow is the overview's row for the Amp server source: what Amp
 // bills beside the price-table estimate, the entitlement window and the
 // health of the sync.
@@ -31,6 +33,12 @@ func (d *dash) serverRow() {
 		"Time until the current entitlement window resets (amp_entitlement_window_reset_timestamp_seconds minus now), by window.",
 		"s",
 		t(`max by (window) (amp_entitlement_window_reset_timestamp_seconds{$F}) - time()`, "{{window}}")))
+	d.add(d.stat("Entitlement runway",
+		"Time until what is left of the entitlement window (amp_entitlement_remaining_usd) is spent at the recent pace, by window: the lower of the last 15 minutes' and the last 6 hours' spend rate, so one expensive minute hardly moves it. "+
+			"The pace is what Amp bills (amp_billed_cost_usd_total) where the exporter reads bills, else the estimate (amp_cost_usd_total), of every user selected together. "+
+			"No value while nothing is being spent. Compare it with the time to the window's reset: shorter, and AmpEntitlementExhaustedBeforeReset fires (the recording rule amp:entitlement_runway_seconds keeps it per user).",
+		"s",
+		t(`min by (window) (amp_entitlement_remaining_usd{$F}) / on() group_left() (`+entitlementPace+` > 0) * 3600`, "{{window}}")))
 	d.add(d.stat("Amp server sync",
 		"Whether the last sync with the Amp server succeeded (amp_server_up), per instance. A failed sync loses nothing: changed threads are counted at the next one.",
 		"short",
@@ -42,3 +50,16 @@ func (d *dash) serverRow() {
 		"cpm",
 		t(`sum by (code) (rate(amp_server_requests_total{$F}[$__rate_interval]))`+perMinute, "{{code}}")))
 }
+
+// entitlementPace is the pace the entitlement window is used at, in USD
+// per hour, as amp:entitlement_spend_usd_per_hour:pace has it: the lower
+// of the 15m and 6h rates of billed spend (else the estimate).
+var entitlementPace = func() string {
+	rate := func(window string) string {
+		billed := fmt.Sprintf(`sum(max without (host, instance, job) (rate(%s{$F}[%s])))`, NameBilledCost, window)
+		estimate := fleetSum("", func(m string) string { return fmt.Sprintf(`rate(%s{$F%s}[%s])`, NameCost, m, window) })
+		return "(" + billed + " or " + estimate + ")"
+	}
+	short, long := rate("15m"), rate("6h")
+	return fmt.Sprintf(`((%s <= %s or %s) * 3600)`, short, long, long)
+}()

@@ -22,6 +22,22 @@ type JSON struct {
 	Month PeriodJSON `json:"month"`
 	// Entitlement is absent when the Amp server source has reported none.
 	Entitlement *EntitlementJSON `json:"entitlement,omitempty"`
+	// Runway is absent when nothing is being spent, or what is left of
+	// the entitlement is unknown or spent (Summary.Runway).
+	Runway *RunwayJSON `json:"runway,omitempty"`
+}
+
+// RunwayJSON is when the entitlement window runs out at the recent pace
+// of spend (billed where known, else estimated).
+type RunwayJSON struct {
+	// USDPerHour is the pace: the lower of the last 15 minutes' and the
+	// last 6 hours' rate.
+	USDPerHour float64 `json:"usd_per_hour"`
+	// RunsOutAt is when what is left is spent at that pace.
+	RunsOutAt time.Time `json:"runs_out_at"`
+	// BeforeReset says whether that comes before the window resets (true
+	// when the reset time is unknown).
+	BeforeReset bool `json:"before_reset"`
 }
 
 // PeriodJSON is what was spent since From (YYYY-MM-DD) until now.
@@ -57,6 +73,9 @@ func (s Summary) JSON() JSON {
 			t := e.ResetsAt.In(s.Location).Truncate(time.Second)
 			j.Entitlement.ResetsAt = &t
 		}
+	}
+	if r, ok := s.Runway(); ok {
+		j.Runway = &RunwayJSON{USDPerHour: r.PerHour, RunsOutAt: r.Out.In(s.Location).Truncate(time.Second), BeforeReset: r.BeforeReset()}
 	}
 	return j
 }

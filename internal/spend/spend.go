@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/runway"
 	"github.com/amp-exporter/amp-exporter/internal/sat"
 	"github.com/amp-exporter/amp-exporter/ledger"
 )
@@ -105,6 +106,11 @@ type Summary struct {
 	// (coarsened in another, before ledger.timezone changed).
 	CoarsenedFrom, CoarsenedTo string
 	InexactDays                []string
+	// Recent is the spend of each ledger bucket from runway.Long before
+	// Now on (oldest first, buckets without spend left out), billed where
+	// known (recentSpend): what Runway reads. A summary kept while the ledger does
+	// not change holds every bucket a later Now needs.
+	Recent []runway.Spend
 }
 
 // Entitlement is the Amp account's current entitlement window as the Amp
@@ -248,7 +254,88 @@ func Summarize(in Input) Summary {
 		s.MoreRepositories = n - MaxRepositories
 		s.Repositories = s.Repositories[:MaxRepositories]
 	}
+	s.Recent = recentSpend(in, ledger.StartOf(in.Now.Add(-runway.Long).UnixMilli()))
 	return s
+}
+
+// recentSpend is the spend of each bucket from the one holding from on,
+// oldest first, as the runway reads it: billed where the Amp server billed
+// the thread for the day (the day's bill spread over the thread's buckets
+// of that day in proportion to their estimated cost: bills are kept per
+// day, the estimate per bucket), estimated elsewhere (threads never
+// billed, and a day whose bill is not read yet).
+func recentSpend(in Input, from int64) []runway.Spend {
+	type dayKey struct {
+		session string
+		start   int64
+	}
+	bills := map[string][]ledger.Bill{} // by thread: the bills of days that reach into the window
+	if in.BillsKnown {
+		for _, b := range in.Bills {
+			if b.End > from {
+				bills[b.Session] = append(bills[b.Session], b)
+			}
+		}
+	}
+	billOf := func(e *ledger.Entry) (ledger.Bill, bool) {
+		for _, b := range bills[e.Session] {
+			if e.Start >= b.Start && e.Start < b.End {
+				return b, true
+			}
+		}
+		return ledger.Bill{}, false
+	}
+	estimated := map[dayKey]int64{} // a billed day's estimated cost
+	if len(bills) > 0 {
+		for i := range in.Entries {
+			e := &in.Entries[i]
+			if _, ok := bills[e.Session]; !ok || e.Start == ledger.Undated {
+				continue
+			}
+			if b, ok := billOf(e); ok {
+				k := dayKey{b.Session, b.Start}
+				estimated[k] = sat.Add(estimated[k], e.Cost)
+			}
+		}
+	}
+	buckets := map[int64]float64{}
+	for i := range in.Entries {
+		e := &in.Entries[i]
+		if e.Start == ledger.Undated || e.Start < from {
+			continue
+		}
+		usd := USD(e.Cost)
+		if b, ok := billOf(e); ok {
+			if est := estimated[dayKey{b.Session, b.Start}]; est > 0 {
+				usd *= float64(b.USD) / float64(est)
+			}
+		}
+		buckets[e.Start] += usd
+	}
+	starts := make([]int64, 0, len(buckets))
+	for start, v := range buckets {
+		if v > 0 {
+			starts = append(starts, start)
+		}
+	}
+	slices.Sort(starts)
+	out := make([]runway.Spend, len(starts))
+	for i, start := range starts {
+		out[i] = runway.Spend{Start: time.UnixMilli(start), End: time.UnixMilli(start + ledger.BucketMs), USD: buckets[start]}
+	}
+	return out
+}
+
+// Runway is when the entitlement window runs out at the pace of the
+// recent spend (runway.Pace over Recent: billed where known), as of s.Now;
+// false when nothing is being spent or what is left of the window is
+// unknown or spent.
+func (s Summary) Runway() (runway.Runway, bool) {
+	e := s.Entitlement
+	if e == nil {
+		return runway.Runway{}, false
+	}
+	return runway.Of(e.RemainingUSD, e.ResetsAt, runway.Pace(s.Recent, s.Now), s.Now)
 }
 
 // sumDays adds days up.

@@ -1,6 +1,7 @@
 // Package statusline makes the one line `amp-exporter statusline` prints
 // for shell prompts and tmux: what a running exporter says was spent today
-// and this month, and what is left of the Amp entitlement window. The
+// and this month, what is left of the Amp entitlement window and when it
+// runs out at the recent pace. The
 // exporter does the sums (/api/spend); this only asks and prints, so that
 // a prompt never waits for more than one short request.
 package statusline
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/runway"
 	"github.com/amp-exporter/amp-exporter/internal/spend"
 )
 
@@ -63,10 +65,13 @@ const (
 	reset = "\x1b[0m"
 )
 
-// Format is the line: "$1.23 today · $45.67 month · $7.50 left (1d 4h)";
-// billed dollars in brackets where the exporter knows them; the
-// entitlement part only where the Amp server reported a window (what is
-// left of it, else the share used).
+// Format is the line: "$1.23 today · $45.67 month · $7.50 left (1d 4h) ·
+// out in ~3h at this pace"; billed dollars in brackets where the exporter
+// knows them; the entitlement part only where the Amp server reported a
+// window (what is left of it, else the share used), and its runway only
+// while something is being spent (yellow when it runs out before the
+// reset). The runway is said at now, so a summary a little old still
+// counts down.
 func Format(s spend.JSON, now time.Time, color bool) string {
 	word := func(w string) string {
 		if color {
@@ -102,6 +107,17 @@ func Format(s spend.JSON, now time.Time, color bool) string {
 			p += " (" + spend.Until(*e.ResetsAt, now) + ")"
 		}
 		parts = append(parts, p)
+		if r := s.Runway; r != nil && e.RemainingUSD != nil {
+			rw := runway.Runway{RemainingUSD: *e.RemainingUSD, PerHour: r.USDPerHour, Out: r.RunsOutAt}
+			if e.ResetsAt != nil {
+				rw.ResetsAt = *e.ResetsAt
+			}
+			phrase := rw.Phrase(now)
+			if color && rw.BeforeReset() {
+				phrase = warn + phrase + reset
+			}
+			parts = append(parts, phrase)
+		}
 	}
 	return strings.Join(parts, " · ")
 }

@@ -36,6 +36,24 @@ func TestFormat(t *testing.T) {
 		}, false, "$1.23 today · $1,234.50 month · 86% used (1d 4h)"},
 		{"entitlement unknown", func(s *spend.JSON) { s.Entitlement = &spend.EntitlementJSON{Window: "monthly", LimitUSD: f(20)} }, false,
 			"$1.23 today · $1,234.50 month"},
+		{"runway: out before the reset", func(s *spend.JSON) {
+			s.Entitlement = &spend.EntitlementJSON{Window: "monthly", LimitUSD: f(20), RemainingUSD: f(7.5), ResetsAt: &resets}
+			out := now.Add(3 * time.Hour)
+			s.Runway = &spend.RunwayJSON{USDPerHour: 2.5, RunsOutAt: out, BeforeReset: true}
+		}, false, "$1.23 today · $1,234.50 month · $7.50 left (1d 4h) · out in ~3h at this pace"},
+		{"runway: the reset first", func(s *spend.JSON) {
+			soon := now.Add(2 * time.Hour)
+			s.Entitlement = &spend.EntitlementJSON{Window: "daily", RemainingUSD: f(7.5), ResetsAt: &soon}
+			s.Runway = &spend.RunwayJSON{USDPerHour: 2.5, RunsOutAt: now.Add(3 * time.Hour)}
+		}, false, "$1.23 today · $1,234.50 month · $7.50 left (2h 0m) · lasts until the reset"},
+		{"runway: read at the line's time", func(s *spend.JSON) {
+			s.Entitlement = &spend.EntitlementJSON{RemainingUSD: f(7.5)}
+			s.Runway = &spend.RunwayJSON{USDPerHour: 2.5, RunsOutAt: now.Add(40 * time.Minute), BeforeReset: true}
+		}, false, "$1.23 today · $1,234.50 month · $7.50 left · out in ~40m at this pace"},
+		{"runway, color", func(s *spend.JSON) {
+			s.Entitlement = &spend.EntitlementJSON{RemainingUSD: f(7.5)}
+			s.Runway = &spend.RunwayJSON{USDPerHour: 2.5, RunsOutAt: now.Add(3 * time.Hour), BeforeReset: true}
+		}, true, "$1.23 \x1b[2mtoday\x1b[0m · $1,234.50 \x1b[2mmonth\x1b[0m · $7.50 \x1b[2mleft\x1b[0m · \x1b[33mout in ~3h at this pace\x1b[0m"},
 		{"color, little left", func(s *spend.JSON) {
 			s.Entitlement = &spend.EntitlementJSON{LimitUSD: f(20), RemainingUSD: f(2)}
 		}, true, "$1.23 \x1b[2mtoday\x1b[0m · $1,234.50 \x1b[2mmonth\x1b[0m · \x1b[33m$2.00\x1b[0m \x1b[2mleft\x1b[0m"},

@@ -53,6 +53,14 @@ type entView struct {
 	Remaining, Limit  string // "" when unknown
 	Used              string
 	ResetsAt, ResetIn string
+	Runway            *runwayView
+}
+
+// runwayView is the runway line: what is left, when it runs out at the
+// recent pace (or that it lasts until the reset), and that pace.
+type runwayView struct {
+	Left, Phrase, PerHour string
+	Before                bool
 }
 
 func view(s spend.Summary) spendView {
@@ -102,6 +110,9 @@ func view(s spend.Summary) spendView {
 			ev.ResetsAt = e.ResetsAt.In(s.Location).Format("2006-01-02 15:04 MST")
 			ev.ResetIn = spend.Until(e.ResetsAt, s.Now)
 		}
+		if r, ok := s.Runway(); ok {
+			ev.Runway = &runwayView{Left: formatUSD(&r.RemainingUSD), Phrase: r.Phrase(s.Now), PerHour: formatUSD(&r.PerHour), Before: r.BeforeReset()}
+		}
 		v.Ent = ev
 	}
 	return v
@@ -136,6 +147,9 @@ func init() {
 <p id="spend-entitlement">Amp entitlement{{if .Window}} ({{.Window}} window){{end}}:
 {{- if .Remaining}} <strong>{{.Remaining}} left</strong>{{if .Limit}} of {{.Limit}}{{end}}{{else if .Used}} {{.Used}} used{{else}} not known yet{{end}}
 {{- if .ResetsAt}}; resets {{.ResetsAt}} (in {{.ResetIn}}){{end}}.</p>
+{{- with .Runway}}
+<p id="spend-runway">{{.Left}} left · {{if .Before}}<strong>{{.Phrase}}</strong>{{else}}{{.Phrase}}{{end}} ({{.PerHour}}/h: the lower of the last 15 minutes' and the last 6 hours' spend, billed where known).</p>
+{{- end}}
 {{- end}}
 <figure>
 {{template "chart" .Chart}}

@@ -176,3 +176,51 @@ func TestSpendSectionSaysWhatIsCoarsened(t *testing.T) {
 		})
 	}
 }
+
+// The runway line: what is left and when it runs out at the recent pace,
+// "lasts until the reset" when that comes first, and nothing while
+// nothing is being spent.
+func TestSpendSectionRunway(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	// 2.5 USD/h for the last 6h (0.625 USD a bucket), or the same ending
+	// an hour ago.
+	spent := func(until time.Time) []ledger.Entry {
+		var out []ledger.Entry
+		for i := 1; i <= 24; i++ {
+			at := until.Add(-time.Duration(i) * ledger.Bucket).UnixMilli()
+			out = append(out, ledger.Entry{Start: ledger.StartOf(at), Session: "T-1", Model: "m", Usage: ledger.Usage{Input: 1, Cost: 625e7}})
+		}
+		return out
+	}
+	left := 7.5
+	tests := []struct {
+		name    string
+		entries []ledger.Entry
+		resets  time.Duration
+		want    string // "" for no runway line
+	}{
+		{"out before the reset", spent(now), 10 * time.Hour, `<p id="spend-runway">$7.50 left · <strong>out in ~3h at this pace</strong> ($2.50/h`},
+		{"the reset first", spent(now), 2 * time.Hour, `<p id="spend-runway">$7.50 left · lasts until the reset ($2.50/h`},
+		{"nothing spent lately", spent(now.Add(-time.Hour)), 10 * time.Hour, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spend.Summarize(spend.Input{Location: time.UTC, Now: now, Entries: tt.entries,
+				Entitlement: &spend.Entitlement{Window: "daily", RemainingUSD: &left, ResetsAt: now.Add(tt.resets)}})
+			var b bytes.Buffer
+			if err := renderSpend(&b, s); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			if tt.want == "" {
+				if strings.Contains(out, "spend-runway") {
+					t.Errorf("a runway while nothing is spent:\n%s", out)
+				}
+				return
+			}
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("no %q in\n%s", tt.want, out)
+			}
+		})
+	}
+}
