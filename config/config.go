@@ -42,6 +42,9 @@ type Config struct {
 
 	// Ledger: the zone the spend is shown in (ledger.go).
 	Ledger LedgerConfig `yaml:"ledger"`
+
+	// Workspace: a whole Amp workspace through its API (workspace.go).
+	Workspace WorkspaceConfig `yaml:"amp_workspace"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -81,6 +84,9 @@ func (s Secret) String() string {
 	}
 	return "<secret>"
 }
+
+// GoString keeps the secret out of %#v.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
 
 // LogValue keeps the secret out of structured logs.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
@@ -164,6 +170,7 @@ func Default() *Config {
 			MaxFileBytes:   64 << 20,
 		},
 		AmpServer: defaultAmpServer(),
+		Workspace: defaultWorkspace(),
 		Labels:    LabelsConfig{Repository: true},
 	}
 }
@@ -292,6 +299,7 @@ func (c *Config) resolve(env Env) error {
 	c.resolveAmy(env, &errs)
 	c.resolveRemoteWrite(&errs)
 	c.resolveAmpServer(env, &errs)
+	c.resolveWorkspace(env, &errs)
 	c.resolveRepositories(&errs)
 	c.resolveLedger(&errs)
 	if f := c.Pricing.File; f != "" {
