@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amp-exporter/amp-exporter/source/workspace/api"
 	ws "github.com/amp-exporter/amp-exporter/internal/testsupport/workspacetest"
+	"github.com/amp-exporter/amp-exporter/source/workspace/api"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata")

@@ -10,13 +10,6 @@ import (
 	"github.com/amp-exporter/amp-exporter/source/workspace/api"
 )
 
-// neededScopes are the scopes without which nothing can be counted.
-var neededScopes = map[string]string{
-	api.EndpointThreads:     api.ScopeThreadsMeta,
-	api.EndpointThreadUsage: api.ScopeThreadsMeta,
-	api.EndpointDailyUsage:  api.ScopeAnalytics,
-}
-
 // hasItems tells whether the answer had an item a field path is in:
 // "data[].users[].user.id" is in the items of data[].users.
 func hasItems(s *api.Shape, path string) bool {
