@@ -45,6 +45,9 @@ type Config struct {
 
 	// Ledger: the zone the spend is shown in (ledger.go).
 	Ledger LedgerConfig `yaml:"ledger"`
+
+	// Workspace: a whole Amp workspace through its API (workspace.go).
+	Workspace WorkspaceConfig `yaml:"amp_workspace"`
 }
 
 // AmyUpstream is one Amy API whose turn event streams are followed.
@@ -84,6 +87,9 @@ func (s Secret) String() string {
 	}
 	return "<secret>"
 }
+
+// GoString keeps the secret out of %#v.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
 
 // LogValue keeps the secret out of structured logs.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
@@ -167,6 +173,7 @@ func Default() *Config {
 			MaxFileBytes:   64 << 20,
 		},
 		AmpServer: defaultAmpServer(),
+		Workspace: defaultWorkspace(),
 		Labels:    LabelsConfig{Repository: true},
 	}
 }
@@ -298,6 +305,7 @@ func (c *Config) resolve(env Env) error {
 	c.resolveRemoteWrite(&errs)
 	c.resolveOTLP(env, &errs)
 	c.resolveAmpServer(env, &errs)
+	c.resolveWorkspace(env, &errs)
 	c.resolveRepositories(&errs)
 	c.resolveLedger(&errs)
 	if f := c.Pricing.File; f != "" {
