@@ -93,6 +93,21 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	sm.SetEntitlement(store.Entitlement{Window: "daily", LimitUSD: &limit, RemainingUSD: &remaining, UsedRatio: &used, ResetsAt: fixedNow.Add(6 * time.Hour)})
 
 	remotewrite.NewMetrics(reg, NewCounterVec(NameRemoteWriteSamples), NewGaugeVec(NameRemoteWriteLastOK))
+
+	// The workspace source: its instruments, and a member's day of the
+	// rollup (its thread families carry a user label the other sources'
+	// descriptors do not have, which a pedantic registry refuses:
+	// TestWorkspaceCollector renders them).
+	wm := NewWorkspaceMetrics(reg)
+	wm.Request("threads", "200")
+	wm.Bytes("threads", 1234)
+	wm.Unexpected("usage", "unknown_field")
+	wm.ThreadSkipped(store.WorkspaceSkipSubThread)
+	wm.Up(true)
+	wm.Synced(fixedNow)
+	ws := store.NewWorkspaceStore(labels, nil)
+	ws.ApplyDay(store.WorkspaceDay{Day: "2026-01-02", User: "user-1", Added: 12, Deleted: 3, Models: map[string]float64{"claude-sonnet-4-5": 1.25}})
+	reg.MustRegister(NewWorkspaceCollector(ws, nil))
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.

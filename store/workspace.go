@@ -36,6 +36,12 @@ const (
 	WorkspaceSkipNotFound   = "not_found"
 )
 
+// The endpoint label values of restatements (the API client's names).
+const (
+	WorkspaceEndpointUsage = "thread_usage"
+	WorkspaceEndpointDaily = "daily_usage"
+)
+
 // WorkspaceSkipReasons are the reasons a listed thread is not counted.
 var WorkspaceSkipReasons = []string{WorkspaceSkipSubThread, WorkspaceSkipPastWindow, WorkspaceSkipNotFound}
 
@@ -328,7 +334,7 @@ func (s *WorkspaceStore) ApplyUsage(u WorkspaceUsage) (grew, restated bool) {
 		t.updated = max(t.updated, u.Updated.UnixMilli())
 	}
 	if restated {
-		s.restate["usage"]++
+		s.restate[WorkspaceEndpointUsage]++
 	}
 	s.changed = true
 	s.generation++
@@ -416,7 +422,7 @@ func (s *WorkspaceStore) ApplyDay(d WorkspaceDay) (grown map[string]float64) {
 		s.days[k] = c
 	}
 	if restated {
-		s.restate["daily-usage"]++
+		s.restate[WorkspaceEndpointDaily]++
 	}
 	s.changed = true
 	s.generation++

@@ -81,7 +81,7 @@ func TestWorkspaceGrowth(t *testing.T) {
 			for _, v := range snap.Billed {
 				got.billed += v
 			}
-			got.restatements = snap.Restatements["usage"]
+			got.restatements = snap.Restatements[WorkspaceEndpointUsage]
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
@@ -118,7 +118,7 @@ func TestWorkspaceDays(t *testing.T) {
 	if v := snap.Lines[WSKey{L1: "added", User: "u1"}]; v != 12 {
 		t.Errorf("lines added %v, want 12", v)
 	}
-	if v := snap.Restatements["daily-usage"]; v != 1 {
+	if v := snap.Restatements[WorkspaceEndpointDaily]; v != 1 {
 		t.Errorf("restatements %v, want 1", v)
 	}
 	s.DropDaysBefore("2026-12-02")

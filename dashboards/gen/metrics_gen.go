@@ -81,6 +81,15 @@ const (
 	NameSourceLastChange         = "amp_exporter_source_last_change_timestamp_seconds"
 	NameRemoteWriteSamples       = "amp_exporter_remote_write_samples_total"
 	NameRemoteWriteLastOK        = "amp_exporter_remote_write_last_success_timestamp_seconds"
+	NameWorkspaceUp              = "amp_workspace_up"
+	NameWorkspaceLastSync        = "amp_workspace_last_sync_timestamp_seconds"
+	NameWorkspaceRequests        = "amp_workspace_requests_total"
+	NameWorkspaceResponseBytes   = "amp_workspace_response_bytes_total"
+	NameWorkspaceUnexpected      = "amp_workspace_unexpected_answers_total"
+	NameWorkspaceThreadsSkipped  = "amp_workspace_threads_skipped_total"
+	NameWorkspaceRestatements    = "amp_workspace_restatements_total"
+	NameWorkspaceDailyUsage      = "amp_workspace_daily_usage_usd_total"
+	NameWorkspaceLines           = "amp_workspace_lines_total"
 )
 
 // metricTypes is each metric's type.
@@ -161,4 +170,13 @@ var metricTypes = map[string]string{
 	NameSourceLastChange:         "gauge",
 	NameRemoteWriteSamples:       "counter",
 	NameRemoteWriteLastOK:        "gauge",
+	NameWorkspaceUp:              "gauge",
+	NameWorkspaceLastSync:        "gauge",
+	NameWorkspaceRequests:        "counter",
+	NameWorkspaceResponseBytes:   "counter",
+	NameWorkspaceUnexpected:      "counter",
+	NameWorkspaceThreadsSkipped:  "counter",
+	NameWorkspaceRestatements:    "counter",
+	NameWorkspaceDailyUsage:      "counter",
+	NameWorkspaceLines:           "counter",
 }
