@@ -3,10 +3,13 @@ package store
 import (
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/amp-exporter/amp-exporter/internal/sat"
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 )
 
@@ -102,8 +105,9 @@ type WSDay struct {
 // WSDayCounted is what was counted of one member's day (Model ""): its
 // lines; or of one model of it: its dollars.
 type WSDayCounted struct {
-	USD                      float64
-	Added, Deleted, Modified uint64
+	USD                      float64   `json:",omitempty"`
+	Tokens                   [4]uint64 `json:",omitempty"`
+	Added, Deleted, Modified uint64    `json:",omitempty"`
 }
 
 // WorkspaceStore keeps the workspace source's counters and what each
@@ -131,6 +135,8 @@ type WorkspaceStore struct {
 	days map[WSDay]WSDayCounted
 	// lastDay is the newest day of the rollup read (YYYY-MM-DD).
 	lastDay string
+	// ledger is the usage ledger from the rollup, per day, user and model.
+	ledger map[wsLedgerKey]ledger.Usage
 
 	generation uint64
 	changed    bool
@@ -154,7 +160,7 @@ func NewWorkspaceStore(labels *LabelCap, repos *Repositories) *WorkspaceStore {
 		threads: map[string]*wsThread{}, names: map[string]string{}, emails: map[string]string{},
 		tokens: map[WSKey]uint64{}, cost: map[WSKey]float64{}, billed: map[WSKey]float64{},
 		daily: map[WSKey]float64{}, lines: map[WSKey]uint64{}, restate: map[string]uint64{},
-		days: map[WSDay]WSDayCounted{},
+		days: map[WSDay]WSDayCounted{}, ledger: map[wsLedgerKey]ledger.Usage{},
 	}
 }
 
@@ -373,6 +379,9 @@ type WorkspaceDay struct {
 	Added, Deleted, Modified uint64
 	// Models are the member's dollars that day per model.
 	Models map[string]float64
+	// Tokens are the member's tokens that day per model, in TokenTypes
+	// order (the usage ledger's; none is fine).
+	Tokens map[string][4]uint64
 }
 
 // ApplyDay counts a member's day of the rollup: the growth of its
@@ -385,24 +394,45 @@ func (s *WorkspaceStore) ApplyDay(d WorkspaceDay) (grown map[string]float64) {
 	defer s.mu.Unlock()
 	user := s.userValueLocked(d.User)
 	restated := false
-	for model, usd := range d.Models {
+	models := make(map[string]bool, len(d.Models)+len(d.Tokens))
+	for m := range d.Models {
+		models[m] = true
+	}
+	for m := range d.Tokens {
+		models[m] = true
+	}
+	for model := range models {
 		k := WSDay{Day: d.Day, User: d.User, Model: model}
 		c := s.days[k]
-		g, down := growthUSD(c.USD, usd)
+		label := model
+		if label == "" {
+			label = UnknownValue
+		}
+		label = s.labels.value("model", label)
+		var led ledgerUsage
+		g, down := growthUSD(c.USD, d.Models[model])
 		restated = restated || down
 		if g > 0 {
-			c.USD = usd
-			s.days[k] = c
-			label := model
-			if label == "" {
-				label = UnknownValue
-			}
-			s.daily[WSKey{L1: s.labels.value("model", label), User: user}] += g
+			// In the ledger's fixed point, the difference of the marks:
+			// rounding does not add up over a day's many reads.
+			led.cost = fixedUSD(d.Models[model]) - fixedUSD(c.USD)
+			c.USD = d.Models[model]
+			s.daily[WSKey{L1: label, User: user}] += g
 			if grown == nil {
 				grown = map[string]float64{}
 			}
 			grown[model] += g
 		}
+		for i, n := range d.Tokens[model] {
+			tg, down := growth(c.Tokens[i], n)
+			restated = restated || down
+			c.Tokens[i] += tg
+			led.tokens[i] = tg
+		}
+		if c != (WSDayCounted{}) {
+			s.days[k] = c
+		}
+		s.addLedgerLocked(d.Day, user, label, led)
 	}
 	k := WSDay{Day: d.Day, User: d.User}
 	c := s.days[k]
@@ -427,6 +457,81 @@ func (s *WorkspaceStore) ApplyDay(d WorkspaceDay) (grown map[string]float64) {
 	s.changed = true
 	s.generation++
 	return grown
+}
+
+// ledgerUsage is the growth of one member's day and model.
+type ledgerUsage struct {
+	tokens [4]uint64
+	cost   int64 // 1e-10 USD
+}
+
+// fixedUSD is usd in the ledger's 1e-10 USD.
+func fixedUSD(usd float64) int64 { return int64(math.Round(usd * scaleUSD)) }
+
+// wsLedgerKey is a row of the workspace's usage ledger: a day (epoch
+// ms of its start, the rollup's date taken as UTC), the user label's
+// value and the model's.
+type wsLedgerKey struct {
+	start       int64
+	user, model string
+}
+
+// addLedgerLocked adds a member's day's growth to the usage ledger.
+func (s *WorkspaceStore) addLedgerLocked(day, user, model string, u ledgerUsage) {
+	if u == (ledgerUsage{}) {
+		return
+	}
+	d, err := time.Parse(time.DateOnly, day)
+	if err != nil {
+		return // not a date: counted, in no day
+	}
+	k := wsLedgerKey{start: d.UnixMilli(), user: user, model: model}
+	v := s.ledger[k]
+	v.Input = sat.Add(v.Input, satInt(u.tokens[0]))
+	v.Output = sat.Add(v.Output, satInt(u.tokens[1]))
+	v.CacheRead = sat.Add(v.CacheRead, satInt(u.tokens[2]))
+	v.CacheCreation = sat.Add(v.CacheCreation, satInt(u.tokens[3]))
+	v.Cost = sat.Add(v.Cost, u.cost)
+	s.ledger[k] = v
+}
+
+func satInt(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}
+
+// WorkspaceLedgerSession prefixes the session of the workspace's ledger
+// rows: one pseudo-thread per user label value.
+const WorkspaceLedgerSession = "workspace:"
+
+// Ledger returns the workspace's usage ledger: per day, user and model
+// what the rollup reported (its dollars as the estimated cost: for this
+// source they are Amp's own figure).
+func (s *WorkspaceStore) Ledger() []ledger.Entry {
+	return s.LedgerBetween(math.MinInt64, math.MaxInt64)
+}
+
+// LedgerBetween is Ledger for the days that start in [from, to).
+func (s *WorkspaceStore) LedgerBetween(from, to int64) []ledger.Entry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]ledger.Entry, 0, len(s.ledger))
+	for k, u := range s.ledger {
+		if k.start >= from && k.start < to {
+			out = append(out, ledger.Entry{Start: k.start, Session: WorkspaceLedgerSession + k.user, Model: k.model, Usage: u})
+		}
+	}
+	slices.SortFunc(out, ledger.Compare)
+	return out
+}
+
+// Generation moves whenever the store counts something.
+func (s *WorkspaceStore) Generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.generation
 }
 
 // DropDaysBefore forgets what was counted of the rollup's days before
@@ -502,6 +607,9 @@ type WorkspaceState struct {
 	Lines   []WSCounter     `json:"lines,omitempty"`
 	// Restatements per endpoint.
 	Restatements map[string]uint64 `json:"restatements,omitempty"`
+	// Ledger is the usage ledger's rows (their session without the
+	// prefix: the user label's value).
+	Ledger []ledger.Entry `json:"ledger,omitempty"`
 }
 
 // WSThreadState is one thread's record.
@@ -555,6 +663,9 @@ func (s *WorkspaceStore) Export() WorkspaceState {
 	}
 	for k, c := range s.days {
 		st.Days = append(st.Days, WSDayState{k, c})
+	}
+	for k, u := range s.ledger {
+		st.Ledger = append(st.Ledger, ledger.Entry{Start: k.start, Session: k.user, Model: k.model, Usage: u})
 	}
 	for k, v := range s.tokens {
 		st.Tokens = append(st.Tokens, WSCounter{WSKey: k, N: v})
@@ -616,6 +727,13 @@ func (s *WorkspaceStore) Import(st WorkspaceState) {
 	}
 	s.restate = map[string]uint64{}
 	maps.Copy(s.restate, st.Restatements)
+	s.ledger = make(map[wsLedgerKey]ledger.Usage, len(st.Ledger))
+	for _, e := range st.Ledger {
+		k := wsLedgerKey{start: e.Start, user: e.Session, model: e.Model}
+		v := s.ledger[k]
+		v.Add(e.Usage)
+		s.ledger[k] = v
+	}
 	s.generation++
 	s.changed = false
 }

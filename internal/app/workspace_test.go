@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,16 @@ func TestWorkspaceSourceWired(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("/metrics has no %s", want)
 		}
+	}
+	// The usage ledger the report and the landing page read holds the
+	// rollup's days.
+	led := storesLedger{workspace: src.store}
+	var usd int64
+	for _, e := range led.Ledger() {
+		usd += e.Cost
+	}
+	if want := s.Rollup().Total.USD(); math.Abs(float64(usd)/1e10-want) > 1e-6 {
+		t.Errorf("the ledger holds %v USD, the rollup %v", float64(usd)/1e10, want)
 	}
 	state, err := os.ReadFile(filepath.Join(dir, workspace.StateName))
 	if err != nil {

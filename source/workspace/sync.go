@@ -178,9 +178,15 @@ func (s *Syncer) applyDaily(du api.DailyUsage, start, end time.Time, st *Stats) 
 		for _, u := range d.Users {
 			s.store.SetEmail(u.UserID, u.Email)
 			wd := store.WorkspaceDay{Day: d.Date, User: u.UserID, Added: u.LinesAdded, Deleted: u.LinesDeleted,
-				Modified: u.LinesModified, Models: make(map[string]float64, len(u.Models))}
+				Modified: u.LinesModified, Models: make(map[string]float64, len(u.Models)),
+				Tokens: make(map[string][4]uint64, len(u.Models))}
 			for _, m := range u.Models {
 				wd.Models[m.Model] += m.USD
+				t := wd.Tokens[m.Model]
+				for i, n := range []uint64{m.InputTokens, m.OutputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens} {
+					t[i] += n
+				}
+				wd.Tokens[m.Model] = t
 			}
 			for model, usd := range s.store.ApplyDay(wd) {
 				if s.hooks.Day != nil {

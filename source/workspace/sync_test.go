@@ -3,12 +3,15 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	ws "github.com/amp-exporter/amp-exporter/internal/testsupport/workspacetest"
+	"github.com/amp-exporter/amp-exporter/ledger"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
 	"github.com/amp-exporter/amp-exporter/source/workspace/api"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -182,6 +185,27 @@ func checkTruthRepos(t *testing.T, f *fixture, repos bool) {
 	}
 	if len(snap.DailyUSD) != len(wantDaily) {
 		t.Errorf("%d rollup series, want %d", len(snap.DailyUSD), len(wantDaily))
+	}
+	// The usage ledger: per day, user and model, the rollup's tokens
+	// exactly and its dollars to the ledger's 1e-10.
+	led := map[ws.DayUserModel]ledger.Usage{}
+	for _, e := range f.store.Ledger() {
+		k := ws.DayUserModel{Day: time.UnixMilli(e.Start).UTC().Format(time.DateOnly), User: strings.TrimPrefix(e.Session, store.WorkspaceLedgerSession), Model: e.Model}
+		v := led[k]
+		v.Add(e.Usage)
+		led[k] = v
+	}
+	if len(led) != len(ro.ByDay) {
+		t.Errorf("%d ledger rows, the rollup has %d", len(led), len(ro.ByDay))
+	}
+	for k, u := range ro.ByDay {
+		g := led[k]
+		if g.Input != u.InputTokens || g.Output != u.OutputTokens || g.CacheRead != u.CacheReadInputTokens || g.CacheCreation != u.CacheCreationInputTokens {
+			t.Errorf("ledger %v: %+v, the rollup %+v", k, g, u)
+		}
+		if d := math.Abs(float64(g.Cost)/1e10 - u.USD()); d > 1e-10 {
+			t.Errorf("ledger %v: %v USD, the rollup %v", k, float64(g.Cost)/1e10, u.USD())
+		}
 	}
 	for k, want := range wantLines {
 		if want != 0 && snap.Lines[k] != want {
