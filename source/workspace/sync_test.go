@@ -32,6 +32,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, cfg ws.Config, opts ws.Options) *fixture {
 	t.Helper()
+	return newFixtureBudget(t, cfg, opts, 6000)
+}
+
+// newFixtureBudget is newFixture with a request budget of perMinute.
+func newFixtureBudget(t testing.TB, cfg ws.Config, opts ws.Options, perMinute int) *fixture {
+	t.Helper()
 	s := ws.New(cfg, opts)
 	t.Cleanup(s.Close)
 	clk := clock.NewFake(start)
@@ -39,7 +45,7 @@ func newFixture(t testing.TB, cfg ws.Config, opts ws.Options) *fixture {
 	c, err := api.New(api.Options{
 		APIURL: s.URL, TokenURL: s.TokenURL(), ClientID: ws.ClientID, ClientSecret: ws.ClientSecret,
 		Scopes:               []string{ws.ScopeThreadsMeta, ws.ScopeThreadsContents, ws.ScopeAnalytics},
-		MaxRequestsPerMinute: 6000, Clock: clk, Jitter: func() float64 { return 0.5 },
+		MaxRequestsPerMinute: perMinute, Clock: clk, Jitter: func() float64 { return 0.5 },
 		Params: api.ListingParams{Cursor: "cursor", After: "after", Before: "before", Sort: "sort"},
 	})
 	if err != nil {
