@@ -366,7 +366,7 @@ func (c *Client) get(ctx context.Context, endpoint, path string, q url.Values, l
 			return nil, fmt.Errorf("%s: %w", endpoint, ErrNotFound)
 		case status == http.StatusTooManyRequests || status >= 500:
 			if attempt >= c.o.MaxAttempts {
-				return nil, &StatusError{Endpoint: endpoint, Status: status, Message: scrubToken(errorMessage(body), tok)}
+				return nil, &StatusError{Endpoint: endpoint, Status: status, Message: c.tokens.scrub(scrubToken(errorMessage(body), tok))}
 			}
 			d, ok := retryAfter(header.Get("Retry-After"), c.o.Clock.Now(), c.o.MaxRetryAfter)
 			switch {
@@ -378,7 +378,7 @@ func (c *Client) get(ctx context.Context, endpoint, path string, q url.Values, l
 				wait = c.backoff(c.o.Backoff, attempt)
 			}
 		default:
-			return nil, &StatusError{Endpoint: endpoint, Status: status, Message: scrubToken(errorMessage(body), tok)}
+			return nil, &StatusError{Endpoint: endpoint, Status: status, Message: c.tokens.scrub(scrubToken(errorMessage(body), tok))}
 		}
 		if err := sleep(ctx, c.o.Clock, wait); err != nil {
 			return nil, fmt.Errorf("%s: %w", endpoint, err)

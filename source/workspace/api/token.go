@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,11 +173,15 @@ func (t *tokens) fetchLocked(ctx context.Context) (string, error) {
 // oauthCode is the form of OAuth's error codes (RFC 6749 5.2, bounded).
 var oauthCode = regexp.MustCompile(`^[a-z_]{1,64}$`)
 
-// scrub bounds a text from the token endpoint and removes the client
-// secret from it, should the server echo it.
+// scrub bounds a text from the server and removes the client secret from
+// it in every form it was sent (as is, form-encoded, in the Basic
+// header), should the server echo it.
 func (t *tokens) scrub(s string) string {
 	if t.secret != "" {
-		s = strings.ReplaceAll(s, t.secret, "<secret>")
+		basic := base64.StdEncoding.EncodeToString([]byte(t.id + ":" + t.secret))
+		for _, v := range []string{basic, t.secret, url.QueryEscape(t.secret)} {
+			s = strings.ReplaceAll(s, v, "<secret>")
+		}
 	}
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
