@@ -40,7 +40,7 @@ func newWorkspaceSource(cfg *config.Config, logger *slog.Logger, reg prometheus.
 	if !w.Enabled {
 		return nil, nil
 	}
-	wm := collector.NewWorkspaceMetrics(reg)
+	wm := collector.NewWorkspaceMetrics(reg, append([]string{api.EndpointToken}, api.Endpoints...), api.Reasons)
 	opts := api.OptionsFrom(w)
 	opts.Version = version.Version
 	opts.Clock = clock.Real{}
