@@ -100,6 +100,7 @@ fuzz:
 	$(GO) test ./parser/shellcmd -run '^$$' -fuzz FuzzRecognize -fuzztime $(FUZZTIME)
 	$(GO) test ./otlp -run '^$$' -fuzz FuzzAnswer -fuzztime $(FUZZTIME)
 	$(GO) test ./otlp -run '^$$' -fuzz FuzzPartialSuccess -fuzztime $(FUZZTIME)
+	$(GO) test ./source/workspace -run '^$$' -fuzz FuzzLoadState -fuzztime $(FUZZTIME)
 	$(GO) test ./source/workspace/api -run '^$$' -fuzz FuzzDecodeThreadPage -fuzztime $(FUZZTIME)
 	$(GO) test ./source/workspace/api -run '^$$' -fuzz FuzzDecodeThreadUsage -fuzztime $(FUZZTIME)
 	$(GO) test ./source/workspace/api -run '^$$' -fuzz FuzzDecodeDailyUsage -fuzztime $(FUZZTIME)

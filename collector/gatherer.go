@@ -20,7 +20,7 @@ func WithoutEmptyRepository(g prometheus.Gatherer) prometheus.Gatherer {
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := g.Gather()
 		for _, mf := range mfs {
-			if !repositoryMetric[mf.GetName()] {
+			if !repositoryMetric[mf.GetName()] && !userMetric[mf.GetName()] {
 				continue
 			}
 			for _, m := range mf.Metric {
@@ -33,17 +33,24 @@ func WithoutEmptyRepository(g prometheus.Gatherer) prometheus.Gatherer {
 	})
 }
 
+// emptyRepository: an empty repository label, or an empty user label
+// (the workspace source's, user_label: off), which only source="workspace"
+// series have.
 func emptyRepository(lp *dto.LabelPair) bool {
-	return lp.GetName() == store.RepositoryLabel && lp.GetValue() == ""
+	return (lp.GetName() == store.RepositoryLabel || lp.GetName() == store.UserLabel) && lp.GetValue() == ""
 }
 
-// repositoryMetric: the metrics that have a repository label.
-var repositoryMetric = map[string]bool{}
+// repositoryMetric: the metrics that have a repository label; userMetric
+// those with a user label.
+var repositoryMetric, userMetric = map[string]bool{}, map[string]bool{}
 
 func init() {
 	for _, m := range Metrics {
 		if slices.Contains(m.Labels, store.RepositoryLabel) {
 			repositoryMetric[m.Name] = true
+		}
+		if slices.Contains(m.Labels, store.UserLabel) {
+			userMetric[m.Name] = true
 		}
 	}
 }

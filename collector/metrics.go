@@ -29,6 +29,17 @@ const (
 	NameEntitlementUsed       = "amp_entitlement_used_ratio"
 	NameEntitlementWindowEnds = "amp_entitlement_window_reset_timestamp_seconds"
 
+	// The workspace source (workspace.go).
+	NameWorkspaceUp             = "amp_workspace_up"
+	NameWorkspaceLastSync       = "amp_workspace_last_sync_timestamp_seconds"
+	NameWorkspaceRequests       = "amp_workspace_requests_total"
+	NameWorkspaceResponseBytes  = "amp_workspace_response_bytes_total"
+	NameWorkspaceUnexpected     = "amp_workspace_unexpected_answers_total"
+	NameWorkspaceThreadsSkipped = "amp_workspace_threads_skipped_total"
+	NameWorkspaceRestatements   = "amp_workspace_restatements_total"
+	NameWorkspaceDailyUsage     = "amp_workspace_daily_usage_usd_total"
+	NameWorkspaceLines          = "amp_workspace_lines_total"
+
 	// Amy turn streams.
 	NameAmyTurnsInFlight = "amy_turns_in_flight"
 	NameAmyStreamUp      = "amy_stream_up"
@@ -115,7 +126,7 @@ const (
 // the rows of codeRows are the metrics set by code (gauges of a snapshot,
 // the exporter's own instruments, built from their rows: instruments.go).
 // Adding a counter to a source: CONTRIBUTING.md, "Adding a metric".
-var Metrics = append(familyRows(), codeRows...)
+var Metrics = append(append(familyRows(), codeRows...), workspaceRows...)
 
 // familyRows are the rows of the store families.
 func familyRows() []Metric {

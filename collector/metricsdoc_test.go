@@ -120,12 +120,14 @@ var docSections = []struct {
 }{
 	{"Amp usage", "Counted from Amp thread files (`source=\"threads\"`), threads read from the Amp server (`source=\"server\"`) and `amp -x --stream-json` output (`source=\"stream\"`). Each thread, message, tool call and run counts once, whichever source reads it.",
 		func(n string) bool {
-			return strings.HasPrefix(n, "amp_") && !strings.HasPrefix(n, "amp_exporter_") && !strings.HasPrefix(n, "amp_server_") && !strings.HasPrefix(n, "amp_entitlement_")
+			return strings.HasPrefix(n, "amp_") && !strings.HasPrefix(n, "amp_exporter_") && !strings.HasPrefix(n, "amp_server_") && !strings.HasPrefix(n, "amp_entitlement_") && !strings.HasPrefix(n, "amp_workspace_")
 		}},
 	{"The Amp server source", "The state of the sync with the Amp server and the user's entitlement, as the server reports it.",
 		func(n string) bool {
 			return strings.HasPrefix(n, "amp_server_") || strings.HasPrefix(n, "amp_entitlement_")
 		}},
+	{"The workspace source", "Read from Amp's workspace API (`amp_workspace:`, docs/workspace.md). Its money and token counts are the families above under `source=\"workspace\"`, which carry a `user` label on that source only; the rollup's own figures are families of their own, never added to them.",
+		func(n string) bool { return strings.HasPrefix(n, "amp_workspace_") }},
 	{"Amy turn streams", "`upstream` is the configured name of the Amy endpoint. Each event counts once per turn, whatever the reconnects and however many readers.",
 		func(n string) bool { return strings.HasPrefix(n, "amy_") }},
 	{"The exporter itself", "", func(n string) bool { return strings.HasPrefix(n, "amp_exporter_") }},

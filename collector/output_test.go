@@ -95,6 +95,21 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 
 	remotewrite.NewMetrics(reg, NewCounterVec(NameRemoteWriteSamples), NewGaugeVec(NameRemoteWriteLastOK))
 	otlp.NewMetrics(reg, NewCounterVec(NameOTLPDatapoints), NewGaugeVec(NameOTLPLastOK))
+
+	// The workspace source: its instruments, and a member's day of the
+	// rollup (its thread families carry a user label the other sources'
+	// descriptors do not have, which a pedantic registry refuses:
+	// TestWorkspaceCollector renders them).
+	wm := NewWorkspaceMetrics(reg, []string{"threads", "thread_usage", "daily_usage"}, []string{"unknown_field", "null_item"})
+	wm.Request("threads", "200")
+	wm.Bytes("threads", 1234)
+	wm.Unexpected("usage", "unknown_field")
+	wm.ThreadSkipped(store.WorkspaceSkipSubThread)
+	wm.Up(true)
+	wm.Synced(fixedNow)
+	ws := store.NewWorkspaceStore(labels, nil)
+	ws.ApplyDay(store.WorkspaceDay{Day: "2026-01-02", User: "user-1", Added: 12, Deleted: 3, Models: map[string]float64{"claude-sonnet-4-5": 1.25}})
+	reg.MustRegister(NewWorkspaceCollector(ws, nil))
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.

@@ -86,6 +86,15 @@ const (
 	NameRemoteWriteLastOK        = "amp_exporter_remote_write_last_success_timestamp_seconds"
 	NameOTLPDatapoints           = "amp_exporter_otlp_datapoints_total"
 	NameOTLPLastOK               = "amp_exporter_otlp_last_success_timestamp_seconds"
+	NameWorkspaceUp              = "amp_workspace_up"
+	NameWorkspaceLastSync        = "amp_workspace_last_sync_timestamp_seconds"
+	NameWorkspaceRequests        = "amp_workspace_requests_total"
+	NameWorkspaceResponseBytes   = "amp_workspace_response_bytes_total"
+	NameWorkspaceUnexpected      = "amp_workspace_unexpected_answers_total"
+	NameWorkspaceThreadsSkipped  = "amp_workspace_threads_skipped_total"
+	NameWorkspaceRestatements    = "amp_workspace_restatements_total"
+	NameWorkspaceDailyUsage      = "amp_workspace_daily_usage_usd_total"
+	NameWorkspaceLines           = "amp_workspace_lines_total"
 )
 
 // metricTypes is each metric's type.
@@ -171,4 +180,13 @@ var metricTypes = map[string]string{
 	NameRemoteWriteLastOK:        "gauge",
 	NameOTLPDatapoints:           "counter",
 	NameOTLPLastOK:               "gauge",
+	NameWorkspaceUp:              "gauge",
+	NameWorkspaceLastSync:        "gauge",
+	NameWorkspaceRequests:        "counter",
+	NameWorkspaceResponseBytes:   "counter",
+	NameWorkspaceUnexpected:      "counter",
+	NameWorkspaceThreadsSkipped:  "counter",
+	NameWorkspaceRestatements:    "counter",
+	NameWorkspaceDailyUsage:      "counter",
+	NameWorkspaceLines:           "counter",
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/amp-exporter/amp-exporter/source/amy"
 	"github.com/amp-exporter/amp-exporter/source/streams"
 	"github.com/amp-exporter/amp-exporter/source/threads"
+	"github.com/amp-exporter/amp-exporter/source/workspace"
 	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -80,6 +81,7 @@ type App struct {
 	streams   *ampstore.StreamStore
 	amyStore  *ampstore.AmyStore
 	ampServer *ampServerSource // nil while the Amp server source is off
+	workspace *workspaceSource // nil while the workspace source is off
 	keeper    *state.Keeper    // nil without --storage.path
 	amp       *collector.AmpCollector
 	amy       *amy.Source
@@ -179,6 +181,9 @@ func New(o Options) (a *App, err error) {
 	if a.ampServer, err = newServerSource(cfg, o.Env, a.log, a.reg, a.labels, a.metrics, a.threads, a.streams, amp); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
+	if a.workspace, err = newWorkspaceSource(cfg, a.log, a.reg, a.labels, repos, o.StoragePath); err != nil {
+		return nil, fmt.Errorf("invalid configuration: amp_workspace: %w", err)
+	}
 	amp.SetReady(ampstore.SourceThreads, a.scanned.Load)
 	amp.SetReady(ampstore.SourceStream, a.streamsRead.Load)
 	a.reg.MustRegister(amp)
@@ -192,6 +197,10 @@ func New(o Options) (a *App, err error) {
 	var server source.Source = ampserver.Off()
 	if a.ampServer != nil {
 		server = ampserver.NewSource(a.ampServer.syncer, a.ampServer.firstScan)
+	}
+	var wsSource source.Source = workspace.Off()
+	if a.workspace != nil {
+		wsSource = a.workspace.runner()
 	}
 	readyIfRead := func() {
 		if a.scanned.Load() && a.streamsRead.Load() && !a.ready.Swap(true) && a.spend != nil {
@@ -211,6 +220,7 @@ func New(o Options) (a *App, err error) {
 		}, a.threads, a.metrics),
 		tailer,
 		server,
+		wsSource,
 		a.amy,
 	}
 	rw := newRemoteWriters(a.reg, a.ready.Load, a.log)

@@ -15,6 +15,9 @@ type storesLedger struct {
 	stores []*ampstore.ThreadStore
 	// server is the Amp server's store, nil when that source is off.
 	server *ampstore.ThreadStore
+	// workspace is the workspace source's store, nil when it is off: its
+	// rows are the daily rollup's, per day, user and model.
+	workspace *ampstore.WorkspaceStore
 }
 
 // ledgerReader reads the stores' ledgers.
@@ -22,6 +25,9 @@ func (a *App) ledgerReader() LedgerReader {
 	l := storesLedger{stores: []*ampstore.ThreadStore{a.threads}, server: a.ampServer.threadStore()}
 	if l.server != nil {
 		l.stores = append(l.stores, l.server)
+	}
+	if a.workspace != nil {
+		l.workspace = a.workspace.store
 	}
 	return l
 }
@@ -32,6 +38,9 @@ func (l storesLedger) Ledger() []ledger.Entry {
 	for _, st := range l.stores {
 		out = append(out, st.Ledger()...)
 	}
+	if l.workspace != nil {
+		out = append(out, l.workspace.Ledger()...)
+	}
 	return out
 }
 
@@ -41,6 +50,9 @@ func (l storesLedger) LedgerBetween(from, to int64) []ledger.Entry {
 	var out []ledger.Entry
 	for _, st := range l.stores {
 		out = append(out, st.LedgerBetween(from, to)...)
+	}
+	if l.workspace != nil {
+		out = append(out, l.workspace.LedgerBetween(from, to)...)
 	}
 	return out
 }
@@ -72,6 +84,9 @@ func (l storesLedger) Generation() uint64 {
 	var g uint64
 	for _, st := range l.stores {
 		g += st.Generation()
+	}
+	if l.workspace != nil {
+		g += l.workspace.Generation()
 	}
 	return g
 }
