@@ -21,6 +21,7 @@ promtool check rules "$rules"
 promtool test rules "$tests"
 promtool test rules deploy/rules/amp-server.rules_test.yml
 promtool test rules deploy/rules/amp-chargeback.rules_test.yml
+promtool test rules deploy/rules/amp-workspace.rules_test.yml
 
 # The Helm chart ships a copy of the rules; it must be the same file.
 if [ -f "$chart_copy" ] && ! cmp -s "$rules" "$chart_copy"; then

@@ -198,7 +198,8 @@ type ciValues struct {
 		ExternalNames []string `json:"externalNames"`
 		ClusterDomain string   `json:"clusterDomain"`
 	} `json:"web"`
-	Config      map[string]any `json:"config"`
+	Workspace   workspaceValues `json:"workspace"`
+	Config      map[string]any  `json:"config"`
 	Persistence struct {
 		Enabled       bool   `json:"enabled"`
 		ExistingClaim string `json:"existingClaim"`
@@ -229,6 +230,9 @@ func (s source) mounted() bool { return s.HostPath != "" || s.ExistingClaim != "
 func readValues(t *testing.T, name string) ciValues {
 	t.Helper()
 	var v ciValues
+	// The workspace block is checked against what the chart's own
+	// values.yaml gives, with the values file on top.
+	v.Workspace = chartWorkspaceDefaults(t)
 	data, err := os.ReadFile(filepath.Join(chartDir, "ci", name))
 	if err != nil {
 		t.Logf("no values file ci/%s (%v): checking against the chart's defaults", name, err)
@@ -577,6 +581,9 @@ func checkRendering(t *testing.T, m *manifests, v ciValues) {
 	} else if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--web.config.file") }) {
 		t.Errorf("web.config unset, yet args %q pass --web.config.file", args)
 	}
+
+	checkWorkspace(t, m, v, c, cfgText, mounts, volumes, pvcState)
+	checkNoInlineSecret(t, m, c)
 
 	checkServiceMonitor(t, m, v, svc)
 	checkPrometheusRule(t, m, v)

@@ -69,6 +69,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "amp-exporter.configDir" -}}/etc/amp-exporter/config{{- end }}
 {{- define "amp-exporter.secretsDir" -}}/etc/amp-exporter/secrets{{- end }}
 {{- define "amp-exporter.webConfigDir" -}}/etc/amp-exporter/web{{- end }}
+{{- define "amp-exporter.workspaceSecretDir" -}}/etc/amp-exporter/workspace{{- end }}
+{{- define "amp-exporter.workspaceSecretFile" -}}client-secret{{- end }}
+{{- define "amp-exporter.workspaceSecretEnv" -}}AMP_WORKSPACE_CLIENT_SECRET{{- end }}
 
 {{- define "amp-exporter.threadsMounted" -}}
 {{- if or .Values.threads.hostPath .Values.threads.existingClaim }}true{{ end }}
@@ -89,7 +92,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/*
 The exporter's configuration file: .Values.config, with threads.dirs
 defaulting to the thread mount and streams.dirs to the stream-json mount
-(when one is mounted). An explicitly configured list wins.
+(when one is mounted). An explicitly configured list wins. With
+workspace.enabled, amp_workspace gets the workspace block's settings and a
+reference to the client secret (a file or an environment variable), never
+the secret.
 */}}
 {{- define "amp-exporter.config" -}}
 {{- $cfg := deepCopy (.Values.config | default dict) }}
@@ -104,6 +110,32 @@ defaulting to the thread mount and streams.dirs to the stream-json mount
 {{- $_ := set $streams "dirs" (list .Values.streams.mountPath) }}
 {{- end }}
 {{- $_ := set $cfg "streams" $streams }}
+{{- end }}
+{{- with .Values.workspace }}
+{{- if .enabled }}
+{{- /* config.amp_workspace gives the keys the workspace block does not
+  have (api_url, page_size, …); the block's own keys are set here. */}}
+{{- $ws := get $cfg "amp_workspace" | default dict }}
+{{- $_ := set $ws "enabled" true }}
+{{- $_ := set $ws "client_id" .clientID }}
+{{- if eq .clientSecret.mountAs "env" }}
+{{- $_ := set $ws "client_secret_env" (include "amp-exporter.workspaceSecretEnv" $) }}
+{{- else }}
+{{- $_ := set $ws "client_secret_file" (printf "%s/%s" (include "amp-exporter.workspaceSecretDir" $) (include "amp-exporter.workspaceSecretFile" $)) }}
+{{- end }}
+{{- $_ := set $ws "client_auth" .clientAuth }}
+{{- with .resource }}
+{{- $_ := set $ws "resource" . }}
+{{- end }}
+{{- with .scopes }}
+{{- $_ := set $ws "scopes" . }}
+{{- end }}
+{{- $_ := set $ws "user_label" .userLabel }}
+{{- $_ := set $ws "max_requests_per_minute" .maxRequestsPerMinute }}
+{{- $_ := set $ws "sync_interval" .syncInterval }}
+{{- $_ := set $ws "history_days" .historyDays }}
+{{- $_ := set $cfg "amp_workspace" $ws }}
+{{- end }}
 {{- end }}
 {{- toYaml $cfg }}
 {{- end }}
