@@ -1,0 +1,590 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	ws "github.com/amp-exporter/amp-exporter/internal/testsupport/workspacetest"
+	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+)
+
+// wsAhead is how far the stand-in's present lies ahead of the exporter's
+// clock. The exporter asks for a thread's usage while its last activity
+// is within 90 days of its own now; the stand-in serves it while its
+// creation is within 90 days of the stand-in's now. With the stand-in a
+// little ahead, every thread the stand-in serves is one the exporter asks
+// for (a thread it asks for in vain is answered 404 and skipped), however
+// long the test runs up to wsAhead.
+const wsAhead = 5 * time.Minute
+
+// newWorkspaceStandIn starts the workspace API stand-in of cfg, its
+// present wsAhead of now.
+func newWorkspaceStandIn(t *testing.T, cfg ws.Config, opts ws.Options) *ws.Server {
+	t.Helper()
+	cfg.Now = time.Now().UTC().Add(wsAhead)
+	s := ws.New(cfg, opts)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// workspaceConfig writes a configuration that turns the workspace source
+// on against s with the client secret in a file, and returns its path.
+// extra is appended under amp_workspace (indented by four spaces).
+func workspaceConfig(t *testing.T, s *ws.Server, auth string, extra ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "client-secret")
+	if err := os.WriteFile(secret, []byte(ws.ClientSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`amp_workspace:
+  enabled: true
+  api_url: %q
+  token_url: %q
+  client_id: %q
+  client_secret_file: %q
+  client_auth: %s
+  max_requests_per_minute: 6000
+  sync_interval: 10s
+`, s.URL, s.TokenURL(), ws.ClientID, secret, auth)
+	for _, x := range extra {
+		cfg += "  " + x + "\n"
+	}
+	path := filepath.Join(dir, "amp-exporter.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// wsView is what the exporter shows of the workspace, or what it should:
+// per family, the values keyed by their labels ("user/model/token_type"
+// and so on), zero values left out.
+type wsView map[string]map[string]float64
+
+// The families of wsView, each a PromQL sum and the labels it keeps.
+var wsFamilies = []struct {
+	name, metric, filter string
+	by                   []string
+}{
+	{"tokens", "amp_tokens_total", `source="workspace"`, []string{"user", "model", "token_type"}},
+	{"usd", "amp_cost_usd_total", `source="workspace"`, []string{"user", "model"}},
+	{"repository", "amp_cost_usd_total", `source="workspace"`, []string{"repository"}},
+	{"billed", "amp_billed_cost_usd_total", `source="workspace"`, nil},
+	{"daily", "amp_workspace_daily_usage_usd_total", "", []string{"user", "model"}},
+	{"lines", "amp_workspace_lines_total", "", []string{"user", "kind"}},
+}
+
+// wsTruth is the stand-in's truth as a wsView: the thread view
+// (ThreadTotals of the threads still served) for the live families, the
+// rollup for the daily ones.
+func wsTruth(s *ws.Server) wsView {
+	v := wsView{}
+	for _, f := range wsFamilies {
+		v[f.name] = map[string]float64{}
+	}
+	add := func(fam, key string, x float64) {
+		if x != 0 {
+			v[fam][key] += x
+		}
+	}
+	tt := s.ThreadTotals(true)
+	for k, u := range tt.ByUserModel {
+		p := k.User + "/" + k.Model + "/"
+		add("tokens", p+"input", float64(u.InputTokens))
+		add("tokens", p+"output", float64(u.OutputTokens))
+		add("tokens", p+"cache_read", float64(u.CacheReadInputTokens))
+		add("tokens", p+"cache_creation", float64(u.CacheCreationInputTokens))
+		add("usd", k.User+"/"+k.Model, u.USD())
+	}
+	for raw, u := range tt.ByRepository {
+		repo := ""
+		if raw != "" {
+			repo, _ = gitremote.Normalize(raw)
+		}
+		add("repository", repo, u.USD())
+	}
+	add("billed", "", tt.Total.USD())
+	ro := s.Rollup()
+	for k, u := range ro.ByDay {
+		add("daily", k.User+"/"+k.Model, u.USD())
+	}
+	for k, d := range ro.UserDay {
+		add("lines", k.User+"/added", float64(d.LinesAdded))
+		add("lines", k.User+"/deleted", float64(d.LinesDeleted))
+		add("lines", k.User+"/modified", float64(d.LinesModified))
+	}
+	return v
+}
+
+// wsScraped is the exporter's /metrics as a wsView.
+func wsScraped(mfs map[string]*dto.MetricFamily) wsView {
+	v := wsView{}
+	for _, f := range wsFamilies {
+		out := map[string]float64{}
+		v[f.name] = out
+		mf := mfs[f.metric]
+		if mf == nil {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			if f.filter != "" && have["source"] != "workspace" {
+				continue
+			}
+			parts := make([]string, len(f.by))
+			for i, l := range f.by {
+				parts[i] = have[l]
+			}
+			out[strings.Join(parts, "/")] += m.GetCounter().GetValue()
+		}
+		for k, x := range out {
+			if x == 0 {
+				delete(out, k)
+			}
+		}
+	}
+	return v
+}
+
+// wsQueried is the same view read from Prometheus.
+func wsQueried(p *prometheus) (wsView, error) {
+	v := wsView{}
+	for _, f := range wsFamilies {
+		sel := f.metric + `{job="amp"`
+		if f.filter != "" {
+			sel += "," + f.filter
+		}
+		sel += "}"
+		q := "sum(" + sel + ")"
+		if len(f.by) > 0 {
+			q = "sum by (" + strings.Join(f.by, ", ") + ") (" + sel + ")"
+		}
+		got, err := p.queryBy(q, f.by...)
+		if err != nil {
+			return nil, err
+		}
+		for k, x := range got {
+			if x == 0 {
+				delete(got, k)
+			}
+		}
+		v[f.name] = got
+	}
+	return v, nil
+}
+
+// diff says how two views differ ("" when they are equal), a few keys
+// per family.
+func (v wsView) diff(want wsView) string {
+	var out []string
+	for _, f := range wsFamilies {
+		got, exp := v[f.name], want[f.name]
+		keys := map[string]bool{}
+		for k := range got {
+			keys[k] = true
+		}
+		for k := range exp {
+			keys[k] = true
+		}
+		var bad []string
+		for k := range keys {
+			g, gok := got[k]
+			e, eok := exp[k]
+			if g != e || gok != eok {
+				bad = append(bad, fmt.Sprintf("%s{%s}=%v want %v", f.name, k, g, e))
+			}
+		}
+		sort.Strings(bad)
+		if len(bad) > 3 {
+			bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
+		}
+		out = append(out, bad...)
+	}
+	return strings.Join(out, "; ")
+}
+
+// queryBy runs an instant query and keys its vector by the values of
+// labels joined with "/".
+func (p *prometheus) queryBy(q string, labels ...string) (map[string]float64, error) {
+	resp, err := httpClient.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("decode answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", q, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		parts := make([]string, len(labels))
+		for i, l := range labels {
+			parts[i] = s.Metric[l]
+		}
+		k := strings.Join(parts, "/")
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("query %s: two series keyed %q", q, k)
+		}
+		str, _ := s.Value[1].(string)
+		x, err := strconv.ParseFloat(str, 64)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: bad sample %v", q, s.Value)
+		}
+		out[k] = x
+	}
+	return out, nil
+}
+
+// waitQueried polls Prometheus until it shows want, for at most d.
+func (p *prometheus) waitQueried(t *testing.T, d time.Duration, what string, want wsView) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got, err := wsQueried(p)
+		last := fmt.Sprint(err)
+		if err == nil {
+			if last = got.diff(want); last == "" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus, %s: not the stand-in's truth within %s: %s", what, d, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitTruth polls the exporter until its /metrics show the stand-in's
+// truth and a sync ended after after (a Unix time in seconds); it
+// returns the end of that sync.
+func (e *exporter) waitTruth(t *testing.T, d time.Duration, what string, s *ws.Server, after float64) float64 {
+	t.Helper()
+	var synced float64
+	e.waitFor(t, d, what, func(mfs map[string]*dto.MetricFamily) (bool, string) {
+		up, _ := value(mfs, "amp_workspace_up", nil)
+		synced, _ = value(mfs, "amp_workspace_last_sync_timestamp_seconds", nil)
+		if up != 1 || synced <= after {
+			return false, fmt.Sprintf("up %v, last sync %v (want after %v)", up, synced, after)
+		}
+		if diff := wsScraped(mfs).diff(wsTruth(s)); diff != "" {
+			return false, diff
+		}
+		return true, ""
+	})
+	return synced
+}
+
+// lastSync is the end of the exporter's last complete sync (0: none).
+func (e *exporter) lastSync(t *testing.T) float64 {
+	t.Helper()
+	v, _ := value(e.metrics(t), "amp_workspace_last_sync_timestamp_seconds", nil)
+	return v
+}
+
+// waitSync waits for a sync that ends after after and returns its end.
+func (e *exporter) waitSync(t *testing.T, d time.Duration, after float64) float64 {
+	t.Helper()
+	var synced float64
+	e.waitFor(t, d, "a sync", func(mfs map[string]*dto.MetricFamily) (bool, string) {
+		synced, _ = value(mfs, "amp_workspace_last_sync_timestamp_seconds", nil)
+		return synced > after, fmt.Sprintf("last sync %v, want after %v", synced, after)
+	})
+	return synced
+}
+
+// killHard ends the exporter with SIGKILL, as a crash or an OOM kill
+// does: no ordered stop, no final save.
+func (e *exporter) killHard(t *testing.T) {
+	t.Helper()
+	if err := e.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-e.done
+	e.err = nil // killed on purpose: not a failed stop
+}
+
+// stateStamp is the workspace state file's modification time (zero when
+// there is none).
+func stateStamp(dir string) time.Time {
+	fi, err := os.Stat(filepath.Join(dir, "workspace.json.gz"))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// wsReportDay is one day of `report daily --json`.
+type wsReportDay struct {
+	Date                string  `json:"date"`
+	InputTokens         int64   `json:"inputTokens"`
+	OutputTokens        int64   `json:"outputTokens"`
+	CacheReadTokens     int64   `json:"cacheReadTokens"`
+	CacheCreationTokens int64   `json:"cacheCreationTokens"`
+	TotalCost           float64 `json:"totalCost"`
+	ModelBreakdowns     []struct {
+		ModelName           string  `json:"modelName"`
+		InputTokens         int64   `json:"inputTokens"`
+		OutputTokens        int64   `json:"outputTokens"`
+		CacheReadTokens     int64   `json:"cacheReadTokens"`
+		CacheCreationTokens int64   `json:"cacheCreationTokens"`
+		Cost                float64 `json:"cost"`
+	} `json:"modelBreakdowns"`
+}
+
+// ledgerUSD is the usage ledger's resolution in dollars: each entry (a
+// day, member and model) is kept to it, so a sum of n entries is within
+// n of it of the rollup's exact dollars.
+const ledgerUSD = 1e-10
+
+// checkReport holds `report daily --json --exporter` to the rollup, per
+// day and per day and model: tokens exactly, dollars to the ledger's
+// resolution per entry summed.
+func checkReport(t *testing.T, e *exporter, s *ws.Server) {
+	t.Helper()
+	cmd := exec.Command(exporterBin, "report", "daily", "--json", "--timezone", "UTC", "--exporter", e.base)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "TZ=UTC", "XDG_DATA_HOME=" + t.TempDir()}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, stderr.String())
+	}
+	var rep struct {
+		Daily []wsReportDay `json:"daily"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, out)
+	}
+	type sums struct {
+		u ws.Usage
+		n int
+	}
+	wantDay := map[string]*sums{}
+	wantModel := map[string]*sums{}
+	for k, u := range s.Rollup().ByDay {
+		for key, m := range map[string]map[string]*sums{k.Day: wantDay, k.Day + "/" + k.Model: wantModel} {
+			if m[key] == nil {
+				m[key] = &sums{}
+			}
+			m[key].u.Add(u)
+			m[key].n++
+		}
+	}
+	same := func(what string, in, out, read, creation int64, usd float64, want *sums) {
+		t.Helper()
+		if want == nil {
+			t.Errorf("report %s: not in the rollup", what)
+			return
+		}
+		w := want.u
+		if in != w.InputTokens || out != w.OutputTokens || read != w.CacheReadInputTokens || creation != w.CacheCreationInputTokens {
+			t.Errorf("report %s: tokens %d/%d/%d/%d, the rollup %d/%d/%d/%d", what, in, out, read, creation,
+				w.InputTokens, w.OutputTokens, w.CacheReadInputTokens, w.CacheCreationInputTokens)
+		}
+		if math.Abs(usd-w.USD()) > float64(want.n)*ledgerUSD {
+			t.Errorf("report %s: %v USD, the rollup %v", what, usd, w.USD())
+		}
+	}
+	days := 0
+	for _, d := range rep.Daily {
+		if d.InputTokens+d.OutputTokens+d.CacheReadTokens+d.CacheCreationTokens == 0 && d.TotalCost == 0 {
+			continue
+		}
+		days++
+		same(d.Date, d.InputTokens, d.OutputTokens, d.CacheReadTokens, d.CacheCreationTokens, d.TotalCost, wantDay[d.Date])
+		for _, m := range d.ModelBreakdowns {
+			same(d.Date+"/"+m.ModelName, m.InputTokens, m.OutputTokens, m.CacheReadTokens, m.CacheCreationTokens, m.Cost, wantModel[d.Date+"/"+m.ModelName])
+		}
+	}
+	if days != len(wantDay) {
+		t.Errorf("report: %d days with usage, the rollup %d", days, len(wantDay))
+	}
+}
+
+// secretsIn says which of the workspace's secrets text holds: the client
+// secret, a token the stand-in issued, the token in a remote.
+func secretsIn(text string) []string {
+	var out []string
+	for name, s := range map[string]string{"client secret": ws.ClientSecret, "remote's token": ws.RemoteSecret, "access token": "wsat_"} {
+		if strings.Contains(text, s) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkNoSecrets looks for the secrets in what the exporter shows (its
+// /metrics, /config, landing page), in logs and in every file of the
+// storage directory (decompressed where gzipped).
+func checkNoSecrets(t *testing.T, e *exporter, storage string, logs ...string) {
+	t.Helper()
+	texts := map[string]string{}
+	for _, path := range []string{"/metrics", "/config", "/"} {
+		code, body, err := e.get(path)
+		if err != nil || code != 200 {
+			t.Fatalf("GET %s: %d %v", path, code, err)
+		}
+		texts[path] = body
+	}
+	for i, l := range logs {
+		texts[fmt.Sprintf("log %d", i+1)] = l
+	}
+	files := 0
+	err := filepath.WalkDir(storage, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
+			if plain, err := io.ReadAll(zr); err == nil {
+				b = plain
+			}
+		}
+		files++
+		texts[path] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := texts[filepath.Join(storage, "workspace.json.gz")]; !ok {
+		t.Fatalf("no workspace state in %s (%d files): the check would prove nothing", storage, files)
+	}
+	if !strings.Contains(texts["/config"], "amp_workspace") || !strings.Contains(texts["/metrics"], `source="workspace"`) {
+		t.Fatal("/config without amp_workspace or /metrics without the workspace: the check would prove nothing")
+	}
+	for where, text := range texts {
+		if found := secretsIn(text); len(found) > 0 {
+			t.Errorf("%v in %s", found, where)
+		}
+	}
+}
+
+// TestWorkspaceSource runs the exporter on the workspace stand-in the
+// issue describes (50 members, 2,000 main threads over 120 days with
+// sub-threads, five repositories one of whose remotes holds a token, two
+// models a member) with a real Prometheus scraping it: per member and
+// model the tokens by type and Amp's dollars, per repository, the
+// threads' bills, the rollup's dollars and lines equal the stand-in's
+// truth exactly; `report` equals the rollup per day; a sync where nothing
+// changed fetches no usage, a growing day only the threads that grew; a
+// kill -9 and a restart with --storage.path fetch nothing again and
+// count nothing twice; the secrets appear nowhere.
+func TestWorkspaceSource(t *testing.T) {
+	start := time.Now()
+	s := newWorkspaceStandIn(t, ws.Config{Seed: 36}, ws.Options{ClientAuth: ws.AuthBasic})
+	truth := s.ThreadTotals(false)
+	if truth.SubThreads == 0 {
+		t.Fatal("the workspace has no sub-threads")
+	}
+	storage := t.TempDir()
+	port := freePort(t)
+	opts := exporterOpts{port: port, args: []string{"--config.file=" + workspaceConfig(t, s, "basic"), "--storage.path=" + storage}}
+	e := startExporter(t, opts)
+	p := startPrometheus(t, strings.TrimPrefix(e.base, "http://"))
+	synced := e.waitTruth(t, 90*time.Second, "first sync", s, 0)
+	t.Logf("first sync: %d requests (%d usage), %d bytes, %s after start",
+		len(s.Requests()), s.Count(ws.RouteUsage), s.BytesServed(), time.Since(start).Round(time.Second))
+	p.waitQueried(t, 30*time.Second, "first sync", wsTruth(s))
+	// Sub-threads once: every one of them is named and skipped, and the
+	// totals above (sub-threads inside their parents) hold.
+	mfs := e.metrics(t)
+	if got := mustValue(t, mfs, "amp_workspace_threads_skipped_total", map[string]string{"reason": "sub_thread"}); got != float64(truth.SubThreads) {
+		t.Errorf("sub-threads skipped %v, the workspace has %d", got, truth.SubThreads)
+	}
+	if n := s.Count(ws.RouteUsage); n > s.ThreadTotals(false).MainThreads {
+		t.Errorf("%d usage requests for %d main threads: sub-threads were asked", n, truth.MainThreads)
+	}
+	checkReport(t, e, s)
+
+	// A sync where nothing changed asks for no usage.
+	s.ResetRequests()
+	synced = e.waitSync(t, 30*time.Second, synced)
+	if n := s.Count(ws.RouteUsage); n != 0 {
+		t.Errorf("a sync where nothing changed asked for %d threads' usage", n)
+	}
+	t.Logf("unchanged sync: %d requests, %d bytes", len(s.Requests()), s.BytesServed())
+
+	// Today grows: only the threads that grew are asked again.
+	before := stateStamp(storage)
+	s.Grow()
+	s.ResetRequests()
+	synced = e.waitTruth(t, 30*time.Second, "today grown", s, synced)
+	if n, want := s.Count(ws.RouteUsage), len(s.TodayThreads()); n != want {
+		t.Errorf("after today grew: %d usage requests, want the %d threads that grew", n, want)
+	}
+	// kill -9 once that sync is saved, and again on a restart: the
+	// restarted exporter shows the same totals from its state and asks
+	// for no usage.
+	deadline := time.Now().Add(10 * time.Second)
+	for !stateStamp(storage).After(before) {
+		if time.Now().After(deadline) {
+			t.Fatal("the workspace state was not saved after a sync that counted")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.killHard(t)
+	logs := []string{e.output.String()}
+	s.ResetRequests()
+	e2 := startExporter(t, opts)
+	e2.waitTruth(t, 30*time.Second, "after kill -9 and restart", s, 0)
+	if n := s.Count(ws.RouteUsage); n != 0 {
+		t.Errorf("the restart asked for %d threads' usage again, none changed", n)
+	}
+	p.waitQueried(t, 30*time.Second, "after restart", wsTruth(s))
+	// Nothing was ever more than the truth in Prometheus, across the
+	// kill and the restart.
+	want := wsTruth(s)
+	for q, w := range map[string]float64{
+		`max_over_time(sum(amp_billed_cost_usd_total{job="amp",source="workspace"})[10m:1s])`: want["billed"][""],
+		`max_over_time(sum(amp_cost_usd_total{job="amp",source="workspace"})[10m:1s])`:        want["billed"][""],
+	} {
+		got, err := p.queryBy(q)
+		if err != nil || got[""] != w {
+			t.Errorf("%s: %v %v, want %v", q, got, err, w)
+		}
+	}
+	checkReport(t, e2, s)
+	if n := s.NonGET(); n != 0 {
+		t.Errorf("%d requests other than GET reached /api/v2/", n)
+	}
+	checkNoSecrets(t, e2, storage, append(logs, e2.output.String())...)
+}
