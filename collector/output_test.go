@@ -98,7 +98,7 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	// rollup (its thread families carry a user label the other sources'
 	// descriptors do not have, which a pedantic registry refuses:
 	// TestWorkspaceCollector renders them).
-	wm := NewWorkspaceMetrics(reg)
+	wm := NewWorkspaceMetrics(reg, []string{"threads", "thread_usage", "daily_usage"}, []string{"unknown_field", "null_item"})
 	wm.Request("threads", "200")
 	wm.Bytes("threads", 1234)
 	wm.Unexpected("usage", "unknown_field")

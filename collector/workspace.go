@@ -56,8 +56,10 @@ type WorkspaceMetrics struct {
 	synced     atomic.Bool
 }
 
-// NewWorkspaceMetrics creates and registers the source's instruments.
-func NewWorkspaceMetrics(reg prometheus.Registerer) *WorkspaceMetrics {
+// NewWorkspaceMetrics creates and registers the source's instruments;
+// the requests and bytes of endpoints, and the unexpected answers of each
+// of them for each of reasons, start at zero.
+func NewWorkspaceMetrics(reg prometheus.Registerer, endpoints, reasons []string) *WorkspaceMetrics {
 	m := &WorkspaceMetrics{
 		up:         newGauge(NameWorkspaceUp),
 		lastSync:   newGauge(NameWorkspaceLastSync),
@@ -67,9 +69,12 @@ func NewWorkspaceMetrics(reg prometheus.Registerer) *WorkspaceMetrics {
 		skipped:    NewCounterVec(NameWorkspaceThreadsSkipped),
 	}
 	reg.MustRegister(m.up, m.lastSync, m.requests, m.bytes, m.unexpected, m.skipped)
-	for _, e := range WorkspaceEndpoints {
+	for _, e := range endpoints {
 		m.requests.WithLabelValues(e, "200")
 		m.bytes.WithLabelValues(e)
+		for _, r := range reasons {
+			m.unexpected.WithLabelValues(e, r)
+		}
 	}
 	for _, r := range store.WorkspaceSkipReasons {
 		m.skipped.WithLabelValues(r)

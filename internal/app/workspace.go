@@ -29,6 +29,10 @@ type workspaceSource struct {
 	// restored: the state held counts, complete totals that may be shown
 	// before the first sync.
 	restored atomic.Bool
+	// listed: a sync went over the whole listing (a first sync of a large
+	// workspace takes hours: its counters are shown from then on, as they
+	// grow).
+	listed atomic.Bool
 }
 
 // newWorkspaceSource sets up the workspace source, or returns nil when it
@@ -40,7 +44,7 @@ func newWorkspaceSource(cfg *config.Config, logger *slog.Logger, reg prometheus.
 	if !w.Enabled {
 		return nil, nil
 	}
-	wm := collector.NewWorkspaceMetrics(reg)
+	wm := collector.NewWorkspaceMetrics(reg, append([]string{api.EndpointToken}, api.Endpoints...), api.Reasons)
 	opts := api.OptionsFrom(w)
 	opts.Version = version.Version
 	opts.Clock = clock.Real{}
@@ -76,8 +80,11 @@ func newWorkspaceSource(cfg *config.Config, logger *slog.Logger, reg prometheus.
 		Interval:    time.Duration(w.SyncInterval),
 		HistoryDays: w.HistoryDays,
 		PageSize:    w.PageSize,
-	}, workspace.Hooks{Skipped: wm.ThreadSkipped}, clock.Real{}, logger)
-	reg.MustRegister(collector.NewWorkspaceCollector(st, func() bool { return src.restored.Load() || wm.SyncedOnce() }))
+	}, workspace.Hooks{Skipped: wm.ThreadSkipped, Listed: func() { src.listed.Store(true) }, Checkpoint: src.save},
+		clock.Real{}, logger)
+	reg.MustRegister(collector.NewWorkspaceCollector(st, func() bool {
+		return src.restored.Load() || src.listed.Load() || wm.SyncedOnce()
+	}))
 	return src, nil
 }
 

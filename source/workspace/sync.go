@@ -88,7 +88,19 @@ type Hooks struct {
 	// Day is called with the dollars a member's day grew by per model
 	// (the usage ledger's events).
 	Day func(day, user, model string, usd float64)
+	// Listed is called when a listing went over every page: from then on
+	// the counters hold every thread's usage as far as it was read.
+	Listed func()
+	// Checkpoint is called every CheckpointEvery usage answers counted
+	// within a sync (the state is saved then: a first sync of a large
+	// workspace takes hours at the default budget, and a crash must not
+	// lose all of it).
+	Checkpoint func()
 }
+
+// CheckpointEvery is how many usage answers a sync counts between two
+// checkpoints (about eight minutes at the default budget).
+const CheckpointEvery = 1000
 
 // Syncer reads the workspace into a store.
 type Syncer struct {
@@ -258,8 +270,13 @@ func (s *Syncer) syncThreads(ctx context.Context, now time.Time, st *Stats) erro
 		cursors[p.NextCursor] = true
 		q.Cursor = p.NextCursor
 	}
-	if listErr == nil && st.Full {
-		s.lastFull = now
+	if listErr == nil {
+		if st.Full {
+			s.lastFull = now
+		}
+		if s.hooks.Listed != nil {
+			s.hooks.Listed()
+		}
 	}
 	// Oldest first, so that a thread about to leave the window is
 	// counted before it does.
@@ -307,6 +324,9 @@ func (s *Syncer) syncThreads(ctx context.Context, now time.Time, st *Stats) erro
 			subs[id] = struct{}{}
 		}
 		s.store.ApplyUsage(usageOf(c, u))
+		if st.Fetched%CheckpointEvery == 0 && s.hooks.Checkpoint != nil {
+			s.hooks.Checkpoint()
+		}
 	}
 	for id := range subs {
 		s.skip(id, store.WorkspaceSkipSubThread, time.Time{}, st)

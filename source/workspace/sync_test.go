@@ -473,3 +473,19 @@ func TestSyncSkipped(t *testing.T) {
 		t.Errorf("skipped again after restart: %v", skipped)
 	}
 }
+
+// TestSyncCheckpoints: a long first sync hands out a checkpoint every
+// CheckpointEvery usage answers, and says when the listing is complete.
+func TestSyncCheckpoints(t *testing.T) {
+	f := newFixture(t, ws.Config{}, ws.Options{})
+	checkpoints, listed := 0, 0
+	f.syncer.hooks.Checkpoint = func() { checkpoints++ }
+	f.syncer.hooks.Listed = func() { listed++ }
+	st := f.mustSync(t)
+	if want := st.Fetched / CheckpointEvery; want == 0 || checkpoints != want {
+		t.Errorf("%d checkpoints for %d usage answers, want %d", checkpoints, st.Fetched, want)
+	}
+	if listed != 1 {
+		t.Errorf("listed %d times, want 1", listed)
+	}
+}

@@ -76,20 +76,6 @@ func (s *Shape) Sorted() []Anomaly {
 	return as
 }
 
-// merge adds o into s.
-func (s *Shape) merge(o *Shape) {
-	for p, n := range o.Fields {
-		for range n {
-			s.field(p)
-		}
-	}
-	for a, n := range o.Anomalies {
-		for range n {
-			s.add(a.Reason, a.Field)
-		}
-	}
-}
-
 // safeKey makes a field name from an answer fit a path: bounded, valid
 // UTF-8, no control characters.
 func safeKey(k string) string {
