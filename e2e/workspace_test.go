@@ -200,6 +200,9 @@ func wsQueried(p *prometheus) (wsView, error) {
 func (v wsView) diff(want wsView) string {
 	var out []string
 	for _, f := range wsFamilies {
+		if _, ok := want[f.name]; !ok {
+			continue
+		}
 		got, exp := v[f.name], want[f.name]
 		keys := map[string]bool{}
 		for k := range got {
@@ -293,6 +296,13 @@ func (p *prometheus) waitQueried(t *testing.T, d time.Duration, what string, wan
 // returns the end of that sync.
 func (e *exporter) waitTruth(t *testing.T, d time.Duration, what string, s *ws.Server, after float64) float64 {
 	t.Helper()
+	return e.waitView(t, d, what, func() wsView { return wsTruth(s) }, after)
+}
+
+// waitView is waitTruth with the expected view made by want (at each
+// poll, as the stand-in may move).
+func (e *exporter) waitView(t *testing.T, d time.Duration, what string, want func() wsView, after float64) float64 {
+	t.Helper()
 	var synced float64
 	e.waitFor(t, d, what, func(mfs map[string]*dto.MetricFamily) (bool, string) {
 		up, _ := value(mfs, "amp_workspace_up", nil)
@@ -300,12 +310,22 @@ func (e *exporter) waitTruth(t *testing.T, d time.Duration, what string, s *ws.S
 		if up != 1 || synced <= after {
 			return false, fmt.Sprintf("up %v, last sync %v (want after %v)", up, synced, after)
 		}
-		if diff := wsScraped(mfs).diff(wsTruth(s)); diff != "" {
+		w := want()
+		if diff := wsScraped(mfs).only(w).diff(w); diff != "" {
 			return false, diff
 		}
 		return true, ""
 	})
 	return synced
+}
+
+// only is v with the families of want only.
+func (v wsView) only(want wsView) wsView {
+	out := wsView{}
+	for k := range want {
+		out[k] = v[k]
+	}
+	return out
 }
 
 // lastSync is the end of the exporter's last complete sync (0: none).
@@ -587,4 +607,216 @@ func TestWorkspaceSource(t *testing.T) {
 		t.Errorf("%d requests other than GET reached /api/v2/", n)
 	}
 	checkNoSecrets(t, e2, storage, append(logs, e2.output.String())...)
+}
+
+// noRepositories is the truth as the exporter sees it without the
+// repositories: every dollar under the repository "".
+func noRepositories(v wsView) wsView {
+	v["repository"] = map[string]float64{"": v["billed"][""]}
+	return v
+}
+
+// threadView keeps the families the thread usage feeds.
+func threadView(v wsView) wsView {
+	delete(v, "daily")
+	delete(v, "lines")
+	return v
+}
+
+// smallWorkspace is the fault table's workspace: small enough that a sync
+// takes a moment, with sub-threads, every repository and both models of
+// each member.
+var smallWorkspace = ws.Config{Seed: 7, Users: 6, Threads: 150, Days: 40}
+
+// waitLog waits until the exporter's log holds every one of parts on one
+// line and returns that line.
+func (e *exporter) waitLog(t *testing.T, d time.Duration, parts ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for _, line := range strings.Split(e.output.String(), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(line, p)
+			}
+			if all {
+				return line
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q within %s:\n%s", parts, d, e.output.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWorkspaceFaults runs the exporter against the stand-in with each of
+// its switches for an open question or a fault: each ends in the
+// stand-in's truth exactly (after the fault, at the next sync where the
+// fault lasts one), or in a log line naming the endpoint and what is
+// missing, while what could be read is counted exactly.
+func TestWorkspaceFaults(t *testing.T) {
+	type faultCase struct {
+		name  string
+		opts  ws.Options
+		auth  string   // client_auth (default basic)
+		extra []string // more amp_workspace keys
+		// setup changes the stand-in before the exporter starts.
+		setup func(s *ws.Server)
+		// run checks the exporter; nil: the truth after the first sync.
+		run func(t *testing.T, s *ws.Server, e *exporter)
+	}
+	counted := func(t *testing.T, e *exporter, name string, labels map[string]string) {
+		t.Helper()
+		if v, _ := value(e.metrics(t), name, labels); v == 0 {
+			t.Errorf("%s%v: 0, want the fault counted", name, labels)
+		}
+	}
+	cases := []faultCase{
+		{name: "429 with Retry-After in seconds", setup: func(s *ws.Server) {
+			s.Fail(ws.RouteThreads, ws.Fault{Status: 429, RetryAfter: "1"})
+			s.Fail(ws.RouteUsage, ws.Fault{Status: 429, RetryAfter: "1"}, ws.Fault{Status: 429, RetryAfter: "1"})
+			s.Fail(ws.RouteDaily, ws.Fault{Status: 429, RetryAfter: "1"})
+		}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitTruth(t, 60*time.Second, "after 429s", s, 0)
+			counted(t, e, "amp_workspace_requests_total", map[string]string{"endpoint": "thread_usage", "code": "429"})
+		}},
+		{name: "429 with Retry-After as a date", setup: func(s *ws.Server) {
+			s.Fail(ws.RouteUsage, ws.Fault{Status: 429, RetryAfter: ws.RetryAfterDate(time.Now().Add(2 * time.Second))})
+		}},
+		{name: "429 without Retry-After", setup: func(s *ws.Server) {
+			s.Fail(ws.RouteUsage, ws.Fault{Status: 429})
+		}},
+		{name: "5xx", setup: func(s *ws.Server) {
+			s.Fail(ws.RouteThreads, ws.Fault{Status: 502})
+			s.Fail(ws.RouteUsage, ws.Fault{Status: 500}, ws.Fault{Status: 503})
+			s.Fail(ws.RouteDaily, ws.Fault{Status: 504})
+		}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitTruth(t, 60*time.Second, "after 5xx", s, 0)
+			counted(t, e, "amp_workspace_requests_total", map[string]string{"endpoint": "thread_usage", "code": "503"})
+		}},
+		{name: "token expiring early", opts: ws.Options{TokenLifetime: time.Hour}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			synced := e.waitTruth(t, 60*time.Second, "first sync", s, 0)
+			s.ExpireTokens()
+			s.Grow()
+			e.waitTruth(t, 60*time.Second, "a sync with the token expired", s, synced)
+			if n := s.TokenRequests(); n != 2 {
+				t.Errorf("%d tokens fetched, want the first and one after the 401", n)
+			}
+		}},
+		{name: "null items and unknown fields", opts: ws.Options{NullItems: true, ExtraFields: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitTruth(t, 60*time.Second, "null items", s, 0)
+			counted(t, e, "amp_workspace_unexpected_answers_total", map[string]string{"reason": "null_item"})
+			counted(t, e, "amp_workspace_unexpected_answers_total", map[string]string{"reason": "unknown_field"})
+		}},
+		{name: "optional fields left out", opts: ws.Options{OmitOptional: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitView(t, 60*time.Second, "optional fields left out", func() wsView { return noRepositories(wsTruth(s)) }, 0)
+		}},
+		{name: "optional fields null", opts: ws.Options{NullOptional: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitView(t, 60*time.Second, "optional fields null", func() wsView { return noRepositories(wsTruth(s)) }, 0)
+		}},
+		{name: "repositories hidden without the contents scope", setup: func(s *ws.Server) {
+			s.Grant(ws.ScopeThreadsMeta, ws.ScopeAnalytics)
+		}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitView(t, 60*time.Second, "no contents scope", func() wsView { return noRepositories(wsTruth(s)) }, 0)
+		}},
+		{name: "403 for the analytics scope", setup: func(s *ws.Server) {
+			s.Grant(ws.ScopeThreadsMeta, ws.ScopeThreadsContents)
+		}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			line := e.waitLog(t, 60*time.Second, "daily-usage", ws.ScopeAnalytics)
+			want := threadView(wsTruth(s))
+			e.waitFor(t, 30*time.Second, "the threads counted without the rollup", func(mfs map[string]*dto.MetricFamily) (bool, string) {
+				d := wsScraped(mfs).only(want).diff(want)
+				return d == "", d
+			})
+			if v, _ := value(e.metrics(t), "amp_workspace_up", nil); v != 0 {
+				t.Errorf("amp_workspace_up %v with the rollup refused (%s)", v, line)
+			}
+		}},
+		{name: "sub-threads as rows only", opts: ws.Options{SubThreads: ws.SubThreadsRowsOnly}},
+		{name: "sub-threads nested only", opts: ws.Options{SubThreads: ws.SubThreadsNestedOnly}},
+		{name: "sub-threads answering their parent's usage", opts: ws.Options{SubThreadUsage: ws.SubUsageParent}},
+		{name: "today growing", opts: ws.Options{GrowEachRequest: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			synced := e.waitSync(t, 60*time.Second, 0)
+			s.Update(func(o *ws.Options) { o.GrowEachRequest = false })
+			e.waitTruth(t, 60*time.Second, "today stopped growing", s, synced)
+		}},
+		{name: "a closed day restated", run: func(t *testing.T, s *ws.Server, e *exporter) {
+			synced := e.waitTruth(t, 60*time.Second, "first sync", s, 0)
+			down := restateTrailing(t, s)
+			e.waitView(t, 60*time.Second, "a day restated", func() wsView {
+				v := wsTruth(s)
+				v["daily"][down] += restateUSD // a decrease is never subtracted
+				return v
+			}, synced)
+			counted(t, e, "amp_workspace_restatements_total", map[string]string{"endpoint": "daily_usage"})
+		}},
+		{name: "client_auth post", auth: "post", opts: ws.Options{ClientAuth: ws.AuthPost}},
+		{name: "client_auth basic where only post is taken", opts: ws.Options{ClientAuth: ws.AuthPost}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitLog(t, 60*time.Second, "token", "invalid_client")
+			if n := s.Count(ws.RouteThreads) + s.Count(ws.RouteUsage) + s.Count(ws.RouteDaily); n != 0 {
+				t.Errorf("%d API requests without a token", n)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newWorkspaceStandIn(t, smallWorkspace, c.opts)
+			if c.setup != nil {
+				c.setup(s)
+			}
+			auth := c.auth
+			if auth == "" {
+				auth = "basic"
+			}
+			e := startExporter(t, exporterOpts{args: []string{"--config.file=" + workspaceConfig(t, s, auth, c.extra...)}})
+			if c.run != nil {
+				c.run(t, s, e)
+			} else {
+				e.waitTruth(t, 60*time.Second, c.name, s, 0)
+			}
+			if n := s.NonGET(); n != 0 {
+				t.Errorf("%d requests other than GET", n)
+			}
+			if found := secretsIn(e.output.String()); len(found) > 0 {
+				t.Errorf("%v in the log", found)
+			}
+		})
+	}
+}
+
+// restateUSD is what restateTrailing moves a member's day by.
+const restateUSD = 0.25
+
+// restateTrailing restates two member-days of the trailing days the
+// exporter reads again (yesterday and the day before): one member's
+// first model up by restateUSD, another's down by as much. It returns the
+// key of the one lowered in wsView's daily family ("user/model").
+func restateTrailing(t *testing.T, s *ws.Server) (down string) {
+	t.Helper()
+	today, _ := time.Parse(time.DateOnly, s.Today())
+	ro := s.Rollup()
+	type memberDay struct {
+		day string
+		u   int
+	}
+	var found []memberDay
+	for back := 1; back <= 2; back++ {
+		day := today.AddDate(0, 0, -back).Format(time.DateOnly)
+		for u := range s.Config().Users {
+			m := ws.Models[ws.UserModels(u)[0]].Name
+			if ro.ByDay[ws.DayUserModel{Day: day, User: s.RollupUserID(u), Model: m}].USD() > restateUSD {
+				found = append(found, memberDay{day, u})
+			}
+		}
+	}
+	if len(found) < 2 {
+		t.Fatalf("fewer than two member-days to restate: %v", found)
+	}
+	units := int64(restateUSD * ws.UnitsPerUSD)
+	if !s.Restate(found[0].day, s.RollupUserID(found[0].u), units) || !s.Restate(found[1].day, s.RollupUserID(found[1].u), -units) {
+		t.Fatal("restate refused")
+	}
+	return s.UserID(found[1].u) + "/" + ws.Models[ws.UserModels(found[1].u)[0]].Name
 }
