@@ -541,8 +541,9 @@ func TestWorkspaceSource(t *testing.T) {
 	e := startExporter(t, opts)
 	p := startPrometheus(t, strings.TrimPrefix(e.base, "http://"))
 	synced := e.waitTruth(t, 90*time.Second, "first sync", s, 0)
-	t.Logf("first sync: %d requests (%d usage), %d bytes, %s after start",
-		len(s.Requests()), s.Count(ws.RouteUsage), s.BytesServed(), time.Since(start).Round(time.Second))
+	rss, _ := value(e.metrics(t), "process_resident_memory_bytes", nil)
+	t.Logf("first sync: %d requests (%d usage), %d bytes, %s after start; exporter RSS %.1f MB",
+		len(s.Requests()), s.Count(ws.RouteUsage), s.BytesServed(), time.Since(start).Round(time.Second), rss/1e6)
 	p.waitQueried(t, 30*time.Second, "first sync", wsTruth(s))
 	// Sub-threads once: every one of them is named and skipped, and the
 	// totals above (sub-threads inside their parents) hold.
@@ -580,6 +581,10 @@ func TestWorkspaceSource(t *testing.T) {
 			t.Fatal("the workspace state was not saved after a sync that counted")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	rss, _ = value(e.metrics(t), "process_resident_memory_bytes", nil)
+	if fi, err := os.Stat(filepath.Join(storage, "workspace.json.gz")); err == nil {
+		t.Logf("before kill -9: exporter RSS %.1f MB, workspace state %d bytes", rss/1e6, fi.Size())
 	}
 	e.killHard(t)
 	logs := []string{e.output.String()}
@@ -819,4 +824,122 @@ func restateTrailing(t *testing.T, s *ws.Server) (down string) {
 		t.Fatal("restate refused")
 	}
 	return s.UserID(found[1].u) + "/" + ws.Models[ws.UserModels(found[1].u)[0]].Name
+}
+
+// TestWorkspaceBackfill backfills the workspace's history from Amp's
+// daily rollup (amp-exporter backfill with amp_workspace on), turns it into
+// blocks with promtool and loads them into Prometheus, then starts the
+// exporter on a fresh state and lets Prometheus scrape it: per member and
+// model the rollup's dollars, per member and kind its lines, the last
+// backfilled sample equals the first live one, nothing resets, and the
+// history ends at the rollup's truth.
+func TestWorkspaceBackfill(t *testing.T) {
+	requireTool(t, "promtool")
+	requireTool(t, "prometheus")
+	s := newWorkspaceStandIn(t, smallWorkspace, ws.Options{})
+	cfg := workspaceConfig(t, s, "basic")
+	work := t.TempDir()
+	env := append(os.Environ(), "AMP_API_KEY=", "XDG_DATA_HOME="+filepath.Join(work, "no-amp-login-here"),
+		"AMP_THREADS_DIR="+filepath.Join(work, "no-threads-here"))
+	port := freePort(t)
+	instance := fmt.Sprintf("127.0.0.1:%d", port)
+
+	om := filepath.Join(work, "history.om")
+	cmd := exec.Command(exporterBin, "backfill", "--config.file="+cfg, "--output="+om, "--step=1h",
+		"--label=job=amp", "--label=instance="+instance)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("backfill: %v\n%s", err, out)
+	}
+	t.Logf("backfill: %s", out)
+	history := string(mustRead(t, om))
+	for _, fam := range []string{"amp_workspace_daily_usage_usd_total{", "amp_workspace_lines_total{"} {
+		if !strings.Contains(history, fam) {
+			t.Fatalf("the backfill wrote no %s history", strings.TrimSuffix(fam, "{"))
+		}
+	}
+	if found := secretsIn(history + string(out)); len(found) > 0 {
+		t.Errorf("%v in the backfill's output", found)
+	}
+	_, next, ok := strings.Cut(string(out), "\nnext: ")
+	next, _, _ = strings.Cut(next, "  (DATA_DIR: ")
+	if !ok || !strings.HasPrefix(next, "promtool tsdb create-blocks-from openmetrics ") {
+		t.Fatalf("the summary does not say what to run next:\n%s", out)
+	}
+	data := filepath.Join(work, "prometheus-data")
+	if out, err := exec.Command("sh", "-c", strings.Replace(next, "DATA_DIR", "'"+data+"'", 1)).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", next, err, out)
+	}
+	until := lastSampleTime(t, om)
+
+	e := startExporter(t, exporterOpts{port: port, args: []string{"--config.file=" + cfg, "--storage.path=" + filepath.Join(work, "state")}})
+	e.waitTruth(t, 60*time.Second, "first sync", s, 0)
+	prom := startPrometheusOn(t, data, instance)
+	truth := wsTruth(s)
+	for _, f := range []struct {
+		fam, metric string
+		by          []string
+	}{
+		{"daily", "amp_workspace_daily_usage_usd_total", []string{"user", "model"}},
+		{"lines", "amp_workspace_lines_total", []string{"user", "kind"}},
+	} {
+		var series []promSeries
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			series = prom.queryAt(t, f.metric+`{job="amp"}[90d]`, time.Now())
+			live := len(series) > 0
+			for _, sr := range series {
+				n := 0
+				for _, p := range sr.points {
+					if p[0] > until {
+						n++
+					}
+				}
+				live = live && n >= 2
+			}
+			if live {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Prometheus did not scrape every series twice in 30 s", f.metric)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		joined := 0
+		for _, sr := range series {
+			parts := make([]string, len(f.by))
+			for i, l := range f.by {
+				parts[i] = sr.labels[l]
+			}
+			key := strings.Join(parts, "/")
+			var last, first [2]float64
+			var past int
+			for _, p := range sr.points {
+				if p[0] <= until {
+					last = p
+					past++
+				} else if first[0] == 0 {
+					first = p
+				}
+			}
+			if want := truth[f.fam][key]; want == 0 {
+				continue // a series of zeros: a member's kind of line never changed
+			}
+			if past < 2 {
+				t.Errorf("%s{%s}: %d backfilled samples", f.metric, key, past)
+				continue
+			}
+			joined++
+			if last[1] != first[1] || last[1] != truth[f.fam][key] {
+				t.Errorf("%s{%s}: last backfilled %v, first live %v, the rollup %v", f.metric, key, last[1], first[1], truth[f.fam][key])
+			}
+		}
+		if joined != len(truth[f.fam]) {
+			t.Errorf("%s: %d series joined, the rollup has %d", f.metric, joined, len(truth[f.fam]))
+		}
+		if r := prom.scalarAt(t, `sum(resets(`+f.metric+`{job="amp"}[90d]))`, time.Now()); r != 0 {
+			t.Errorf("resets(%s) over the joined series: %v", f.metric, r)
+		}
+	}
 }
