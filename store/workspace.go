@@ -137,6 +137,11 @@ type WorkspaceStore struct {
 	lastDay string
 	// ledger is the usage ledger from the rollup, per day, user and model.
 	ledger map[wsLedgerKey]ledger.Usage
+	// ledgerNames are the user and model label values the ledger's keys
+	// name by index: a key of 12 bytes rather than 40, for the year of
+	// days × members × models a workspace's ledger holds.
+	ledgerNames []string
+	ledgerIndex map[string]uint32
 
 	generation uint64
 	changed    bool
@@ -161,6 +166,7 @@ func NewWorkspaceStore(labels *LabelCap, repos *Repositories) *WorkspaceStore {
 		tokens: map[WSKey]uint64{}, cost: map[WSKey]float64{}, billed: map[WSKey]float64{},
 		daily: map[WSKey]float64{}, lines: map[WSKey]uint64{}, restate: map[string]uint64{},
 		days: map[WSDay]WSDayCounted{}, ledger: map[wsLedgerKey]ledger.Usage{},
+		ledgerIndex: map[string]uint32{},
 	}
 }
 
@@ -468,12 +474,34 @@ type ledgerUsage struct {
 // fixedUSD is usd in the ledger's 1e-10 USD.
 func fixedUSD(usd float64) int64 { return int64(math.Round(usd * scaleUSD)) }
 
-// wsLedgerKey is a row of the workspace's usage ledger: a day (epoch
-// ms of its start, the rollup's date taken as UTC), the user label's
-// value and the model's.
+// wsLedgerKey is a row of the workspace's usage ledger: a day (days
+// since the epoch, the rollup's date taken as UTC), the user label's
+// value and the model's (indexes in ledgerNames).
 type wsLedgerKey struct {
-	start       int64
-	user, model string
+	day         int32
+	user, model uint32
+}
+
+const msPerDay = 24 * 60 * 60 * 1000
+
+// ledgerKeyLocked is the key of a row; start is epoch ms.
+func (s *WorkspaceStore) ledgerKeyLocked(start int64, user, model string) wsLedgerKey {
+	name := func(v string) uint32 {
+		i, ok := s.ledgerIndex[v]
+		if !ok {
+			i = uint32(len(s.ledgerNames))
+			s.ledgerNames = append(s.ledgerNames, v)
+			s.ledgerIndex[v] = i
+		}
+		return i
+	}
+	return wsLedgerKey{day: int32(start / msPerDay), user: name(user), model: name(model)}
+}
+
+// entryLocked is the ledger entry of a row; session is prefixed to the
+// user's value.
+func (s *WorkspaceStore) entryLocked(k wsLedgerKey, u ledger.Usage, session string) ledger.Entry {
+	return ledger.Entry{Start: int64(k.day) * msPerDay, Session: session + s.ledgerNames[k.user], Model: s.ledgerNames[k.model], Usage: u}
 }
 
 // addLedgerLocked adds a member's day's growth to the usage ledger.
@@ -485,7 +513,7 @@ func (s *WorkspaceStore) addLedgerLocked(day, user, model string, u ledgerUsage)
 	if err != nil {
 		return // not a date: counted, in no day
 	}
-	k := wsLedgerKey{start: d.UnixMilli(), user: user, model: model}
+	k := s.ledgerKeyLocked(d.UnixMilli(), user, model)
 	v := s.ledger[k]
 	v.Input = sat.Add(v.Input, satInt(u.tokens[0]))
 	v.Output = sat.Add(v.Output, satInt(u.tokens[1]))
@@ -519,8 +547,8 @@ func (s *WorkspaceStore) LedgerBetween(from, to int64) []ledger.Entry {
 	defer s.mu.RUnlock()
 	out := make([]ledger.Entry, 0, len(s.ledger))
 	for k, u := range s.ledger {
-		if k.start >= from && k.start < to {
-			out = append(out, ledger.Entry{Start: k.start, Session: WorkspaceLedgerSession + k.user, Model: k.model, Usage: u})
+		if start := int64(k.day) * msPerDay; start >= from && start < to {
+			out = append(out, s.entryLocked(k, u, WorkspaceLedgerSession))
 		}
 	}
 	slices.SortFunc(out, ledger.Compare)
@@ -535,16 +563,29 @@ func (s *WorkspaceStore) Generation() uint64 {
 }
 
 // DropDaysBefore forgets what was counted of the rollup's days before
-// day (YYYY-MM-DD): days the source no longer reads again, settled.
+// day (YYYY-MM-DD): days the source no longer reads again, settled. The
+// days kept are copied to a map of their own size: a map does not shrink,
+// and the first sync fills it with a year of days.
 func (s *WorkspaceStore) DropDaysBefore(day string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	keep := 0
 	for k := range s.days {
-		if k.Day < day {
-			delete(s.days, k)
-			s.changed = true
+		if k.Day >= day {
+			keep++
 		}
 	}
+	if keep == len(s.days) {
+		return
+	}
+	days := make(map[WSDay]WSDayCounted, keep)
+	for k, c := range s.days {
+		if k.Day >= day {
+			days[k] = c
+		}
+	}
+	s.days = days
+	s.changed = true
 }
 
 // LastDay is the newest day of the rollup read, false before the first
@@ -665,7 +706,7 @@ func (s *WorkspaceStore) Export() WorkspaceState {
 		st.Days = append(st.Days, WSDayState{k, c})
 	}
 	for k, u := range s.ledger {
-		st.Ledger = append(st.Ledger, ledger.Entry{Start: k.start, Session: k.user, Model: k.model, Usage: u})
+		st.Ledger = append(st.Ledger, s.entryLocked(k, u, ""))
 	}
 	for k, v := range s.tokens {
 		st.Tokens = append(st.Tokens, WSCounter{WSKey: k, N: v})
@@ -728,8 +769,9 @@ func (s *WorkspaceStore) Import(st WorkspaceState) {
 	s.restate = map[string]uint64{}
 	maps.Copy(s.restate, st.Restatements)
 	s.ledger = make(map[wsLedgerKey]ledger.Usage, len(st.Ledger))
+	s.ledgerNames, s.ledgerIndex = nil, map[string]uint32{}
 	for _, e := range st.Ledger {
-		k := wsLedgerKey{start: e.Start, user: e.Session, model: e.Model}
+		k := s.ledgerKeyLocked(e.Start, e.Session, e.Model)
 		v := s.ledger[k]
 		v.Add(e.Usage)
 		s.ledger[k] = v

@@ -58,6 +58,7 @@ type flags struct {
 	backfill      backfillFlags
 	report        reportFlags
 	statusline    statuslineFlags
+	workspace     workspaceFlags
 }
 
 func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
@@ -93,6 +94,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*flags, int, bool) {
 	addBackfillCommand(cli, &f.backfill)     // backfill.go
 	addReportCommand(cli, &f.report)         // report.go
 	addStatuslineCommand(cli, &f.statusline) // statusline.go
+	addWorkspaceCommand(cli, &f.workspace)   // workspace.go
 	cli.Version(version.Print("amp-exporter"))
 	cli.HelpFlag.Short('h')
 	exited := false
@@ -120,6 +122,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.command == "statusline" {
 		return runStatusline(f.statusline, stdout)
+	}
+	if f.command == "workspace check" {
+		return runWorkspaceCheck(f, stdout, stderr)
 	}
 	if f.command == "backfill" {
 		return runBackfill(f, stdout, stderr)

@@ -105,9 +105,40 @@ func (o obj) str(name string, kind fieldKind) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	s, ok := jsonString(v)
+	if !ok {
+		o.d.shape.add(ReasonTypeMismatch, o.path+name)
+		return "", false
+	}
+	return s, true
+}
+
+// isString tells whether a JSON value is a string.
+func isString(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '"'
+}
+
+// jsonString reads a JSON string; one without escapes or control
+// characters (every id, date and URL the API sends) is taken as it is,
+// without a second pass of encoding/json.
+func jsonString(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		inner := v[1 : len(v)-1]
+		plain := utf8.Valid(inner)
+		for _, c := range inner {
+			if c == '\\' || c == '"' || c < 0x20 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(inner), true
+		}
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		o.d.shape.add(ReasonTypeMismatch, o.path+name)
 		return "", false
 	}
 	return s, true

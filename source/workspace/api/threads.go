@@ -95,7 +95,8 @@ func (d *dec) thread(raw json.RawMessage, where string, row bool) (Thread, bool)
 // repository reads a repositories item: {url, dir} or a URL.
 func (d *dec) repository(raw json.RawMessage, where string) (string, bool) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) {
+		s, _ = jsonString(raw)
 		return d.boundedURL(s, where)
 	}
 	o, ok := d.object(raw, where, repoFields)
@@ -121,7 +122,8 @@ func (d *dec) boundedURL(u, where string) (string, bool) {
 // subThreadID reads a subThreads item: a nested summary or an id.
 func (d *dec) subThreadID(raw json.RawMessage, where string) (string, bool) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isString(raw) {
+		s, _ = jsonString(raw)
 		if !validID(s) {
 			d.shape.add(ReasonOutOfRange, where)
 			return "", false

@@ -29,8 +29,8 @@ func DecodeThreadUsage(b []byte) (ThreadUsage, *Shape, error) {
 		return fail("threadID", ReasonMissingField, "")
 	}
 	for _, it := range top.array("subThreadIDs", optional) {
-		var s string
-		if json.Unmarshal(it, &s) != nil {
+		s, ok := jsonString(it)
+		if !ok {
 			d.shape.add(ReasonTypeMismatch, "subThreadIDs[]")
 			continue
 		}
