@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -25,7 +24,7 @@ func DecodeDailyUsage(b []byte) (DailyUsage, *Shape, error) {
 	d := &dec{shape: newShape()}
 	var du DailyUsage
 	var usersUSD float64
-	top, found, err := d.topLevel(b, dailyFields, "data", func(raw json.RawMessage) {
+	top, found, err := d.topLevel(b, dailyFields, "data", func(raw any) {
 		if day, ok := d.day(raw, &usersUSD); ok {
 			du.Days = append(du.Days, day)
 		}
@@ -68,7 +67,7 @@ func (o obj) date(name string) (string, bool) {
 	return s, true
 }
 
-func (d *dec) day(raw json.RawMessage, usersUSD *float64) (Day, bool) {
+func (d *dec) day(raw any, usersUSD *float64) (Day, bool) {
 	o, ok := d.object(raw, "data[]", dayFields)
 	if !ok {
 		return Day{}, false
@@ -86,7 +85,7 @@ func (d *dec) day(raw json.RawMessage, usersUSD *float64) (Day, bool) {
 	return day, true
 }
 
-func (d *dec) userDay(raw json.RawMessage) (UserDay, bool) {
+func (d *dec) userDay(raw any) (UserDay, bool) {
 	const where = "data[].users[]"
 	o, ok := d.object(raw, where, userDayFields)
 	if !ok {
@@ -118,8 +117,8 @@ func (d *dec) userDay(raw json.RawMessage) (UserDay, bool) {
 	}
 	var sum float64
 	if mr, ok := o.raw("models", expected); ok {
-		var models map[string]json.RawMessage
-		if json.Unmarshal(mr, &models) != nil {
+		models, ok := mr.(map[string]any)
+		if !ok {
 			d.shape.add(ReasonTypeMismatch, where+".models")
 		}
 		for _, name := range slices.Sorted(maps.Keys(models)) {

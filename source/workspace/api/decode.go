@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -42,24 +41,24 @@ const (
 // dec decodes one answer and keeps its Shape.
 type dec struct{ shape *Shape }
 
-// obj is a JSON object being read.
+// obj is a JSON object being read: values as encoding/json decodes them
+// into any, numbers as json.Number (one pass over the answer; each item
+// is decoded once, then walked).
 type obj struct {
 	d    *dec
 	path string // "" at the top, else ends in "." after the object's path
-	m    map[string]json.RawMessage
+	m    map[string]any
 }
 
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-// object reads raw as an object whose fields are known; it reports false
+// object reads v as an object whose fields are known; it reports false
 // (counted) for null or another type. where is the object's path.
-func (d *dec) object(raw json.RawMessage, where string, known []string) (obj, bool) {
-	if isNull(raw) {
+func (d *dec) object(v any, where string, known []string) (obj, bool) {
+	if v == nil {
 		d.shape.add(ReasonNullItem, where)
 		return obj{}, false
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	m, ok := v.(map[string]any)
+	if !ok {
 		d.shape.add(ReasonTypeMismatch, where)
 		return obj{}, false
 	}
@@ -88,9 +87,9 @@ func contains(list []string, s string) bool {
 
 // raw returns a field's value; ok is false when absent or null, counted
 // as kind says.
-func (o obj) raw(name string, kind fieldKind) (json.RawMessage, bool) {
+func (o obj) raw(name string, kind fieldKind) (any, bool) {
 	v, ok := o.m[name]
-	if !ok || isNull(v) {
+	if !ok || v == nil {
 		if kind != optional {
 			o.d.shape.add(ReasonMissingField, o.path+name)
 		}
@@ -105,40 +104,9 @@ func (o obj) str(name string, kind fieldKind) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s, ok := jsonString(v)
+	s, ok := v.(string)
 	if !ok {
 		o.d.shape.add(ReasonTypeMismatch, o.path+name)
-		return "", false
-	}
-	return s, true
-}
-
-// isString tells whether a JSON value is a string.
-func isString(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) > 0 && v[0] == '"'
-}
-
-// jsonString reads a JSON string; one without escapes or control
-// characters (every id, date and URL the API sends) is taken as it is,
-// without a second pass of encoding/json.
-func jsonString(v json.RawMessage) (string, bool) {
-	v = bytes.TrimSpace(v)
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		inner := v[1 : len(v)-1]
-		plain := utf8.Valid(inner)
-		for _, c := range inner {
-			if c == '\\' || c == '"' || c < 0x20 {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			return string(inner), true
-		}
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
 		return "", false
 	}
 	return s, true
@@ -182,19 +150,20 @@ func (o obj) number(name string, kind fieldKind) (float64, string, bool) {
 	if !ok {
 		return 0, "", false
 	}
-	text := string(bytes.TrimSpace(v))
-	if strings.HasPrefix(text, `"`) {
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			o.d.shape.add(ReasonTypeMismatch, o.path+name)
-			return 0, "", false
-		}
+	var text string
+	switch x := v.(type) {
+	case json.Number:
+		text = string(x)
+	case string:
 		o.d.shape.add(ReasonTypeMismatch, o.path+name)
-		text = strings.TrimSpace(s)
+		text = strings.TrimSpace(x)
+	default:
+		o.d.shape.add(ReasonTypeMismatch, o.path+name)
+		return 0, "", false
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		if !strings.HasPrefix(string(bytes.TrimSpace(v)), `"`) {
+		if _, quoted := v.(string); !quoted {
 			o.d.shape.add(ReasonTypeMismatch, o.path+name)
 		}
 		return 0, "", false
@@ -233,7 +202,7 @@ func (o obj) usd(name string, kind fieldKind) (float64, bool) {
 
 // array reads an array field's items; null items are counted and left
 // out.
-func (o obj) array(name string, kind fieldKind) []json.RawMessage {
+func (o obj) array(name string, kind fieldKind) []any {
 	v, ok := o.raw(name, kind)
 	if !ok {
 		return nil
@@ -242,15 +211,15 @@ func (o obj) array(name string, kind fieldKind) []json.RawMessage {
 }
 
 // items reads an array; null items are counted and left out.
-func (d *dec) items(v json.RawMessage, where string) []json.RawMessage {
-	var items []json.RawMessage
-	if err := json.Unmarshal(v, &items); err != nil {
+func (d *dec) items(v any, where string) []any {
+	items, ok := v.([]any)
+	if !ok {
 		d.shape.add(ReasonTypeMismatch, where)
 		return nil
 	}
 	out := items[:0]
 	for _, it := range items {
-		if isNull(it) {
+		if it == nil {
 			d.shape.add(ReasonNullItem, where+"[]")
 			continue
 		}

@@ -11,12 +11,13 @@ import (
 // streamed is handed to each item by item (so a large answer is not
 // copied whole once more), every other field is kept for an obj. It fails
 // only when the answer is not a JSON object.
-func (d *dec) topLevel(b []byte, known []string, streamed string, each func(item json.RawMessage)) (obj, bool, error) {
+func (d *dec) topLevel(b []byte, known []string, streamed string, each func(item any)) (obj, bool, error) {
 	jd := json.NewDecoder(bytes.NewReader(b))
+	jd.UseNumber()
 	if t, err := jd.Token(); err != nil || t != json.Delim('{') {
 		return obj{}, false, errors.New("not a JSON object")
 	}
-	m := map[string]json.RawMessage{}
+	m := map[string]any{}
 	found := false
 	for jd.More() {
 		t, err := jd.Token()
@@ -30,11 +31,11 @@ func (d *dec) topLevel(b []byte, known []string, streamed string, each func(item
 			d.shape.add(ReasonUnknownField, p)
 		}
 		if k != streamed {
-			var raw json.RawMessage
-			if err := jd.Decode(&raw); err != nil {
+			var v any
+			if err := jd.Decode(&v); err != nil {
 				return obj{}, false, fmt.Errorf("bad JSON: %w", err)
 			}
-			m[k] = raw
+			m[k] = v
 			continue
 		}
 		// The streamed array: an object, null or another type is a
@@ -52,20 +53,20 @@ func (d *dec) topLevel(b []byte, known []string, streamed string, each func(item
 					return obj{}, false, err
 				}
 			}
-			m[k] = json.RawMessage(`"not an array"`)
+			m[k] = "not an array"
 			continue
 		}
 		found = true
 		for jd.More() {
-			var raw json.RawMessage
-			if err := jd.Decode(&raw); err != nil {
+			var item any
+			if err := jd.Decode(&item); err != nil {
 				return obj{}, false, fmt.Errorf("bad JSON: %w", err)
 			}
-			if isNull(raw) {
+			if item == nil {
 				d.shape.add(ReasonNullItem, p+"[]")
 				continue
 			}
-			each(raw)
+			each(item)
 		}
 		if _, err := jd.Token(); err != nil {
 			return obj{}, false, fmt.Errorf("bad JSON: %w", err)

@@ -1,9 +1,5 @@
 package api
 
-import (
-	"encoding/json"
-)
-
 // NextCursorField is the listing's field naming the next page.
 const NextCursorField = "nextCursor"
 
@@ -24,7 +20,7 @@ var (
 func DecodeThreadPage(b []byte) (ThreadPage, *Shape, error) {
 	d := &dec{shape: newShape()}
 	var page ThreadPage
-	top, found, err := d.topLevel(b, pageFields, threadsPath, func(raw json.RawMessage) {
+	top, found, err := d.topLevel(b, pageFields, threadsPath, func(raw any) {
 		if t, ok := d.thread(raw, threadRowPath, true); ok {
 			page.Threads = append(page.Threads, t)
 		}
@@ -52,7 +48,7 @@ func DecodeThreadPage(b []byte) (ThreadPage, *Shape, error) {
 
 // thread decodes a thread summary; nested summaries (row false) need only
 // an id.
-func (d *dec) thread(raw json.RawMessage, where string, row bool) (Thread, bool) {
+func (d *dec) thread(raw any, where string, row bool) (Thread, bool) {
 	o, ok := d.object(raw, where, threadFields)
 	if !ok {
 		return Thread{}, false
@@ -93,10 +89,8 @@ func (d *dec) thread(raw json.RawMessage, where string, row bool) (Thread, bool)
 }
 
 // repository reads a repositories item: {url, dir} or a URL.
-func (d *dec) repository(raw json.RawMessage, where string) (string, bool) {
-	var s string
-	if isString(raw) {
-		s, _ = jsonString(raw)
+func (d *dec) repository(raw any, where string) (string, bool) {
+	if s, ok := raw.(string); ok {
 		return d.boundedURL(s, where)
 	}
 	o, ok := d.object(raw, where, repoFields)
@@ -120,10 +114,8 @@ func (d *dec) boundedURL(u, where string) (string, bool) {
 }
 
 // subThreadID reads a subThreads item: a nested summary or an id.
-func (d *dec) subThreadID(raw json.RawMessage, where string) (string, bool) {
-	var s string
-	if isString(raw) {
-		s, _ = jsonString(raw)
+func (d *dec) subThreadID(raw any, where string) (string, bool) {
+	if s, ok := raw.(string); ok {
 		if !validID(s) {
 			d.shape.add(ReasonOutOfRange, where)
 			return "", false

@@ -1,6 +1,10 @@
 package api
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+)
 
 var (
 	usageFields = []string{"threadID", "subThreadIDs", "usage", "models", "estimatedProviderCostAtListPriceUSD"}
@@ -17,11 +21,17 @@ func DecodeThreadUsage(b []byte) (ThreadUsage, *Shape, error) {
 	fail := func(field, reason, detail string) (ThreadUsage, *Shape, error) {
 		return ThreadUsage{}, d.shape, &AnswerError{Endpoint: EndpointThreadUsage, Field: field, Reason: reason, Detail: detail}
 	}
-	top, ok := d.object(b, "", usageFields)
+	jd := json.NewDecoder(bytes.NewReader(b))
+	jd.UseNumber()
+	var v any
+	if err := jd.Decode(&v); err != nil {
+		return fail("", ReasonUndecodable, "not JSON")
+	}
+	if _, err := jd.Token(); err != io.EOF {
+		return fail("", ReasonUndecodable, "not JSON: data after the value")
+	}
+	top, ok := d.object(v, "", usageFields)
 	if !ok {
-		if !json.Valid(b) {
-			return fail("", ReasonUndecodable, "not JSON")
-		}
 		return fail("", ReasonUndecodable, "not a JSON object")
 	}
 	var u ThreadUsage
@@ -29,7 +39,7 @@ func DecodeThreadUsage(b []byte) (ThreadUsage, *Shape, error) {
 		return fail("threadID", ReasonMissingField, "")
 	}
 	for _, it := range top.array("subThreadIDs", optional) {
-		s, ok := jsonString(it)
+		s, ok := it.(string)
 		if !ok {
 			d.shape.add(ReasonTypeMismatch, "subThreadIDs[]")
 			continue
