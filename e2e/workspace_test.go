@@ -518,6 +518,42 @@ func checkNoSecrets(t *testing.T, e *exporter, storage string, logs ...string) {
 	}
 }
 
+// checkFleetRules: the recording rules of the per-user and per-repository
+// totals (user:amp_cost_usd_total:fleet, which the budgets' and the
+// dashboards' per-user rules build on) give the workspace's truth per
+// member and per repository.
+func checkFleetRules(t *testing.T, p *prometheus, want wsView) {
+	t.Helper()
+	perUser := map[string]float64{}
+	for k, v := range want["usd"] {
+		user, _, _ := strings.Cut(k, "/")
+		perUser[user] += v
+	}
+	for _, c := range []struct {
+		q    string
+		by   string
+		want map[string]float64
+	}{
+		{`sum by (user) (user:amp_cost_usd_total:fleet{source="workspace"})`, "user", perUser},
+		{`sum by (repository) (user:amp_cost_usd_total:fleet{source="workspace"})`, "repository", want["repository"]},
+	} {
+		var got map[string]float64
+		var err error
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, err = p.queryBy(c.q, c.by)
+			if err == nil && equalVectors(got, c.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: %v (%v), want %s", c.q, formatVector(got), err, formatVector(c.want))
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+}
+
 // TestWorkspaceSource runs the exporter on the workspace stand-in the
 // issue describes (50 members, 2,000 main threads over 120 days with
 // sub-threads, five repositories one of whose remotes holds a token, two
@@ -539,7 +575,9 @@ func TestWorkspaceSource(t *testing.T) {
 	port := freePort(t)
 	opts := exporterOpts{port: port, args: []string{"--config.file=" + workspaceConfig(t, s, "basic"), "--storage.path=" + storage}}
 	e := startExporter(t, opts)
-	p := startPrometheus(t, strings.TrimPrefix(e.base, "http://"))
+	// The shipped rules loaded: the per-user and per-repository totals the
+	// budgets and dashboards build on take the workspace's series too.
+	p := startPrometheusWith(t, strings.TrimPrefix(e.base, "http://"), "amp", filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml"))
 	synced := e.waitTruth(t, 90*time.Second, "first sync", s, 0)
 	rss, _ := value(e.metrics(t), "process_resident_memory_bytes", nil)
 	t.Logf("first sync: %d requests (%d usage), %d bytes, %s after start; exporter RSS %.1f MB",
@@ -608,6 +646,7 @@ func TestWorkspaceSource(t *testing.T) {
 		}
 	}
 	checkReport(t, e2, s)
+	checkFleetRules(t, p, want)
 	if n := s.NonGET(); n != 0 {
 		t.Errorf("%d requests other than GET reached /api/v2/", n)
 	}
