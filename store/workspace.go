@@ -213,8 +213,12 @@ func (s *WorkspaceStore) Counted(id string, updated time.Time) bool {
 	if t == nil {
 		return false
 	}
-	if t.skip == WorkspaceSkipPastWindow || t.skip == WorkspaceSkipNotFound {
-		return true // never asked again: its usage is gone
+	switch t.skip {
+	case WorkspaceSkipPastWindow:
+		return true // never asked again: its usage is gone for good
+	case WorkspaceSkipNotFound:
+		// Not asked again, unless the listing shows it changed since.
+		return updated.IsZero() || updated.UnixMilli() <= t.updated
 	}
 	return !updated.IsZero() && t.updated >= updated.UnixMilli()
 }
@@ -240,13 +244,14 @@ func (s *WorkspaceStore) Skip(id, reason string, updated time.Time) bool {
 		t = &wsThread{}
 		s.threads[id] = t
 	}
+	if !updated.IsZero() && updated.UnixMilli() > t.updated {
+		t.updated = updated.UnixMilli()
+		s.changed = true
+	}
 	if t.skip == reason {
 		return false
 	}
 	t.skip = reason
-	if !updated.IsZero() {
-		t.updated = updated.UnixMilli()
-	}
 	s.changed = true
 	s.generation++
 	return true

@@ -194,6 +194,14 @@ func TestWorkspaceExportImport(t *testing.T) {
 	if !r.Counted("t", at) || !r.Counted("gone", at.Add(time.Hour)) || r.Counted("t", at.Add(time.Minute)) {
 		t.Error("Counted after import is wrong")
 	}
+	// A thread not found is asked again only once it changed.
+	r.Skip("missing", WorkspaceSkipNotFound, at)
+	if !r.Counted("missing", at) || !r.Counted("missing", time.Time{}) || r.Counted("missing", at.Add(time.Minute)) {
+		t.Error("Counted of a thread not found is wrong")
+	}
+	if r.Skip("missing", WorkspaceSkipNotFound, at.Add(time.Minute)) || !r.Counted("missing", at.Add(time.Minute)) {
+		t.Error("a thread not found again is counted as a new skip, or asked again")
+	}
 	r.ApplyUsage(u)
 	if got, want := fmt.Sprint(r.Snapshot()), fmt.Sprint(s.Snapshot()); got != want {
 		t.Errorf("after import and the same answer:\n%s\nwant\n%s", got, want)

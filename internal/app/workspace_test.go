@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -160,5 +161,75 @@ func TestWorkspaceSourceWired(t *testing.T) {
 	}
 	if got, want := series(exposition(t, reg2)), series(out); got != want {
 		t.Errorf("series after the restart's sync differ:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWorkspaceAppLifecycle: an exporter whose storage directory holds a
+// state from before the workspace source (no workspace file) starts
+// with the source on, counts the workspace, stops in order (its state
+// saved), and restarted shows the same workspace series before its first
+// sync, which asks for no thread's usage.
+func TestWorkspaceAppLifecycle(t *testing.T) {
+	s := ws.New(ws.Config{Users: 4, Threads: 100, Days: 120, Now: time.Now().UTC()}, ws.Options{})
+	defer s.Close()
+	dir, storage := t.TempDir(), t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(ws.ClientSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := fmt.Sprintf("threads:\n  dirs: [%q]\namp_server:\n  enabled: false\n", dir)
+	// A state from before: the other sources only.
+	old := buildTestApp(t, base, storage)
+	if err := old.run()(); err != nil {
+		t.Fatal(err)
+	}
+	cfgText := base + fmt.Sprintf("amp_workspace:\n  enabled: true\n  api_url: %s\n  token_url: %s\n  client_id: %s\n  client_secret_file: %q\n  sync_interval: 1h\n  max_requests_per_minute: 6000\n",
+		s.URL, s.TokenURL(), ws.ClientID, secret)
+	series := func(a *App) string {
+		var keep []string
+		for _, l := range strings.Split(exposition(t, a.reg), "\n") {
+			if strings.Contains(l, `source="workspace"`) {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	first := buildTestApp(t, cfgText, storage)
+	stop := first.run()
+	deadline := time.Now().Add(60 * time.Second)
+	for !first.workspace.metrics.SyncedOnce() {
+		if time.Now().After(deadline) {
+			t.Fatal("no workspace sync in a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	want := series(first.App)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(want, `amp_cost_usd_total{`) {
+		t.Fatalf("no workspace cost series:\n%s", want)
+	}
+	s.ResetRequests()
+	second := buildTestApp(t, cfgText, storage)
+	if got := series(second.App); got != want {
+		t.Errorf("restored series differ:\n%s\nwant\n%s", got, want)
+	}
+	stop = second.run()
+	deadline = time.Now().Add(60 * time.Second)
+	for !second.workspace.metrics.SyncedOnce() {
+		if time.Now().After(deadline) {
+			t.Fatal("no workspace sync in a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Count(ws.RouteUsage); n != 0 {
+		t.Errorf("%d usage requests after the restart, want 0", n)
+	}
+	if n := s.NonGET(); n != 0 {
+		t.Errorf("%d requests other than GET", n)
 	}
 }
