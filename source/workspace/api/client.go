@@ -200,7 +200,7 @@ func New(o Options) (*Client, error) {
 	}
 	c := &Client{o: o, base: strings.TrimRight(o.APIURL, "/"), hc: hc, budget: newBudget(o.Clock, o.MaxRequestsPerMinute)}
 	c.tokens = &tokens{hc: hc, clk: o.Clock, url: o.TokenURL, id: o.ClientID, secret: o.ClientSecret, auth: o.ClientAuth,
-		resource: o.Resource, scopes: o.Scopes, userAgent: c.userAgent(), onRequest: h.Request}
+		resource: o.Resource, scopes: o.Scopes, userAgent: c.userAgent(), onRequest: h.Request, maxRetryAfter: o.MaxRetryAfter}
 	return c, nil
 }
 
@@ -337,7 +337,18 @@ func (c *Client) get(ctx context.Context, endpoint, path string, q url.Values, l
 		}
 		tok, err := c.tokens.get(ctx)
 		if err != nil {
-			return nil, err
+			var te *TokenError
+			if !errors.As(err, &te) || !te.transient || attempt >= c.o.MaxAttempts {
+				return nil, err
+			}
+			wait := c.backoff(c.o.Backoff, attempt)
+			if te.hasRetryAfter {
+				wait = te.retryAfter
+			}
+			if err := sleep(ctx, c.o.Clock, wait); err != nil {
+				return nil, fmt.Errorf("%s: %w", endpoint, err)
+			}
+			continue
 		}
 		status, header, body, err := c.once(ctx, endpoint, u, tok, limit)
 		var wait time.Duration

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotFound is a 404: an unknown or deleted thread, or one whose usage is
@@ -42,6 +43,12 @@ type TokenError struct {
 	// the body has one; Description its error_description, scrubbed.
 	Code, Description string
 	Err               error // a network error
+
+	// transient: worth asking again (a network error, 429, 5xx), after
+	// retryAfter when the answer said so.
+	transient     bool
+	retryAfter    time.Duration
+	hasRetryAfter bool
 }
 
 func (e *TokenError) Error() string {

@@ -35,3 +35,13 @@ func (r *recorder) request(endpoint, code string) int {
 	defer r.mu.Unlock()
 	return r.requests[[2]string{endpoint, code}]
 }
+
+func (r *recorder) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.requests {
+		n += c
+	}
+	return n
+}

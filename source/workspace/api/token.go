@@ -40,6 +40,7 @@ type tokens struct {
 	scopes                          []string
 	userAgent                       string
 	onRequest                       func(endpoint, code string)
+	maxRetryAfter                   time.Duration
 
 	mu      sync.Mutex
 	tok     string
@@ -114,7 +115,7 @@ func (t *tokens) fetchLocked(ctx context.Context) (string, error) {
 	resp, err := t.hc.Do(req)
 	if err != nil {
 		t.onRequest(EndpointToken, "error")
-		return "", &TokenError{Err: t.scrubErr(err)}
+		return "", &TokenError{Err: t.scrubErr(err), transient: ctx.Err() == nil}
 	}
 	defer resp.Body.Close()
 	t.onRequest(EndpointToken, fmt.Sprint(resp.StatusCode))
@@ -135,7 +136,8 @@ func (t *tokens) fetchLocked(ctx context.Context) (string, error) {
 	}
 	decodeErr := json.Unmarshal(body, &ans)
 	if resp.StatusCode != http.StatusOK {
-		e := &TokenError{Status: resp.StatusCode}
+		e := &TokenError{Status: resp.StatusCode, transient: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
+		e.retryAfter, e.hasRetryAfter = retryAfter(resp.Header.Get("Retry-After"), t.clk.Now(), t.maxRetryAfter)
 		if decodeErr == nil {
 			var code string
 			if json.Unmarshal(ans.Error, &code) == nil {

@@ -181,3 +181,33 @@ func TestTokenRefetchedOnceOn401(t *testing.T) {
 		t.Fatalf("%d tokens, want 3", n)
 	}
 }
+
+// TestTokenEndpointTransientFailures: a 5xx or 429 from the token
+// endpoint is retried like the API's (within the request's attempts); a
+// refusal (4xx) is not.
+func TestTokenEndpointTransientFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		faults   []ws.Fault
+		ok       bool
+		requests int // to the token endpoint
+	}{
+		{"503 then a token", []ws.Fault{{Status: 503}}, true, 2},
+		{"429 with Retry-After then a token", []ws.Fault{{Status: 429, RetryAfter: "2"}}, true, 2},
+		{"400 not retried", []ws.Fault{{Status: 400}}, false, 1},
+		{"5xx until the attempts end", []ws.Fault{{Status: 502}, {Status: 502}, {Status: 502}, {Status: 502}, {Status: 502}}, false, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, ws.Config{Users: 2, Threads: 10}, ws.Options{}, nil)
+			f.s.Fail(ws.RouteToken, tc.faults...)
+			var err error
+			f.run(t, func() { _, err = f.c.ListThreads(context.Background(), ListQuery{Limit: 5}) })
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v", err)
+			}
+			if n := f.s.Count(ws.RouteToken); n != tc.requests {
+				t.Fatalf("%d token requests, want %d", n, tc.requests)
+			}
+		})
+	}
+}
