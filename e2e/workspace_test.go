@@ -24,6 +24,7 @@ import (
 
 	ws "github.com/amp-exporter/amp-exporter/internal/testsupport/workspacetest"
 	"github.com/amp-exporter/amp-exporter/parser/gitremote"
+	"github.com/amp-exporter/amp-exporter/source/workspace"
 )
 
 // wsAhead is how far the stand-in's present lies ahead of the exporter's
@@ -976,4 +977,38 @@ func TestWorkspaceBackfill(t *testing.T) {
 			t.Errorf("resets(%s) over the joined series: %v", f.metric, r)
 		}
 	}
+}
+
+// TestWorkspaceKilledMidSync kills the exporter with SIGKILL in the middle
+// of its first sync, once the state was saved at the first checkpoint
+// (every 1,000 usage answers): restarted with --storage.path, it asks
+// again only for the threads the checkpoint did not hold, and ends at the
+// truth exactly: what it counted twice is held by the threads' marks.
+func TestWorkspaceKilledMidSync(t *testing.T) {
+	s := newWorkspaceStandIn(t, ws.Config{Seed: 11}, ws.Options{})
+	storage := t.TempDir()
+	opts := exporterOpts{args: []string{"--config.file=" + workspaceConfig(t, s, "basic"), "--storage.path=" + storage}}
+	e := startExporter(t, opts)
+	deadline := time.Now().Add(60 * time.Second)
+	for stateStamp(storage).IsZero() {
+		if time.Now().After(deadline) || e.exited() {
+			t.Fatalf("no checkpoint of the first sync within a minute (%d usage answers)", s.Count(ws.RouteUsage))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.killHard(t)
+	before := s.Count(ws.RouteUsage)
+	total := s.ThreadTotals(true).MainThreads
+	if before >= total {
+		t.Fatalf("the first sync ended (%d usage answers) before the kill: the test proves nothing", before)
+	}
+	s.ResetRequests()
+	e2 := startExporter(t, opts)
+	e2.waitTruth(t, 60*time.Second, "after the kill in the middle of the first sync", s, 0)
+	again := s.Count(ws.RouteUsage)
+	t.Logf("killed after %d of %d usage answers; the restart asked for %d", before, total, again)
+	if again > total-workspace.CheckpointEvery {
+		t.Errorf("the restart asked for %d threads' usage: the checkpoint's %d were asked again", again, workspace.CheckpointEvery)
+	}
+	checkNoSecrets(t, e2, storage, e.output.String(), e2.output.String())
 }
