@@ -106,11 +106,12 @@ func Labels(id SeriesID, target []Label) []Label {
 // Value is a sample's value as the live collector exposes it.
 func Value(f store.Family, v int64) float64 { return store.Unfixed(f, v) }
 
-// WriteOpenMetrics writes series (from Series) as OpenMetrics text with a
-// timestamp on every sample, family by family, ending with # EOF: the
-// input of promtool tsdb create-blocks-from openmetrics. It returns the
-// number of samples written.
-func WriteOpenMetrics(w io.Writer, series []Series, target []Label) (int64, error) {
+// WriteOpenMetrics writes series (from Series) and the workspace's
+// (WorkspaceHistory.Series) as OpenMetrics text with a timestamp on every
+// sample, family by family, ending with # EOF: the input of promtool tsdb
+// create-blocks-from openmetrics. It returns the number of samples
+// written.
+func WriteOpenMetrics(w io.Writer, series []Series, target []Label, workspace ...WorkspaceSeries) (int64, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var n int64
 	var fam store.Family
@@ -143,6 +144,11 @@ func WriteOpenMetrics(w io.Writer, series []Series, target []Label) (int64, erro
 			}
 			n++
 		}
+	}
+	m, err := writeWorkspace(bw, workspace, target)
+	n += m
+	if err != nil {
+		return n, err
 	}
 	if _, err := bw.WriteString("# EOF\n"); err != nil {
 		return n, fmt.Errorf("writing openmetrics: %w", err)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	ws "github.com/amp-exporter/amp-exporter/internal/testsupport/workspacetest"
 )
 
 // panelQuery is one line of dashboards/queries.txt.
@@ -152,8 +154,9 @@ type ruleFile struct {
 	} `yaml:"groups"`
 }
 
-// TestDashboardsAndRulesAgainstPrometheus feeds the exporter all three
-// sources — thread files, stream-json runs, an Amy stand-in — while a real
+// TestDashboardsAndRulesAgainstPrometheus feeds the exporter its sources —
+// thread files, stream-json runs, an Amy stand-in, the Amp server and
+// workspace stand-ins, each growing every second — while a real
 // Prometheus scrapes it with the shipped rules loaded, then runs every
 // dashboard panel query and every rule expression: none may fail, and
 // every panel must show data.
@@ -170,6 +173,9 @@ func TestDashboardsAndRulesAgainstPrometheus(t *testing.T) {
 	}))
 	defer rwSrv.Close()
 	ampSrv := newAmpServerStandIn(t) // ampserver_test.go
+	// A small workspace whose today grows, so that the workspace row's
+	// panels have spend, lines and both views of the rollup to show.
+	wsSrv := newWorkspaceStandIn(t, smallWorkspace, ws.Options{}) // workspace_test.go
 
 	threads, runs, dir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFixtures(t, threads)
@@ -189,6 +195,17 @@ remote_write:
   - {url: %s, interval: 1s, external_labels: {host: dash-test}}
 `, threads, runs, amySrv.URL, keyFile, proxyPort, rwSrv.URL)), 0o644)
 	os.WriteFile(cfg, append(mustRead(t, cfg), "amp_server: {sync_interval: 1s}\n"...), 0o644)
+	wsSecret := filepath.Join(dir, "workspace.secret")
+	os.WriteFile(wsSecret, []byte(ws.ClientSecret), 0o600)
+	os.WriteFile(cfg, append(mustRead(t, cfg), fmt.Sprintf(`amp_workspace:
+  enabled: true
+  api_url: %q
+  token_url: %q
+  client_id: %q
+  client_secret_file: %q
+  max_requests_per_minute: 6000
+  sync_interval: 10s
+`, wsSrv.URL, wsSrv.TokenURL(), ws.ClientID, wsSecret)...), 0o644)
 	e := startExporter(t, exporterOpts{args: []string{"--config.file=" + cfg},
 		env: []string{"AMP_API_KEY=" + standinKey, "AMP_URL=" + ampSrv.URL}})
 	rules := filepath.Join(repoRoot, "deploy", "rules", "amp-exporter.rules.yml")
@@ -218,6 +235,7 @@ remote_write:
 			os.WriteFile(filepath.Join(runs, fmt.Sprintf("run-%04d.jsonl", i)), []byte(strings.ReplaceAll(capture, fixtureSession, session)), 0o644)
 			os.WriteFile(filepath.Join(runs, fmt.Sprintf("denied-%04d.jsonl", i)), []byte(strings.ReplaceAll(denied, fixtureSession, session)), 0o644)
 			bumpAmpServer(ampSrv, i)
+			wsSrv.Grow()
 			req, _ := http.NewRequest(http.MethodPost, proxy+"/v1/turns", strings.NewReader(`{}`))
 			req.Header.Set("Authorization", "Bearer "+key)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -240,6 +258,8 @@ remote_write:
 			`sum(rate(amp_tokens_total{source="stream"}[1m])) > 0`,
 			`sum(rate(amy_turns_finished_total[1m])) > 0`,
 			`sum(rate(amp_billed_cost_usd_total[1m])) > 0`,
+			`sum(rate(amp_cost_usd_total{source="workspace"}[1m])) > 0`,
+			`sum(rate(amp_workspace_daily_usage_usd_total[1m])) > 0`,
 			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/web"}[1m])) > 0`,
 			`sum(rate(amp_lines_changed_total{source="threads",repository="github.com/acme/api"}[1m])) > 0`,
 			`sum(rate(amp_commits_total{source="threads",repository="github.com/acme/web"}[1m])) > 0`,

@@ -208,13 +208,17 @@ type exporterOpts struct {
 	args       []string // extra flags
 	user, pass string   // basic auth for the test's own requests
 	env        []string // extra environment (after the defaults, so it wins)
+	port       int      // the port to listen on (0: a free one), so a restart keeps its Prometheus target
 }
 
 // startExporter starts the exporter on a free port and waits until /-/ready
 // answers 200.
 func startExporter(t *testing.T, o exporterOpts) *exporter {
 	t.Helper()
-	port := freePort(t)
+	port := o.port
+	if port == 0 {
+		port = freePort(t)
+	}
 	env := os.Environ()
 	if o.threadsDir != "" {
 		env = append(env, "AMP_THREADS_DIR="+o.threadsDir)

@@ -23,7 +23,10 @@ import (
 	"github.com/amp-exporter/amp-exporter/backfill"
 	"github.com/amp-exporter/amp-exporter/config"
 	"github.com/amp-exporter/amp-exporter/internal/app"
+	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/source/ampserver"
+	"github.com/amp-exporter/amp-exporter/source/workspace"
+	"github.com/amp-exporter/amp-exporter/source/workspace/api"
 	"github.com/amp-exporter/amp-exporter/state"
 	ampstore "github.com/amp-exporter/amp-exporter/store"
 )
@@ -109,11 +112,12 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		return err
 	}
 	cfg, env, pricer, repos := cc.cfg, cc.env, cc.pricer, cc.repos
+	labels := ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil)
 	bf, err := backfill.New(backfill.Options{
 		Until:        until,
 		Step:         b.step,
 		Prices:       pricer,
-		Labels:       ampstore.NewLabelCap(cfg.Limits.MaxLabelValues, nil),
+		Labels:       labels,
 		Repositories: repos,
 		Now:          time.Now(),
 	})
@@ -146,6 +150,14 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		return err
 	}
 
+	wsHistory, wsDays, err := backfillWorkspace(ctx, cfg, labels, until)
+	if err != nil {
+		return err
+	}
+	if wsHistory != nil && b.remoteWriteURL != "" {
+		logger.Warn("the workspace's history is written to --output only, not pushed with remote-write")
+	}
+
 	st := bf.Stats()
 	if n := st.Bounded[backfill.BoundBeforeCreated] + st.Bounded[backfill.BoundBeforeAmp] + st.Bounded[backfill.BoundFuture]; n > 0 {
 		logger.Warn("items with times their thread cannot hold were counted at a bounded time", "items", n,
@@ -154,15 +166,19 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 			backfill.BoundFuture, st.Bounded[backfill.BoundFuture])
 	}
 	times := bf.Range(from)
+	if wsFirst := wsHistory.First(); from.IsZero() && !wsFirst.IsZero() && wsFirst.UnixMilli() < times[0] {
+		times = bf.Range(wsFirst)
+	}
 	series := bf.Series(times)
+	wsSeries := wsHistory.Series(times)
 	first, last := time.UnixMilli(times[0]).UTC(), time.UnixMilli(times[len(times)-1]).UTC()
 	// Said before the writing starts: a range far longer than expected
 	// shows here, not after gigabytes.
 	fmt.Fprintf(stderr, "history: %s to %s (%s), %d series, %d samples\n", first.Format(time.RFC3339), last.Format(time.RFC3339),
-		days(last.Sub(first)), len(series), backfill.Samples(series))
+		days(last.Sub(first)), len(series)+len(wsSeries), backfill.Samples(series)+backfill.WorkspaceSamples(wsSeries))
 	var samples int64
 	if b.output != "" {
-		samples, err = writeOutput(b.output, stdout, series, target)
+		samples, err = writeOutput(b.output, stdout, series, wsSeries, target)
 		if err != nil {
 			return err
 		}
@@ -175,9 +191,9 @@ func backfillMain(f *flags, stdout, stderr io.Writer, logger *slog.Logger) error
 		}
 		samples = max(samples, n)
 	}
-	fmt.Fprintf(stderr, "backfilled %d series, %d samples, %s to %s (until: %s) from %d thread files and %d server threads (%d items; %d later items left to the live counters) in %s\n",
-		len(series), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
-		scan.Files-scan.Duplicates, serverThreads, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "backfilled %d series, %d samples, %s to %s (until: %s) from %d thread files, %d server threads and %d member-days of the workspace's rollup (%d items; %d later items left to the live counters) in %s\n",
+		len(series)+len(wsSeries), samples, first.Format(time.RFC3339), last.Format(time.RFC3339), untilFrom,
+		scan.Files-scan.Duplicates, serverThreads, wsDays, st.Items, st.Later, time.Since(began).Round(time.Millisecond))
 	if b.output != "" && b.output != "-" {
 		fmt.Fprintf(stderr, "next: %s DATA_DIR  (DATA_DIR: Prometheus's --storage.tsdb.path; keep --storage.tsdb.retention.time longer than %dd)\n",
 			promtoolCommand(b.output), int(time.Since(first).Hours()/24)+1)
@@ -237,6 +253,58 @@ func backfillServer(ctx context.Context, cfg *config.Config, env config.Env, log
 		return fmt.Errorf("amp_server: %w", err)
 	}
 	return nil
+}
+
+// backfillWorkspace reads the workspace's daily rollup, when the
+// configuration turns the workspace source on, over the days the live
+// source reads on its first run (history_days up to until's day, in
+// chunks of workspace.MaxChunkDays), and counts it as that source does.
+// It returns nil when the source is off, and how many member-days were
+// read.
+func backfillWorkspace(ctx context.Context, cfg *config.Config, labels *ampstore.LabelCap, until time.Time) (*backfill.WorkspaceHistory, int, error) {
+	w := cfg.Workspace
+	if !w.Enabled {
+		return nil, 0, nil
+	}
+	opts := api.OptionsFrom(w)
+	opts.Version = version.Version
+	opts.Clock = clock.Real{}
+	client, err := api.New(opts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("amp_workspace: %w", err)
+	}
+	today := until.UTC().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, -(max(w.HistoryDays, 1) - 1))
+	var days []ampstore.WorkspaceDay
+	emails := map[string]string{}
+	for end := today; !end.Before(first); end = end.AddDate(0, 0, -workspace.MaxChunkDays) {
+		start := end.AddDate(0, 0, -(workspace.MaxChunkDays - 1))
+		if start.Before(first) {
+			start = first
+		}
+		du, err := client.DailyUsage(ctx, end.Format(time.DateOnly), int(end.Sub(start)/(24*time.Hour))+1)
+		if err != nil {
+			return nil, 0, fmt.Errorf("amp_workspace: daily-usage: %w", err)
+		}
+		// A window a day longer than asked must not count a day twice.
+		lo, hi := start.Format(time.DateOnly), end.Format(time.DateOnly)
+		for _, d := range du.Days {
+			if d.Date < lo || d.Date > hi {
+				continue
+			}
+			for _, u := range d.Users {
+				if u.Email != "" {
+					emails[u.UserID] = u.Email
+				}
+				days = append(days, workspace.DayOf(d.Date, u))
+			}
+		}
+	}
+	h, err := backfill.NewWorkspaceHistory(days, emails, w.UserLabel, labels, until)
+	if err != nil {
+		return nil, 0, fmt.Errorf("amp_workspace: %w", err)
+	}
+	return h, len(days), nil
 }
 
 // syncServer reads the Amp server's threads into rec once (every listed
@@ -321,9 +389,9 @@ func accountID(u ampserver.UserInfo) string {
 // a backfill run as root would truncate the link's target. An --output that
 // is itself a symlink is written through: the temporary file goes beside its
 // target and is renamed over the target, so the link stays a link.
-func writeOutput(path string, stdout io.Writer, series []backfill.Series, target []backfill.Label) (int64, error) {
+func writeOutput(path string, stdout io.Writer, series []backfill.Series, ws []backfill.WorkspaceSeries, target []backfill.Label) (int64, error) {
 	if path == "-" {
-		return backfill.WriteOpenMetrics(stdout, series, target)
+		return backfill.WriteOpenMetrics(stdout, series, target, ws...)
 	}
 	var f *os.File
 	var err error
@@ -345,7 +413,7 @@ func writeOutput(path string, stdout io.Writer, series []backfill.Series, target
 	if err != nil {
 		return 0, fmt.Errorf("--output: %w", err)
 	}
-	n, err := backfill.WriteOpenMetrics(f, series, target)
+	n, err := backfill.WriteOpenMetrics(f, series, target, ws...)
 	if err == nil && dest != "" {
 		// CreateTemp makes the file 0600; the history is no secret of the
 		// user's, and promtool or Prometheus may run as another user.

@@ -53,6 +53,7 @@ func overview() *dash {
 
 	d.repositoriesRow() // repositories.go
 	d.serverRow()       // server.go
+	d.workspaceRow()    // workspace.go
 
 	d.row("Tokens")
 	d.add(d.stacked("Tokens by type",

@@ -6,12 +6,10 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 )
 
-// The workspace source's own families (docs/metrics.md). Named here rather
-// than in metrics_gen.go while the source that exposes them is not merged;
-// once it is, the generated Name… constants replace these.
+// The workspace source's own families the row draws (docs/metrics.md).
 const (
-	wsDailyUsageMetric = "amp_workspace_daily_usage_usd_total"
-	wsLinesMetric      = "amp_workspace_lines_total"
+	wsDailyUsageMetric = NameWorkspaceDailyUsage
+	wsLinesMetric      = NameWorkspaceLines
 )
 
 // topUsers is how many users the workspace's "top" panels draw.
@@ -31,10 +29,9 @@ func wsDifference(window string) string {
 
 // workspaceRow is the overview's row for the workspace source (Amp's
 // workspace API: every member's threads from one exporter, its series
-// labelled source="workspace" and user). It is not on the overview yet:
-// every panel there must show data in the end-to-end dashboards test,
-// which needs the workspace source and its stand-in running; call it from
-// overview() once they are.
+// labelled source="workspace" and user). The end-to-end dashboards test
+// runs the workspace source on a stand-in, so that every panel of the row
+// shows data there like the overview's others.
 func (d *dash) workspaceRow() {
 	d.row("The workspace: spend and lines per member")
 	d.add(d.perDay("Workspace spend per user per day",

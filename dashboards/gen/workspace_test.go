@@ -10,12 +10,10 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// The workspace row is not on any dashboard yet (workspace.go says why),
-// so it is checked here on a dashboard of its own, as the committed ones
-// are: strict schema, descriptions, units, the datasource variable, the
-// variable filters on every selector, parsing PromQL, known metric names
-// and windows. The workspace families count as known until the generated
-// metric names include them.
+// The workspace row is checked here on a dashboard of its own as well as
+// on the overview: strict schema, descriptions, units, the datasource
+// variable, the variable filters on every selector, parsing PromQL, known
+// metric names and windows.
 func TestWorkspaceRow(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
 	d := newDash("amp-workspace-row-test", "workspace row", "The workspace row, alone.", commonFilter)
@@ -37,7 +35,7 @@ func TestWorkspaceRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := func(name string) bool {
-		return knownMetric(name) || name == wsDailyUsageMetric || name == wsLinesMetric
+		return knownMetric(name)
 	}
 	p := parser.NewParser(parser.Options{})
 	panels := dj.panels()

@@ -189,24 +189,30 @@ func (s *Syncer) applyDaily(du api.DailyUsage, start, end time.Time, st *Stats) 
 		st.Days++
 		for _, u := range d.Users {
 			s.store.SetEmail(u.UserID, u.Email)
-			wd := store.WorkspaceDay{Day: d.Date, User: u.UserID, Added: u.LinesAdded, Deleted: u.LinesDeleted,
-				Modified: u.LinesModified, Models: make(map[string]float64, len(u.Models)),
-				Tokens: make(map[string][4]uint64, len(u.Models))}
-			for _, m := range u.Models {
-				wd.Models[m.Model] += m.USD
-				t := wd.Tokens[m.Model]
-				for i, n := range []uint64{m.InputTokens, m.OutputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens} {
-					t[i] += n
-				}
-				wd.Tokens[m.Model] = t
-			}
-			for model, usd := range s.store.ApplyDay(wd) {
+			for model, usd := range s.store.ApplyDay(DayOf(d.Date, u)) {
 				if s.hooks.Day != nil {
 					s.hooks.Day(d.Date, u.UserID, model, usd)
 				}
 			}
 		}
 	}
+}
+
+// DayOf is the store's view of a member's day of the rollup (the backfill
+// counts the history with it as the source does).
+func DayOf(date string, u api.UserDay) store.WorkspaceDay {
+	wd := store.WorkspaceDay{Day: date, User: u.UserID, Added: u.LinesAdded, Deleted: u.LinesDeleted,
+		Modified: u.LinesModified, Models: make(map[string]float64, len(u.Models)),
+		Tokens: make(map[string][4]uint64, len(u.Models))}
+	for _, m := range u.Models {
+		wd.Models[m.Model] += m.USD
+		t := wd.Tokens[m.Model]
+		for i, n := range []uint64{m.InputTokens, m.OutputTokens, m.CacheReadInputTokens, m.CacheCreationInputTokens} {
+			t[i] += n
+		}
+		wd.Tokens[m.Model] = t
+	}
+	return wd
 }
 
 // candidate is a main thread whose usage is to be fetched.
