@@ -487,8 +487,20 @@ func checkReportTable(t *testing.T, e *exporter, s *ws.Server) {
 			continue
 		}
 		rows++
-		// date, "-", model, input, output, cache create, cache read, total, credits, cost
-		c := cells[len(cells)-7:]
+		// date, "-", model, input, output, cache create, cache read,
+		// total, credits, cost, then columns after the cost (commits):
+		// the seven read here end at the cost, the last "$" cell.
+		cost := -1
+		for i, c := range cells {
+			if strings.HasPrefix(c, "$") {
+				cost = i
+			}
+		}
+		if cost < 6 {
+			t.Errorf("report table: no cost in %q", line)
+			continue
+		}
+		c := cells[cost-6 : cost+1]
 		if num(c[0]) != w.InputTokens || num(c[1]) != w.OutputTokens || num(c[2]) != w.CacheCreationInputTokens || num(c[3]) != w.CacheReadInputTokens {
 			t.Errorf("report table %s: %v, the rollup %+v", cells[0], c, w)
 		}
