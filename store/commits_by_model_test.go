@@ -1,8 +1,11 @@
 package store
 
 import (
+	"time"
+
 	"encoding/json"
 	"fmt"
+	"github.com/amp-exporter/amp-exporter/internal/testsupport/threadgen"
 	"testing"
 
 	"github.com/amp-exporter/amp-exporter/parser/streamjson"
@@ -181,4 +184,40 @@ func TestStreamCommitsByModel(t *testing.T) {
 		{FamPullRequestsByModel, "claude-opus-4-6", "", ""}: 1,
 		{FamCommitsByModel, thread.UnknownModel, "", ""}:    1,
 	})
+}
+
+// Over threadgen's corpus with every commit case (in three repositories and
+// none, by the generator's models), the commits and pull requests by model
+// are those the generator wrote for each model, and sum to the
+// per-repository counts.
+func TestCommitsByModelOverThreadgen(t *testing.T) {
+	g := threadgen.New(threadgen.Options{Threads: 80, TotalBytes: 80 * 30_000, Seed: 31, Repositories: 3, Commits: true,
+		Start: time.Date(2026, 2, 2, 9, 0, 0, 0, time.UTC)})
+	s := newTestStore(0)
+	p := thread.NewParser()
+	for i := range g.Len() {
+		name, data := g.Thread(i)
+		th, err := p.ParseBytes(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Apply("/d/"+name, FileVersion{Size: int64(len(data))}, thread.Summarize(th))
+	}
+	want := map[SeriesKey]int64{}
+	for _, c := range g.Changes() {
+		for m, v := range c.VCS.CommitsByModel {
+			want[SeriesKey{Fam: FamCommitsByModel, L1: m}] += v
+		}
+		for m, v := range c.VCS.PullRequestsByModel {
+			want[SeriesKey{Fam: FamPullRequestsByModel, L1: m}] += v
+		}
+	}
+	models := map[string]bool{}
+	for k := range want {
+		models[k.L1] = true
+	}
+	if len(models) < 2 {
+		t.Fatalf("the corpus commits under too few models to compare: %v", want)
+	}
+	checkCommitsByModel(t, "threadgen", contribution(s.Snapshot().totals), want)
 }
