@@ -37,6 +37,7 @@ var Families = []store.Family{
 	store.FamCost, store.FamUnpriced, store.FamFinished, store.FamToolCalls,
 	store.FamLines, store.FamLinesByModel, store.FamShellCommands,
 	store.FamCommits, store.FamPullRequests, store.FamPushes,
+	store.FamCommitsByModel, store.FamPullRequestsByModel,
 }
 
 // How a thread is replayed (tests compare the three).

@@ -14,7 +14,7 @@ import (
 // sample of their tool result's time, as lines do. Worked out by hand: a
 // commit and its push at 5m; a pull request, a rejected push and an
 // --amend (no commit) at 10m; a commit of a call that failed (none) at
-// 15m.
+// 15m. The by-model families count the same at the same times.
 func TestCommitsByTime(t *testing.T) {
 	at := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 	var msgs []any
@@ -55,6 +55,9 @@ func TestCommitsByTime(t *testing.T) {
 		`amp_pull_requests_total{source="threads"}`:            {0, 1, 1},
 		`amp_pushes_total{outcome="success",source="threads"}`: {1, 1, 1},
 		`amp_pushes_total{outcome="failure",source="threads"}`: {0, 1, 1},
+		// The same, by the model of the message that made the call.
+		`amp_commits_by_model_total{model="test-model",source="threads"}`:       {1, 1, 1},
+		`amp_pull_requests_by_model_total{model="test-model",source="threads"}`: {0, 1, 1},
 	} {
 		g := got[name]
 		if len(g) < len(vals) {

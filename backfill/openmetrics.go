@@ -44,6 +44,10 @@ var metrics = map[store.Family]metric{
 		"", ""},
 	store.FamPushes: {"amp_pushes", "git push commands Amp's shell commands ran, by outcome: success, failure.",
 		"outcome", ""},
+	store.FamCommitsByModel: {"amp_commits_by_model", "The commits of amp_commits_total by the model of the assistant message that made the shell call.",
+		"model", ""},
+	store.FamPullRequestsByModel: {"amp_pull_requests_by_model", "The pull requests of amp_pull_requests_total by the model of the assistant message that made the shell call.",
+		"model", ""},
 }
 
 // MetricName is the name of the series a family is written as (with

@@ -15,6 +15,7 @@ import (
 	sharedtest "github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
 	"github.com/amp-exporter/amp-exporter/otlp"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
+	"github.com/amp-exporter/amp-exporter/parser/streamjson"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -70,7 +71,11 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	server.Apply(store.AmpServerPath("T-s3"), store.FileVersion{AmpServerV: 3}, summaryOf(t, fast))
 	local.Apply("/threads/T-1.json", store.FileVersion{Size: 1}, summaryOf(t, withTail("")))
 
-	amp := NewAmpCollector(local, streamStore(t))
+	// A stream-json result line whose shell call committed and opened a
+	// pull request, so that the commit families, by model too, show.
+	stream := streamStore(t)
+	stream.Apply([]streamjson.Increments{{Commits: 1, PullRequests: 1, ShipModel: "claude-opus-4-6"}})
+	amp := NewAmpCollector(local, stream)
 	amp.SetAmpServerStore(server)
 	reg.MustRegister(amp, NewAmyCollector(amyFixtureStore(t, labels)))
 

@@ -30,6 +30,21 @@ func commitsWant(g *threadgen.Generator) (commits, prs, pushes map[string]float6
 	return withoutZeros(commits), withoutZeros(prs), withoutZeros(pushes)
 }
 
+// commitsByModelWant is the same corpus's commits and pull requests by the
+// model of the message that made the call, over all repositories.
+func commitsByModelWant(g *threadgen.Generator) (commits, prs map[string]float64) {
+	commits, prs = map[string]float64{}, map[string]float64{}
+	for _, c := range g.Changes() {
+		for m, v := range c.VCS.CommitsByModel {
+			commits[m] += float64(v)
+		}
+		for m, v := range c.VCS.PullRequestsByModel {
+			prs[m] += float64(v)
+		}
+	}
+	return withoutZeros(commits), withoutZeros(prs)
+}
+
 // TestCommitsAgainstPrometheus: a real Prometheus scraping the exporter
 // sees, per repository, the commits and pull requests the generator's
 // shell calls made (every case: commits alone, chained, -a, -C dir;
@@ -37,7 +52,8 @@ func commitsWant(g *threadgen.Generator) (commits, prs, pushes map[string]float6
 // requests and one that already exists; pushes of both outcomes), exactly
 // as the generator knows it wrote them (threadgen's Changes), for thread
 // files of every era (source="threads") and for threads on the Amp server
-// stand-in (source="server"); and no command, commit message, remote or
+// stand-in (source="server"), and by the model of the message that made
+// the call; and no command, commit message, remote or
 // request URL is anywhere on /metrics.
 func TestCommitsAgainstPrometheus(t *testing.T) {
 	requireTool(t, "prometheus")
@@ -83,6 +99,14 @@ func TestCommitsAgainstPrometheus(t *testing.T) {
 			check{`sum by (repository) (amp_commits_total` + sel + `)`, "repository", commits},
 			check{`sum by (repository) (amp_pull_requests_total` + sel + `)`, "repository", prs},
 			check{`sum by (outcome) (amp_pushes_total` + sel + `)`, "outcome", pushes},
+		)
+		commitsBy, prsBy := commitsByModelWant(g)
+		if len(commitsBy) < 2 {
+			t.Fatalf("%s: the corpus commits under too few models: %v", source, commitsBy)
+		}
+		checks = append(checks,
+			check{`sum by (model) (amp_commits_by_model_total` + sel + `)`, "model", commitsBy},
+			check{`sum by (model) (amp_pull_requests_by_model_total` + sel + `)`, "model", prsBy},
 		)
 	}
 

@@ -324,6 +324,21 @@ remote_write:
 			t.Errorf("lines by model and lines (%s) not equal and above zero: %d samples of %s (err %v)", kind, n, q, err)
 		}
 	}
+	// The same for commits and pull requests: the edit threads' model,
+	// which made the shell call that committed and opened one, has both
+	// ratios, and the counts by model add up to those by repository.
+	for _, rule := range []string{"amp:usd_per_commit_by_model:ratio1d", "amp:usd_per_pull_request_by_model:ratio1d"} {
+		waitCond(t, 15*time.Second, rule, func() (bool, string) {
+			got, err := p.query(rule, "model")
+			return err == nil && got["claude-opus-4-6"] > 0, fmt.Sprintf("%v (err %v)", got, err)
+		})
+	}
+	for _, fam := range []string{"amp_commits", "amp_pull_requests"} {
+		q := fmt.Sprintf(`sum(%s_by_model_total) == sum(%s_total) > 0`, fam, fam)
+		if _, n, err := p.queryRaw(q); err != nil || n != 1 {
+			t.Errorf("%s by model and by repository not equal and above zero: %d samples of %s (err %v)", fam, n, q, err)
+		}
+	}
 
 	var rf ruleFile
 	data, err := os.ReadFile(rules)

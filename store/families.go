@@ -71,6 +71,11 @@ const (
 	FamCommits      Family = "commits"
 	FamPullRequests Family = "pull_requests"
 	FamPushes       Family = "pushes"
+	// FamCommitsByModel and FamPullRequestsByModel count the same commits
+	// and pull requests by the model that made the shell call; l1 model.
+	// Their sums are FamCommits' and FamPullRequests'.
+	FamCommitsByModel      Family = "commits_by_model"
+	FamPullRequestsByModel Family = "pull_requests_by_model"
 
 	// stream-json only.
 	FamExecutions         Family = "executions"           // l1 outcome
@@ -223,6 +228,10 @@ var families = []familySpec{
 		Help: "Pull and merge requests Amp's shell commands opened (gh pr create, glab mr create, hub pull-request) in a call that exited 0 and printed the request's URL; not one that already existed."}},
 	{name: FamPushes, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_pushes_total", Scope: "source", Labels: []string{"outcome", "repository"}, From: FromAmp,
 		Help: "git push commands Amp's shell commands ran (not --dry-run), by outcome: success (the output shows the remote was reached and no ref failed), failure (a rejected push, or one that never reached the remote)."}},
+	{name: FamCommitsByModel, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_commits_by_model_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+		Help: "The commits of amp_commits_total (same calls, same sum) by the model of the assistant message that made the shell call, for the cost per commit by model; no repository label, so that models are not multiplied by repositories."}},
+	{name: FamPullRequestsByModel, scale: scaleCount, owners: ownerThreads | ownerStreams, items: true, metric: &Metric{Name: "amp_pull_requests_by_model_total", Scope: "source", Labels: []string{"model"}, From: FromAmp,
+		Help: "The pull requests of amp_pull_requests_total (same calls, same sum) by the model of the assistant message that made the shell call, for the cost per pull request by model; no repository label, so that models are not multiplied by repositories."}},
 
 	{name: FamExecutions, scale: scaleCount, owners: ownerStreams, metric: &Metric{Name: "amp_executions_total", Labels: []string{"outcome"}, From: FromStream,
 		Help: "Amp stream-json runs finished, by outcome: success, error, or incomplete (the stream ended, or another run began, before a result line)."}},

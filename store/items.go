@@ -336,13 +336,13 @@ func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pi
 	case it.IsTool():
 		if n == 0 {
 			t = pinTuple{name: k.fold("tool", it.Tool), outcome: it.Status}
-			if it.Lines && it.Status == thread.StatusDone {
+			if byModel(it) && it.Status == thread.StatusDone {
 				t.bucket = k.fold("model", it.Model)
 			}
 			n = pg.pin(tt, it.Key, t)
-		} else if t.bucket == "" && it.Lines && t.outcome == thread.StatusDone {
-			// An edit pinned without its model (by a version that did not
-			// count lines by model) gets it once, here.
+		} else if t.bucket == "" && byModel(it) && t.outcome == thread.StatusDone {
+			// An edit or a commit pinned without its model (by a version
+			// that did not count them by model) gets it once, here.
 			t.bucket = k.fold("model", it.Model)
 			n = pg.pin(tt, it.Key, t)
 		}
@@ -355,6 +355,13 @@ func (k *itemCounter) pinItem(it *thread.Item, n uint16, t pinTuple) (uint16, pi
 		return n, t, false
 	}
 	return n, t, true
+}
+
+// byModel says a tool call's tuple carries the model of the message that
+// made it (pinTuple.bucket): an edit's lines and a shell call's commits and
+// pull requests are counted by model too.
+func byModel(it *thread.Item) bool {
+	return it.Lines || it.Commits > 0 || it.PullRequests > 0
 }
 
 // addItem adds an item to the sums of its tuple t (local number n + 1),
@@ -421,6 +428,8 @@ func (k *itemCounter) addItem(it *thread.Item, n uint16, t pinTuple) {
 		if t.outcome == thread.StatusDone {
 			k.add(FamCommits, "", "", int64(it.Commits))
 			k.add(FamPullRequests, "", "", int64(it.PullRequests))
+			k.add(FamCommitsByModel, t.bucket, "", int64(it.Commits))
+			k.add(FamPullRequestsByModel, t.bucket, "", int64(it.PullRequests))
 			k.add(FamPushes, thread.PushSuccess, "", int64(it.Pushes))
 			k.add(FamPushes, thread.PushFailure, "", int64(it.FailedPushes))
 			if k.ledgerOn {

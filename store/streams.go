@@ -196,6 +196,15 @@ func (s *StreamStore) applyLocked(incs []streamjson.Increments) {
 		}
 		add(FamCommits, "", "", int64(inc.Commits))
 		add(FamPullRequests, "", "", int64(inc.PullRequests))
+		if inc.Commits > 0 || inc.PullRequests > 0 {
+			ship := inc.ShipModel
+			if ship == "" {
+				ship = thread.UnknownModel
+			}
+			ship = s.label("model", ship)
+			add(FamCommitsByModel, ship, "", int64(inc.Commits))
+			add(FamPullRequestsByModel, ship, "", int64(inc.PullRequests))
+		}
 		add(FamPushes, thread.PushSuccess, "", int64(inc.Pushes))
 		add(FamPushes, thread.PushFailure, "", int64(inc.FailedPushes))
 		add = total

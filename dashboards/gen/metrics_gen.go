@@ -25,6 +25,8 @@ const (
 	NameCommits                  = "amp_commits_total"
 	NamePullRequests             = "amp_pull_requests_total"
 	NamePushes                   = "amp_pushes_total"
+	NameCommitsByModel           = "amp_commits_by_model_total"
+	NamePullRequestsByModel      = "amp_pull_requests_by_model_total"
 	NameExecutions               = "amp_executions_total"
 	NameExecutionDuration        = "amp_execution_duration_seconds"
 	NameExecutionTurns           = "amp_execution_turns"
@@ -119,6 +121,8 @@ var metricTypes = map[string]string{
 	NameCommits:                  "counter",
 	NamePullRequests:             "counter",
 	NamePushes:                   "counter",
+	NameCommitsByModel:           "counter",
+	NamePullRequestsByModel:      "counter",
 	NameExecutions:               "counter",
 	NameExecutionDuration:        "histogram",
 	NameExecutionTurns:           "histogram",

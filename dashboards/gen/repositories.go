@@ -95,14 +95,27 @@ func (d *dash) repositoriesRow() {
 	prs := fleetIncrease("repository", NamePullRequests, "", "$__range")
 	d.add(d.barGauge("USD per commit",
 		fmt.Sprintf("Estimated spend (amp_cost_usd_total) per commit the agents made (amp_commits_total: a git commit that succeeded; not dry runs, not amends) over the dashboard's time range, for the %d repositories where it is highest (the recording rule amp:usd_per_commit_by_repository:ratio1d keeps it over a rolling day). ", topRepositories)+
-			"Repositories without commits have no bar (no division by zero). The spend is all of the repository's spend, on turns that committed nothing too; the counts carry no model, so there is no split by model. "+commitsCaveat,
+			"Repositories without commits have no bar (no division by zero). The spend is all of the repository's spend, on turns that committed nothing too. By model: the panel USD per commit by model. "+commitsCaveat,
 		"currencyUSD",
 		t(fmt.Sprintf(`topk(%d, %s)`, topRepositories, namedRepository(fmt.Sprintf(`%s / (%s > 0)`, cost, commits))), "{{repository}}")))
 	d.add(d.barGauge("USD per pull request",
 		fmt.Sprintf("Estimated spend (amp_cost_usd_total) per pull or merge request the agents opened (amp_pull_requests_total: gh pr create and the like that succeeded and printed the request's URL) over the dashboard's time range, for the %d repositories where it is highest (the recording rule amp:usd_per_pull_request_by_repository:ratio1d keeps it over a rolling day). ", topRepositories)+
-			"Repositories without pull requests have no bar. "+commitsCaveat,
+			"Repositories without pull requests have no bar. By model: the panel USD per pull request by model. "+commitsCaveat,
 		"currencyUSD",
 		t(fmt.Sprintf(`topk(%d, %s)`, topRepositories, namedRepository(fmt.Sprintf(`%s / (%s > 0)`, cost, prs))), "{{repository}}")))
+	modelCommits := fleetIncrease("model", NameCommitsByModel, "", "$__range")
+	modelPRs := fleetIncrease("model", NamePullRequestsByModel, "", "$__range")
+	d.add(d.barGauge("USD per commit by model",
+		fmt.Sprintf("Estimated spend of each model (amp_cost_usd_total) per commit its shell calls made (amp_commits_by_model_total: the commits of amp_commits_total by the model of the message that made the call) over the dashboard's time range, for the %d models where it is highest (the recording rule amp:usd_per_commit_by_model:ratio1d keeps it over a rolling day). ", topRepositories)+
+			"The spend is all of the model's spend, on turns that committed nothing too; models without commits have no bar (no division by zero). "+
+			"Models do different work: one that plans, reads and reviews for another that commits shows a high figure for good reasons. "+commitsCaveat,
+		"currencyUSD",
+		t(fmt.Sprintf(`topk(%d, %s / (%s > 0))`, topRepositories, modelCost, modelCommits), "{{model}}")))
+	d.add(d.barGauge("USD per pull request by model",
+		fmt.Sprintf("Estimated spend of each model (amp_cost_usd_total) per pull or merge request its shell calls opened (amp_pull_requests_by_model_total: the pull requests of amp_pull_requests_total by the model of the message that made the call) over the dashboard's time range, for the %d models where it is highest (the recording rule amp:usd_per_pull_request_by_model:ratio1d keeps it over a rolling day). ", topRepositories)+
+			"The spend is all of the model's spend; models without pull requests have no bar. "+commitsCaveat,
+		"currencyUSD",
+		t(fmt.Sprintf(`topk(%d, %s / (%s > 0))`, topRepositories, modelCost, modelPRs), "{{model}}")))
 	d.add(d.barGauge("Top users by spend",
 		fmt.Sprintf("Estimated spend (amp_cost_usd_total) over the dashboard's time range of the %d users who spent most: the user label their exporters push with (remote_write external_labels, docs/team.md), each user's Amp server threads counted once across their machines. %s: exporters without a user label (a scraped exporter).", topRepositories, noUser),
 		"currencyUSD",

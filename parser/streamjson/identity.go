@@ -154,6 +154,9 @@ func (inc *Increments) add(b Increments) {
 	inc.PullRequests += b.PullRequests
 	inc.Pushes += b.Pushes
 	inc.FailedPushes += b.FailedPushes
+	if b.ShipModel != "" {
+		inc.ShipModel = b.ShipModel
+	}
 	if inc.Tokens == nil && b.Tokens != nil {
 		inc.Tokens, inc.Model = b.Tokens, b.Model
 	}

@@ -35,6 +35,9 @@ type Run struct {
 	// Intents maps the tool_use ids of pending shell calls that can
 	// commit, push or open a pull request to what they can do.
 	Intents map[string]shellcmd.Intent `json:"intents,omitempty"`
+	// Models maps the same ids to the model of the assistant line that
+	// made the call, so that what it commits counts under that model.
+	Models map[string]string `json:"models,omitempty"`
 
 	// The run's identity (identity.go), for ApplyLine: its session, how
 	// many of its lines were read, the hash of its head while the head is
@@ -75,6 +78,10 @@ type Increments struct {
 	PullRequests int `json:",omitempty"`
 	Pushes       int `json:",omitempty"`
 	FailedPushes int `json:",omitempty"`
+	// ShipModel is the model of the assistant line whose tool_use made the
+	// shell call that committed or opened a pull request (the last such
+	// call's when the line carries several results).
+	ShipModel string `json:",omitempty"`
 	// SessionID is the session_id of the line (the run's Amp thread id),
 	// and Result says the line was the run's result.
 	SessionID string `json:"-"`
@@ -116,6 +123,11 @@ func (r *Run) Apply(m Message) Increments {
 				continue
 			}
 			delete(r.Intents, tr.ToolUseID)
+			model := r.Models[tr.ToolUseID]
+			delete(r.Models, tr.ToolUseID)
+			if model == "" {
+				model = UnknownModel // saved by a version that kept no model
+			}
 			if tr.Status != "done" {
 				continue
 			}
@@ -128,6 +140,9 @@ func (r *Run) Apply(m Message) Increments {
 			inc.PullRequests += res.PullRequests
 			inc.Pushes += res.Pushes
 			inc.FailedPushes += res.FailedPushes
+			if res.Commits > 0 || res.PullRequests > 0 {
+				inc.ShipModel = model
+			}
 		}
 	case KindAssistant:
 		r.Open = true
@@ -159,6 +174,10 @@ func (r *Run) Apply(m Message) Increments {
 					r.Intents = map[string]shellcmd.Intent{}
 				}
 				r.Intents[tu.ID] = tu.Intent
+				if r.Models == nil {
+					r.Models = map[string]string{}
+				}
+				r.Models[tu.ID] = inc.Model
 			}
 		}
 	case KindResult:
@@ -194,7 +213,7 @@ func (r *Run) End() (Execution, bool) {
 }
 
 func (r *Run) reset() {
-	r.Open, r.SawUsage, r.Pending, r.Intents = false, false, nil, nil
+	r.Open, r.SawUsage, r.Pending, r.Intents, r.Models = false, false, nil, nil, nil
 }
 
 // denials merges permission_denials with the tools named in the CLI's

@@ -95,9 +95,10 @@ type Item struct {
 	Prompt bool
 
 	// Model names the model of a message or ledger event, "" when nothing
-	// does. On the result of an edit tool call (Lines) it is the model of
-	// the assistant message that made the call, for the lines by model;
-	// "" on other tool results.
+	// does. On the result of an edit tool call (Lines), or of a shell call
+	// that committed or opened a pull request, it is the model of the
+	// assistant message that made the call, for the lines, commits and
+	// pull requests by model; "" on other tool results.
 	Model string
 	// StopReason is a finished assistant message's stop_reason
 	// (FinishReason), "" while it is still moving.

@@ -342,6 +342,10 @@ func SummarizeItems(t *Thread) *Summary {
 				}
 				if it.Tool == toolname.Bash && status == StatusDone && tu.Intent.Any() {
 					it.shellResult(tu.Intent, &r)
+					if it.Commits > 0 || it.PullRequests > 0 {
+						// As are its commits and pull requests.
+						it.Model = um.rawModel()
+					}
 				}
 			}
 			if it.Tool == toolname.Bash {

@@ -79,6 +79,28 @@ type VCS struct {
 	Commits, PullRequests int64
 	// Pushes by outcome (PushSuccess, PushFailure).
 	Pushes map[string]int64
+	// CommitsByModel and PullRequestsByModel are the same commits and
+	// pull requests by the model of the message that made the call.
+	CommitsByModel, PullRequestsByModel map[string]int64
+}
+
+// add adds what o did to v.
+func (v *VCS) add(o VCS) {
+	v.Commits += o.Commits
+	v.PullRequests += o.PullRequests
+	for _, m := range []struct {
+		to   *map[string]int64
+		from map[string]int64
+	}{
+		{&v.Pushes, o.Pushes}, {&v.CommitsByModel, o.CommitsByModel}, {&v.PullRequestsByModel, o.PullRequestsByModel},
+	} {
+		for k, n := range m.from {
+			if *m.to == nil {
+				*m.to = map[string]int64{}
+			}
+			(*m.to)[k] += n
+		}
+	}
 }
 
 // vcsCaseFor picks the case a shell call runs (1 + its index), or 0 for
@@ -104,6 +126,18 @@ func (t *threadBuilder) tallyVCS(c *call) {
 	}
 	t.vcs.Pushes[PushSuccess] += vc.pushes
 	t.vcs.Pushes[PushFailure] += vc.failedPushes
+	if vc.commits > 0 {
+		if t.vcs.CommitsByModel == nil {
+			t.vcs.CommitsByModel = map[string]int64{}
+		}
+		t.vcs.CommitsByModel[c.model] += vc.commits
+	}
+	if vc.prs > 0 {
+		if t.vcs.PullRequestsByModel == nil {
+			t.vcs.PullRequestsByModel = map[string]int64{}
+		}
+		t.vcs.PullRequestsByModel[c.model] += vc.prs
+	}
 }
 
 // shellCommand is the command a shell call runs: its case's, or an

@@ -86,14 +86,7 @@ func (g *Generator) Changes() map[string]*Changes {
 		for k, v := range t.shell {
 			c.Shell[k] += v
 		}
-		c.VCS.Commits += t.vcs.Commits
-		c.VCS.PullRequests += t.vcs.PullRequests
-		for k, v := range t.vcs.Pushes {
-			if c.VCS.Pushes == nil {
-				c.VCS.Pushes = map[string]int64{}
-			}
-			c.VCS.Pushes[k] += v
-		}
+		c.VCS.add(t.vcs)
 	}
 	return out
 }

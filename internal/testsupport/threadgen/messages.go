@@ -91,6 +91,8 @@ type call struct {
 	// vcs is the case of vcsCases a shell call runs, 1-based; 0 for an
 	// everyday command (Options.Commits).
 	vcs int
+	// model is the model of the assistant message that made the call.
+	model string
 }
 
 // toolCycle writes an assistant message with tool calls and the user
@@ -239,6 +241,9 @@ func (t *threadBuilder) assistantMsg(calls []call, cancelled, last bool) {
 	out := int64(outBytes)/4 + 20 + int64(r.IntN(200))
 	u := t.inference(out)
 	t.tally(u)
+	for i := range calls {
+		calls[i].model = u.model
+	}
 	w.keyObject("state")
 	switch {
 	case cancelled:
