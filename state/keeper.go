@@ -44,6 +44,9 @@ const (
 	// The Amp server source's threads and their versions (its own store).
 	keyAmpServerThreadPrefix = "s:"
 	keyAmpServerFilePrefix   = "sf:"
+	// The OTLP push's series start times (store.SeriesStarts); a log
+	// without it restores with none, and every series then starts anew.
+	keyStarts = "series_starts"
 )
 
 // stateMeta is the log's meta record, written last in the first commit: a
@@ -84,6 +87,8 @@ type Stores struct {
 	Streams   *store.StreamStore
 	Amy       *store.AmyStore
 	Labels    *store.LabelCap
+	// SeriesStarts are the OTLP push's start times; nil keeps none.
+	SeriesStarts *store.SeriesStarts
 }
 
 // Metrics is what the keeper reports about the log
@@ -146,6 +151,7 @@ type Keeper struct {
 	// unchanged one is not written again.
 	last                 map[string][]byte
 	streamGen, amyGen    uint64
+	startsGen            uint64
 	haveMeta             bool
 	written, compactions int64
 	// damaged is set when the load lost records to damage: the file

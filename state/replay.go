@@ -98,6 +98,9 @@ func (k *Keeper) load() error {
 			"path", path, "records", stats.unknown, "series", stats.droppedSeries)
 	}
 	k.streamGen, k.amyGen = k.stores.Streams.Generation(), k.stores.Amy.Generation()
+	if k.stores.SeriesStarts != nil {
+		k.startsGen = k.stores.SeriesStarts.Generation()
+	}
 	k.log.Info("state restored", "path", path, "threads", stats.threads, "files", stats.files,
 		"bytes", db.Size(), "duration", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -279,6 +282,22 @@ func (k *Keeper) replayWhole(key string, v []byte, meta *stateMeta, st *replaySt
 			fail(key, err)
 			return nil
 		}
+		k.last[key] = bytes.Clone(v)
+	case key == keyStarts:
+		if k.stores.SeriesStarts == nil {
+			k.last[key] = bytes.Clone(v) // kept as it is until the push is configured
+			return nil
+		}
+		var s store.SeriesStartsState
+		if err := json.Unmarshal(v, &s); err != nil {
+			fail(key, err)
+			return nil
+		}
+		if s.Version > store.StateVersion {
+			*newer = fmt.Errorf("%w: series start times version %d, this version reads up to %d", ErrNewer, s.Version, store.StateVersion)
+			return nil
+		}
+		k.stores.SeriesStarts.Import(s)
 		k.last[key] = bytes.Clone(v)
 	default:
 		st.unknown++ // a newer version's record: left in the log

@@ -60,6 +60,16 @@ func (k *Keeper) save() error {
 		}
 		tail = append(tail, whole{keyAmy, b, g})
 	}
+	if ss := k.stores.SeriesStarts; ss != nil {
+		if g := ss.Generation(); g != k.startsGen {
+			b, err := json.Marshal(ss.Export())
+			if err != nil {
+				requeue()
+				return fmt.Errorf("encode series start times: %w", err)
+			}
+			tail = append(tail, whole{keyStarts, b, g})
+		}
+	}
 	if !k.haveMeta {
 		b, _ := json.Marshal(stateMeta{Version: store.StateVersion, Began: k.now().UnixMilli()})
 		tail = append(tail, whole{keyMeta, b, 0})
@@ -131,6 +141,8 @@ func (k *Keeper) save() error {
 			k.streamGen = w.gen
 		case keyAmy:
 			k.amyGen = w.gen
+		case keyStarts:
+			k.startsGen = w.gen
 		case keyMeta:
 			k.haveMeta = true
 		}
