@@ -54,6 +54,8 @@ const (
 	NameSourceLastChange     = "amp_exporter_source_last_change_timestamp_seconds"
 	NameRemoteWriteSamples   = "amp_exporter_remote_write_samples_total"
 	NameRemoteWriteLastOK    = "amp_exporter_remote_write_last_success_timestamp_seconds"
+	NameOTLPDatapoints       = "amp_exporter_otlp_datapoints_total"
+	NameOTLPLastOK           = "amp_exporter_otlp_last_success_timestamp_seconds"
 )
 
 // Type is a metric type as the exposition format names it.
@@ -205,6 +207,10 @@ var codeRows = []Metric{
 		Help: "Samples pushed to a remote-write receiver, by result: sent (accepted), failed (refused with a 4xx, not retried), dropped (still failing when the push interval ran out; the next push carries the current values)."},
 	{Name: NameRemoteWriteLastOK, Type: Gauge, Labels: []string{"url_hash"}, Source: fromSelf,
 		Help: "When a push to the remote-write receiver last succeeded."},
+	{Name: NameOTLPDatapoints, Type: Counter, Labels: []string{"url_hash", "result"}, Source: fromSelf,
+		Help: "Data points pushed to an OTLP receiver, by result: sent (accepted), rejected (refused in a partial-success answer, not sent again), failed (refused with a 4xx other than 429 or a 5xx other than 502/503/504, not retried), dropped (still failing when the push interval ran out; the next push carries the current values)."},
+	{Name: NameOTLPLastOK, Type: Gauge, Labels: []string{"url_hash"}, Source: fromSelf,
+		Help: "When a push to the OTLP receiver last succeeded."},
 }
 
 // NameOf is the name of the metric a store family is exposed as.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	sharedtest "github.com/amp-exporter/amp-exporter/internal/testsupport/testutil"
+	"github.com/amp-exporter/amp-exporter/otlp"
 	"github.com/amp-exporter/amp-exporter/parser/amyturn"
 	"github.com/amp-exporter/amp-exporter/parser/thread"
 	"github.com/amp-exporter/amp-exporter/remotewrite"
@@ -93,6 +94,7 @@ func registerFixture(t *testing.T, reg prometheus.Registerer) {
 	sm.SetEntitlement(store.Entitlement{Window: "daily", LimitUSD: &limit, RemainingUSD: &remaining, UsedRatio: &used, ResetsAt: fixedNow.Add(6 * time.Hour)})
 
 	remotewrite.NewMetrics(reg, NewCounterVec(NameRemoteWriteSamples), NewGaugeVec(NameRemoteWriteLastOK))
+	otlp.NewMetrics(reg, NewCounterVec(NameOTLPDatapoints), NewGaugeVec(NameOTLPLastOK))
 }
 
 // loadThreadFixtures applies every thread fixture of the parser that parses.

@@ -32,6 +32,9 @@ type Config struct {
 	Limits  LimitsConfig  `yaml:"limits"`
 	// RemoteWrite lists the receivers the metrics are pushed to (remotewrite.go).
 	RemoteWrite []RemoteWriteConfig `yaml:"remote_write"`
+	// OTLP lists the OpenTelemetry receivers the metrics are pushed to
+	// (otlp.go).
+	OTLP []OTLPConfig `yaml:"otlp"`
 
 	// AmpServer: the user's threads on the Amp server (ampserver.go).
 	AmpServer AmpServerConfig `yaml:"amp_server"`
@@ -236,6 +239,8 @@ var sectionOf = map[string]string{
 	"LimitsConfig":  "limits",
 	// remote_write (remotewrite.go)
 	"RemoteWriteConfig": "a remote_write entry",
+	// otlp (otlp.go)
+	"OTLPConfig": "an otlp entry",
 	// labels, repositories (repositories.go)
 	"LabelsConfig":   "labels",
 	"RepositoryRule": "a repositories entry",
@@ -291,6 +296,7 @@ func (c *Config) resolve(env Env) error {
 	}
 	c.resolveAmy(env, &errs)
 	c.resolveRemoteWrite(&errs)
+	c.resolveOTLP(env, &errs)
 	c.resolveAmpServer(env, &errs)
 	c.resolveRepositories(&errs)
 	c.resolveLedger(&errs)

@@ -97,12 +97,19 @@ func New(o Options) *Sender {
 func (s *Sender) Hash() string { return s.hash }
 
 // Run pushes every interval until ctx ends, then pushes once more (bounded
-// by FinalTimeout) so the receiver has the last values.
+// by FinalTimeout) so the receiver has the last values. Started before the
+// first scan is done, it checks every ReadyPoll and makes its first push as
+// soon as the scan is done, rather than an interval later.
 func (s *Sender) Run(ctx context.Context) error {
 	t := s.o.Clock.NewTicker(s.o.Interval)
 	defer t.Stop()
+	var poll <-chan time.Time
 	if s.ready() {
 		s.Push(ctx, s.o.Clock.Now().Add(s.o.Interval))
+	} else {
+		p := s.o.Clock.NewTicker(min(ReadyPoll, s.o.Interval))
+		defer p.Stop()
+		poll = p.C()
 	}
 	for {
 		select {
@@ -113,13 +120,23 @@ func (s *Sender) Run(ctx context.Context) error {
 				cancel()
 			}
 			return nil
+		case <-poll:
+			if s.ready() {
+				poll = nil // from now on, every interval
+				s.Push(ctx, s.o.Clock.Now().Add(s.o.Interval))
+			}
 		case <-t.C():
 			if s.ready() {
+				poll = nil
 				s.Push(ctx, s.o.Clock.Now().Add(s.o.Interval))
 			}
 		}
 	}
 }
+
+// ReadyPoll is how often a sender started before the first scan is done
+// checks whether it is.
+const ReadyPoll = time.Second
 
 func (s *Sender) ready() bool { return s.o.Ready == nil || s.o.Ready() }
 

@@ -81,6 +81,8 @@ const (
 	NameSourceLastChange         = "amp_exporter_source_last_change_timestamp_seconds"
 	NameRemoteWriteSamples       = "amp_exporter_remote_write_samples_total"
 	NameRemoteWriteLastOK        = "amp_exporter_remote_write_last_success_timestamp_seconds"
+	NameOTLPDatapoints           = "amp_exporter_otlp_datapoints_total"
+	NameOTLPLastOK               = "amp_exporter_otlp_last_success_timestamp_seconds"
 )
 
 // metricTypes is each metric's type.
@@ -161,4 +163,6 @@ var metricTypes = map[string]string{
 	NameSourceLastChange:         "gauge",
 	NameRemoteWriteSamples:       "counter",
 	NameRemoteWriteLastOK:        "gauge",
+	NameOTLPDatapoints:           "counter",
+	NameOTLPLastOK:               "gauge",
 }

@@ -85,6 +85,8 @@ type App struct {
 	amy       *amy.Source
 	sources   []source.Source
 	rw        *remoteWriters
+	otlp      *otlpPushers
+	starts    *ampstore.SeriesStarts // the OTLP push's series start times, kept by the keeper
 	steps     []applyStep
 	embedded  *pricing.GenAIPrices
 
@@ -213,9 +215,13 @@ func New(o Options) (a *App, err error) {
 	}
 	rw := newRemoteWriters(a.reg, a.ready.Load, a.log)
 	a.rw = rw
+	a.starts = ampstore.NewSeriesStarts()
+	op := newOTLPPushers(a.reg, a.ready.Load, a.starts, a.log)
+	a.otlp = op
 	defer func() {
 		if err != nil {
 			rw.stop() // none has pushed: the first push waits for the first scan
+			op.stop()
 		}
 	}()
 	a.steps = a.applySteps()
@@ -227,7 +233,8 @@ func New(o Options) (a *App, err error) {
 
 	if o.StoragePath != "" {
 		k, err := state.Open(state.Options{Dir: o.StoragePath, Metrics: a.metrics, Logger: a.log,
-			Stores: state.Stores{Threads: a.threads, AmpServer: a.ampServer.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels}})
+			Stores: state.Stores{Threads: a.threads, AmpServer: a.ampServer.threadStore(), Streams: a.streams, Amy: a.amyStore, Labels: a.labels,
+				SeriesStarts: a.starts}})
 		if err != nil {
 			return nil, fmt.Errorf("cannot use storage path %q: %w", o.StoragePath, err)
 		}
@@ -271,10 +278,12 @@ type applyStep struct {
 
 // applySteps lists the steps: the label cap and the prices first (so
 // that what the sources count next is capped and priced by the new
-// configuration), then every source, then the remote-write senders.
+// configuration), then every source, then the remote-write and OTLP
+// senders.
 func (a *App) applySteps() []applyStep {
 	var pricer *pricing.Pricer
 	var plan *rwPlan
+	var oplan *otlpPlan
 	steps := []applyStep{
 		{name: "limits", apply: func(cfg *config.Config) error {
 			// limits.max_file_bytes is applied by the sources that read
@@ -316,6 +325,12 @@ func (a *App) applySteps() []applyStep {
 		return err
 	}, apply: func(*config.Config) error {
 		a.rw.commit(plan)
+		return nil
+	}}, applyStep{name: "otlp", prepare: func(cfg *config.Config) (err error) {
+		oplan, err = a.otlp.prepare(cfg)
+		return err
+	}, apply: func(*config.Config) error {
+		a.otlp.commit(oplan)
 		return nil
 	}})
 }
@@ -563,6 +578,7 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	// 5. The last pushes.
 	step("remote_write", a.rw.stop)
+	step("otlp", a.otlp.stop)
 	a.log.Info("stopped", slog.Group("steps", timings...))
 	return err
 }

@@ -328,6 +328,19 @@ func TestReloadEverySection(t *testing.T) {
 		check: func(t *testing.T, e *testExporter, dir string) {
 			testutil.WaitUntil(t, "a push to the receiver added by the reload", func() bool { return receivers[dir].requests.Load() > 0 })
 		},
+	}, {
+		section: "otlp",
+		prepare: func(t *testing.T, dir string) { mkdir(t, dir, "threads") },
+		before: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%s", filepath.Join(dir, "threads"), off)
+		},
+		after: func(dir string) string {
+			return fmt.Sprintf("threads:\n  dirs: [%q]\n%sotlp:\n  - endpoint: %s/v1/metrics\n    interval: 1h\n",
+				filepath.Join(dir, "threads"), off, receiverURL(t, dir))
+		},
+		check: func(t *testing.T, e *testExporter, dir string) {
+			testutil.WaitUntil(t, "an OTLP push to the receiver added by the reload", func() bool { return receivers[dir].requests.Load() > 0 })
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.section, func(t *testing.T) {
