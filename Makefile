@@ -104,6 +104,7 @@ fuzz:
 	$(GO) test ./parser/gitremote -run '^$$' -fuzz FuzzNormalize -fuzztime $(FUZZTIME)
 	$(GO) test ./parser/shellcmd -run '^$$' -fuzz FuzzRecognize -fuzztime $(FUZZTIME)
 	$(GO) test ./otlp -run '^$$' -fuzz FuzzAnswer -fuzztime $(FUZZTIME)
+	$(GO) test ./otlp -run '^$$' -fuzz FuzzPartialSuccess -fuzztime $(FUZZTIME)
 	# Each input is a file opened twice: bound the minimization of a new
 	# input, which otherwise takes the whole run.
 	$(GO) test ./state/statelog -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x

@@ -30,8 +30,8 @@ type OTLPConfig struct {
 	// amp-exporter and service.instance.id to the host name (applied when
 	// the push starts, so /config shows what the file says).
 	ResourceAttributes map[string]string `yaml:"resource_attributes"`
-	// GenAINames also sends the token counts under the OpenTelemetry GenAI
-	// semantic conventions' gen_ai.client.token.usage.
+	// GenAINames also sends the token usage under the OpenTelemetry GenAI
+	// semantic conventions' name, gen_ai.client.token.usage.
 	GenAINames bool `yaml:"genai_names"`
 	// HeadersEnv takes headers from environment variables: header name →
 	// variable name. The values are read at load and never shown.

@@ -21,6 +21,7 @@ otlp:
     interval: 1m
     timeout: 20s
     authorization: {credentials: tok3n}
+    genai_names: true
 `), testEnv(map[string]string{"OTLP_KEY": "envk3y"}))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ otlp:
 	if time.Duration(a.Interval) != 30*time.Second || time.Duration(a.Timeout) != 10*time.Second {
 		t.Errorf("defaults: interval %s timeout %s", a.Interval, a.Timeout)
 	}
-	if time.Duration(b.Interval) != time.Minute || time.Duration(b.Timeout) != 20*time.Second {
+	if time.Duration(b.Interval) != time.Minute || time.Duration(b.Timeout) != 20*time.Second || !b.GenAINames || a.GenAINames {
 		t.Errorf("second entry %+v", b)
 	}
 	if a.ResourceAttributes["user"] != "alice" || a.ResourceAttributes["service.instance.id"] != "laptop-7" {

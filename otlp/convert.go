@@ -34,6 +34,9 @@ type ConvertOptions struct {
 	Starts *store.SeriesStarts
 	// Now is the time of every point.
 	Now time.Time
+	// GenAI also sends the token usage under the OpenTelemetry GenAI
+	// semantic conventions' name (genai.go).
+	GenAI bool
 }
 
 // Convert turns gathered metric families into OTLP metrics, one metric per
@@ -82,6 +85,9 @@ func Convert(mfs []*dto.MetricFamily, o ConvertOptions) (pmetric.Metrics, int) {
 		case dto.MetricType_SUMMARY:
 			c.summary(m, mf)
 		}
+	}
+	if o.GenAI {
+		c.genAI(ms, mfs)
 	}
 	return md, c.points
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
 
 // Headers of an OTLP/HTTP protobuf request.
@@ -19,8 +18,15 @@ const (
 // Marshal encodes md as an ExportMetricsServiceRequest, gzip-compressed:
 // the body of an OTLP/HTTP push. Fastest compression: a push is sent once
 // and the receiver is usually near, so CPU counts more than bytes.
+//
+// pmetric's MetricsData encoder writes it: MetricsData and
+// ExportMetricsServiceRequest are the same message on the wire (field 1,
+// repeated ResourceMetrics), and pmetricotlp, which names the request,
+// links gRPC into the binary (2.6 MB of the 4.6 MB the push adds) for a
+// protocol the exporter does not speak. The tests decode every push with
+// pmetricotlp.
 func Marshal(md pmetric.Metrics) ([]byte, error) {
-	raw, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
+	raw, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the OTLP request: %w", err)
 	}

@@ -71,9 +71,12 @@ func TestStatusMessage(t *testing.T) {
 }
 
 // The answers come from the network: whatever the bytes, the decoders
-// neither panic nor return more than one valid line of bounded length.
+// neither panic nor return more than one valid line of bounded length,
+// and a protobuf answer both read reads as pmetricotlp, the OpenTelemetry
+// Collector's own decoder, reads it.
 func FuzzAnswer(f *testing.F) {
 	f.Add("application/x-protobuf", partial(3, "bad names"))
+	f.Add("application/x-protobuf", append(partial(3, "bad names"), partial(0, "other")...))
 	f.Add("application/x-protobuf", append([]byte{0x08, 0x03, 0x12, 0x05}, "nope!"...))
 	f.Add("application/json", []byte(`{"partialSuccess":{"rejectedDataPoints":"2","errorMessage":"x"}}`))
 	f.Add("application/json", []byte(`{"code":3,"message":"bad"}`))
@@ -90,5 +93,43 @@ func FuzzAnswer(f *testing.F) {
 		}
 		check("PartialSuccess", msg)
 		check("StatusMessage", StatusMessage(ct, body))
+
+		if isJSON(ct) || len(body) == 0 {
+			return
+		}
+		ref := pmetricotlp.NewExportResponse()
+		if ref.UnmarshalProto(body) == nil && err == nil {
+			ps := ref.PartialSuccess()
+			if want := max(ps.RejectedDataPoints(), 0); rejected != want || msg != clean(ps.ErrorMessage()) {
+				t.Fatalf("PartialSuccess %d %q, pmetricotlp %d %q", rejected, msg, want, ps.ErrorMessage())
+			}
+		}
+	})
+}
+
+// Every answer pmetricotlp writes reads back the same.
+func FuzzPartialSuccess(f *testing.F) {
+	f.Add(int64(3), "bad names")
+	f.Add(int64(0), "")
+	f.Add(int64(-1), "négatif\nsecond")
+	f.Fuzz(func(t *testing.T, rejected int64, msg string) {
+		body := partial(rejected, msg)
+		got, gotMsg, err := PartialSuccess("application/x-protobuf", body)
+		if err != nil || got != max(rejected, 0) || gotMsg != clean(msg) {
+			t.Fatalf("read %d %q %v from %d %q", got, gotMsg, err, rejected, msg)
+		}
+		resp := pmetricotlp.NewExportResponse()
+		resp.PartialSuccess().SetRejectedDataPoints(rejected)
+		resp.PartialSuccess().SetErrorMessage(msg)
+		js, err := resp.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotMsg, err = PartialSuccess("application/json", js)
+		// JSON carries strings as valid UTF-8 (invalid bytes replaced by
+		// the encoder): the message is compared where it was valid.
+		if err != nil || got != max(rejected, 0) || (utf8.ValidString(msg) && gotMsg != clean(msg)) {
+			t.Fatalf("read %d %q %v from JSON %s", got, gotMsg, err, js)
+		}
 	})
 }

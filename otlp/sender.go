@@ -31,6 +31,8 @@ type Options struct {
 	Timeout time.Duration
 	// Resource are the resource attributes of every push.
 	Resource map[string]string
+	// GenAI also sends gen_ai.client.token.usage (genai.go).
+	GenAI bool
 	// Headers are added to every request (those taken from the
 	// environment; the HTTP client adds the configured ones).
 	Headers map[string]string
@@ -161,7 +163,7 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 		now = s.lastPush.Add(time.Millisecond) // never two pushes at one time
 	}
 	s.lastPush = now
-	md, points := Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now})
+	md, points := Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now, GenAI: s.o.GenAI})
 	body, err := Marshal(md)
 	if err != nil {
 		s.count(ResultFailed, points)

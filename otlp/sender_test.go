@@ -413,3 +413,31 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestPushGenAINames(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		rcv := newReceiver(t, nil)
+		f := newFixture(t, rcv.srv.URL, func(o *Options) { o.GenAI = on })
+		reg := prometheus.NewRegistry()
+		tokens := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "amp_tokens_total", Help: "h"}, []string{"model", "token_type"})
+		reg.MustRegister(tokens)
+		tokens.WithLabelValues("claude-opus-4-6", "output").Add(5)
+		f.sender.o.Gatherer = reg
+		if r := f.push(t); r != ResultSent {
+			t.Fatalf("result %s", r)
+		}
+		usage := points(rcv.last(), GenAITokenUsage)
+		switch {
+		case on && (len(usage) != 1 || usage[0].value != 5 || usage[0].attrs["gen_ai.token.type"] != "output"):
+			t.Errorf("genai_names on: %+v", usage)
+		case !on && len(usage) != 0:
+			t.Errorf("genai_names off: %+v", usage)
+		}
+		if ps := points(rcv.last(), "amp_tokens_total"); len(ps) != 1 || ps[0].value != 5 {
+			t.Errorf("genai %v: amp_tokens_total %+v", on, ps)
+		}
+		if f.points(ResultSent) != float64(len(usage)+1) {
+			t.Errorf("genai %v: %v points counted as sent", on, f.points(ResultSent))
+		}
+	}
+}

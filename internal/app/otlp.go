@@ -152,6 +152,7 @@ func (op *otlpPushers) sender(c config.OTLPConfig) (*otlp.Sender, error) {
 		Interval:  time.Duration(c.Interval),
 		Timeout:   time.Duration(c.Timeout),
 		Resource:  otlpResource(c.ResourceAttributes, op.hostname),
+		GenAI:     c.GenAINames,
 		Headers:   c.Headers(),
 		Client:    client,
 		Gatherer:  collector.WithoutEmptyRepository(op.reg),
