@@ -68,6 +68,7 @@ type Sender struct {
 	logged   map[string]bool // distinct refusals already logged
 	failing  bool            // the last push did not succeed
 	lastPush time.Time       // time of the points of the last push
+	prev     *Previous       // values of the last push, for Convert
 }
 
 // New returns a sender; Run starts it.
@@ -87,7 +88,7 @@ func New(o Options) *Sender {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	s := &Sender{o: o, hash: URLHash(o.Endpoint), logged: map[string]bool{}}
+	s := &Sender{o: o, hash: URLHash(o.Endpoint), logged: map[string]bool{}, prev: NewPrevious()}
 	s.o.Logger = o.Logger.With("url_hash", s.hash)
 	if o.Metrics != nil {
 		o.Metrics.init(s.hash)
@@ -163,7 +164,7 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 		now = s.lastPush.Add(time.Millisecond) // never two pushes at one time
 	}
 	s.lastPush = now
-	md, points := Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now, GenAI: s.o.GenAI})
+	md, points := Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now, GenAI: s.o.GenAI, Previous: s.prev})
 	body, err := Marshal(md)
 	if err != nil {
 		s.count(ResultFailed, points)

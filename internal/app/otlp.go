@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	commoncfg "github.com/prometheus/common/config"
 
 	"github.com/amp-exporter/amp-exporter/collector"
@@ -163,4 +164,36 @@ func (op *otlpPushers) sender(c config.OTLPConfig) (*otlp.Sender, error) {
 		Logger:    op.log,
 		Metrics:   op.metrics,
 	}), nil
+}
+
+// keepRestoredStarts keeps the saved OTLP start times only of the series
+// whose totals the state brought back: called once the state is restored
+// and before any source counts, when the registry holds nothing else.
+// The exporter's own counters count this process only and start again
+// from zero; under their old start time a receiver would read the restart
+// as a drop. Without storage there is no saved start to check.
+func (a *App) keepRestoredStarts() {
+	if a.keeper == nil {
+		return
+	}
+	// The Amp families wait for their source's first pass (SetReady);
+	// the stores already hold what was restored, so they are read
+	// ungated.
+	restored := prometheus.NewRegistry()
+	restored.MustRegister(a.amp.Ungated())
+	var mfs []*dto.MetricFamily
+	for _, g := range []prometheus.Gatherer{a.reg, restored} {
+		// Gathered one by one: a family in both (while nothing ran they
+		// hold the same values) only adds its keys twice.
+		got, err := g.Gather()
+		if err != nil {
+			// What was gathered is still checked; a series missing
+			// from it only gets a new start time, which doubles nothing.
+			a.log.Warn("otlp: gathering the restored metrics", "err", err)
+		}
+		mfs = append(mfs, got...)
+	}
+	if n := otlp.KeepRestored(mfs, a.starts); n > 0 {
+		a.log.Debug("otlp: series that were not restored get a new start time", "series", n)
+	}
 }
