@@ -6,18 +6,18 @@ import (
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
-// KeepRestored drops the saved start time of every series whose total
-// did not come back from storage, given the registry gathered once after
-// the state is restored and before any source counts. A saved start is
-// only true of a series that still carries the total counted since then:
-// one present with a non-zero value (a counter's value, a histogram's or
-// summary's count), gen_ai.client.token.usage included (a sender that
-// does not send it never asks for its start).
-// Every other series (the exporter's own counters, which count this
-// process only, and anything restored at zero) gets a new start time when
-// it is first pushed, so a receiver sees it start again instead of
-// keeping a start that would make its counts look like a drop. It returns
-// how many start times were dropped.
+// KeepRestored drops the saved start time of every series whose total did
+// not come back from storage. mfs are the series of the restored stores,
+// gathered once after the state is restored and before any source counts
+// (the caller leaves out the counters of this process: its own, Go's,
+// the process's). A saved start is only true of a series that still
+// carries the total counted since then: one present there with a non-zero
+// value (a counter's value, a histogram's or summary's count),
+// gen_ai.client.token.usage included (a sender that does not send it
+// never asks for its start). Every other series gets a new start time when
+// it is first pushed, so a receiver sees it start again instead of a drop
+// under an unchanged start; a restored series at zero gets one too, which
+// doubles nothing. It returns how many start times were dropped.
 func KeepRestored(mfs []*dto.MetricFamily, starts *store.SeriesStarts) int {
 	if starts == nil {
 		return 0

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	commoncfg "github.com/prometheus/common/config"
 
 	"github.com/amp-exporter/amp-exporter/collector"
@@ -168,30 +167,28 @@ func (op *otlpPushers) sender(c config.OTLPConfig) (*otlp.Sender, error) {
 
 // keepRestoredStarts keeps the saved OTLP start times only of the series
 // whose totals the state brought back: called once the state is restored
-// and before any source counts, when the registry holds nothing else.
-// The exporter's own counters count this process only and start again
-// from zero; under their old start time a receiver would read the restart
-// as a drop. Without storage there is no saved start to check.
+// and before any source counts. Only the collectors over the restored
+// stores are read: the exporter's own counters and the Go and process
+// ones count this process only, whatever their value now, and under
+// their old start time a receiver would read the restart as a drop.
+// Without storage there is no saved start to check.
 func (a *App) keepRestoredStarts() {
 	if a.keeper == nil {
 		return
 	}
+	restored := prometheus.NewRegistry()
 	// The Amp families wait for their source's first pass (SetReady);
 	// the stores already hold what was restored, so they are read
 	// ungated.
-	restored := prometheus.NewRegistry()
-	restored.MustRegister(a.amp.Ungated())
-	var mfs []*dto.MetricFamily
-	for _, g := range []prometheus.Gatherer{a.reg, restored} {
-		// Gathered one by one: a family in both (while nothing ran they
-		// hold the same values) only adds its keys twice.
-		got, err := g.Gather()
-		if err != nil {
-			// What was gathered is still checked; a series missing
-			// from it only gets a new start time, which doubles nothing.
-			a.log.Warn("otlp: gathering the restored metrics", "err", err)
-		}
-		mfs = append(mfs, got...)
+	restored.MustRegister(a.amp.Ungated(), collector.NewAmyCollector(a.amyStore))
+	if a.workspace != nil && a.workspace.restored.Load() {
+		restored.MustRegister(collector.NewWorkspaceCollector(a.workspace.store, nil))
+	}
+	mfs, err := restored.Gather()
+	if err != nil {
+		// What was gathered is still checked; a series missing from it
+		// only gets a new start time, which doubles nothing.
+		a.log.Warn("otlp: gathering the restored metrics", "err", err)
 	}
 	if n := otlp.KeepRestored(mfs, a.starts); n > 0 {
 		a.log.Debug("otlp: series that were not restored get a new start time", "series", n)

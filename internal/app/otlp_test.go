@@ -230,6 +230,12 @@ func TestOTLPStartTimesSurviveARestart(t *testing.T) {
 		if a[1] != b[1] && a[1] <= b[2] {
 			t.Errorf("%s: new start time %v is not after the last point before the restart (%v)", k, a[1], b[2])
 		}
+		// The exporter's own counters and the Go and process ones count
+		// this process only, whatever their value: none keeps its start.
+		own := strings.HasPrefix(k, "amp_exporter_") || strings.HasPrefix(k, "go_") || strings.HasPrefix(k, "process_")
+		if own && a[1] <= b[2] {
+			t.Errorf("%s: start time %v kept over the restart (last point before at %v); it counts this process only", k, a[1], b[2])
+		}
 	}
 	for k, v := range before {
 		if after[k] != v {
