@@ -44,17 +44,22 @@ test-deps:
 unit:
 	$(GO) test -race -count=1 ./...
 
+# Prometheus 3 (its OTLP receiver, remote-write 2.0), built from the module
+# proxy once per version into .cache/prom3/<version> by scripts/test-deps.sh
+# (about 8 minutes the first time on a loaded machine, then cached). The
+# tests that need it read its path from PROMETHEUS3 and fail without it.
+PROMETHEUS3_VERSION ?= v0.316.0
+PROMETHEUS3 = $$(PROMETHEUS3_VERSION=$(PROMETHEUS3_VERSION) bash scripts/test-deps.sh prometheus3-path)
+
 # Test artifacts (the landing page's screenshot) stay in .cache/e2e-artifacts.
 e2e:
 	rm -rf .cache/e2e-artifacts && mkdir -p .cache/e2e-artifacts
-	$(GO) test -tags e2e -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/.cache/e2e-artifacts ./e2e/
+	prom3=$(PROMETHEUS3) && PROMETHEUS3=$$prom3 $(GO) test -tags e2e -race -count=1 -timeout 20m -artifacts -outputdir $(CURDIR)/.cache/e2e-artifacts ./e2e/
 
-# Remote-write 2.0 against a Prometheus 3 built from the module proxy (a few
-# minutes the first time, then cached in .cache/prom3); not part of `make test`.
-PROMETHEUS3_VERSION ?= v0.316.0
+# The tests against Prometheus 3 alone (remote-write 2.0 and OTLP); make e2e
+# runs them too.
 e2e-rw2:
-	@test -x .cache/prom3/prometheus || GOBIN=$(CURDIR)/.cache/prom3 $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION)
-	PROMETHEUS3=$(CURDIR)/.cache/prom3/prometheus $(GO) test -tags 'e2e rw2' -count=1 -timeout 10m -run TestRemoteWrite2AgainstPrometheus3 ./e2e/
+	prom3=$(PROMETHEUS3) && PROMETHEUS3=$$prom3 $(GO) test -tags e2e -count=1 -timeout 10m -run 'TestRemoteWrite2AgainstPrometheus3|TestOTLP' ./e2e/
 
 rules:
 	bash deploy/rules/check.sh

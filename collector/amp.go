@@ -61,6 +61,17 @@ func (c *AmpCollector) SetReady(source string, ready func() bool) {
 	c.ready[source] = ready
 }
 
+// Ungated returns a collector over the same stores that shows every
+// source's series whether or not its first pass is done: what the stores
+// hold, for a caller that must see what the state restored before any
+// source runs (the OTLP push keeps the saved start times of those series
+// only). Never register it beside c.
+func (c *AmpCollector) Ungated() *AmpCollector {
+	u := *c
+	u.ready = nil
+	return &u
+}
+
 // Ready reports whether the families of source are shown: it has finished
 // its first pass, or was never gated (SetReady). The landing page reads it
 // so that it says a pass is running rather than showing zeros.

@@ -135,3 +135,35 @@ func hasSource(series map[string]float64, src string) bool {
 	}
 	return false
 }
+
+// TestUngatedShowsWhatTheStoresHold: before any first pass, Ungated shows
+// every series the stores hold (what a restart restored), the same as a
+// collector that was never gated, while the gated one still shows none of
+// them.
+func TestUngatedShowsWhatTheStoresHold(t *testing.T) {
+	files := fixtureStore(t, store.StoreOptions{})
+	server := fixtureStore(t, store.StoreOptions{})
+	stream := streamStore(t)
+	complete := NewAmpCollector(files, stream)
+	complete.SetAmpServerStore(server)
+	want := exposed(t, complete)
+
+	never := func() bool { return false }
+	c := NewAmpCollector(files, stream)
+	c.SetAmpServerStore(server)
+	c.SetReady(store.SourceThreads, never)
+	c.SetReady(store.SourceAmpServer, never)
+	c.SetReady(store.SourceStream, never)
+	got := exposed(t, c.Ungated())
+	if len(got) == 0 || len(got) != len(want) {
+		t.Fatalf("ungated shows %d series, the stores hold %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: ungated %v, want %v", k, got[k], v)
+		}
+	}
+	if gated := exposed(t, c); len(gated) >= len(want) {
+		t.Errorf("the gated collector shows %d series before any first pass", len(gated))
+	}
+}

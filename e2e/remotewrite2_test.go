@@ -1,26 +1,17 @@
-//go:build e2e && rw2
+//go:build e2e
 
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
 // Remote-write 2.0 against a Prometheus 3 server (Debian's 2.42 knows only
-// 1.0). Not part of `make test`: it needs a Prometheus 3 binary, which
-// takes minutes to build from the module proxy. Run it with
-//
-//	make e2e-rw2
-//
-// which builds one into .cache/prom3 and sets PROMETHEUS3.
+// 1.0).
 func TestRemoteWrite2AgainstPrometheus3(t *testing.T) {
-	bin := os.Getenv("PROMETHEUS3")
-	if bin == "" {
-		t.Fatal("PROMETHEUS3 is not set: run `make e2e-rw2`, which builds Prometheus 3 and sets it")
-	}
+	bin := requirePrometheus3(t)
 	for _, tc := range []struct {
 		name     string
 		accepted []string

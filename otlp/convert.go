@@ -37,6 +37,10 @@ type ConvertOptions struct {
 	// GenAI also sends the token usage under the OpenTelemetry GenAI
 	// semantic conventions' name (genai.go).
 	GenAI bool
+	// Previous holds the values of the sender's last push; a series whose
+	// value went down since gets a new start time. Convert updates it.
+	// Nil skips the check.
+	Previous *Previous
 }
 
 // Convert turns gathered metric families into OTLP metrics, one metric per
@@ -89,6 +93,9 @@ func Convert(mfs []*dto.MetricFamily, o ConvertOptions) (pmetric.Metrics, int) {
 	if o.GenAI {
 		c.genAI(ms, mfs)
 	}
+	if o.Previous != nil {
+		o.Previous.done(o.Now)
+	}
 	return md, c.points
 }
 
@@ -99,12 +106,24 @@ type converter struct {
 	points int
 }
 
-// start is the start time of the series name{labels}.
-func (c *converter) start(name string, labels []*dto.LabelPair) pcommon.Timestamp {
+// start is the start time of the series name{labels}, whose cumulative
+// value (a counter's value, a histogram's or summary's count) is now v.
+func (c *converter) start(name string, labels []*dto.LabelPair, v float64) pcommon.Timestamp {
 	if c.o.Starts == nil {
 		return c.now
 	}
-	return pcommon.NewTimestampFromTime(c.o.Starts.Start(c.seriesKey(name, labels), c.o.Now))
+	key := c.seriesKey(name, labels)
+	if p := c.o.Previous; p != nil {
+		last, seen := p.last[key]
+		p.next[key] = v
+		if seen && v < last {
+			// It went down since this sender's last push: it counts
+			// again from zero, and a receiver must see a new series
+			// rather than a drop followed by the same counts again.
+			return pcommon.NewTimestampFromTime(c.o.Starts.Restart(key, c.o.Now, p.at))
+		}
+	}
+	return pcommon.NewTimestampFromTime(c.o.Starts.Start(key, c.o.Now))
 }
 
 // seriesKey hashes a series' name and its non-empty labels (gathered
@@ -142,7 +161,7 @@ func (c *converter) sum(m pmetric.Metric, mf *dto.MetricFamily) {
 	for _, x := range mf.GetMetric() {
 		dp := dps.AppendEmpty()
 		putLabels(dp.Attributes(), x.GetLabel())
-		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel()))
+		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel(), x.GetCounter().GetValue()))
 		dp.SetTimestamp(c.now)
 		dp.SetDoubleValue(x.GetCounter().GetValue())
 	}
@@ -180,9 +199,9 @@ func (c *converter) histogram(m pmetric.Metric, mf *dto.MetricFamily) {
 		ph := x.GetHistogram()
 		dp := dps.AppendEmpty()
 		putLabels(dp.Attributes(), x.GetLabel())
-		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel()))
-		dp.SetTimestamp(c.now)
 		total := ph.GetSampleCount()
+		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel(), float64(total)))
+		dp.SetTimestamp(c.now)
 		dp.SetCount(total)
 		dp.SetSum(ph.GetSampleSum())
 		bounds, counts = bounds[:0], counts[:0]
@@ -210,7 +229,7 @@ func (c *converter) summary(m pmetric.Metric, mf *dto.MetricFamily) {
 		s := x.GetSummary()
 		dp := dps.AppendEmpty()
 		putLabels(dp.Attributes(), x.GetLabel())
-		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel()))
+		dp.SetStartTimestamp(c.start(mf.GetName(), x.GetLabel(), float64(s.GetSampleCount())))
 		dp.SetTimestamp(c.now)
 		dp.SetCount(s.GetSampleCount())
 		dp.SetSum(s.GetSampleSum())

@@ -76,36 +76,15 @@ func genAITokenType(tt string) string {
 // need call counts the totals do not have). A receiver's sum of the
 // histogram and this sum are the same number.
 func (c *converter) genAI(ms pmetric.MetricSlice, mfs []*dto.MetricFamily) {
-	type key struct{ model, tokenType string }
-	sums := map[key]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != genAISource || mf.GetType() != dto.MetricType_COUNTER {
-			continue
-		}
-		for _, x := range mf.GetMetric() {
-			var k key
-			for _, l := range x.GetLabel() {
-				switch l.GetName() {
-				case labelModel:
-					k.model = l.GetValue()
-				case labelTokenType:
-					k.tokenType = genAITokenType(l.GetValue())
-				}
-			}
-			if k.model == "" || k.tokenType == "" {
-				continue
-			}
-			sums[k] += x.GetCounter().GetValue()
-		}
-	}
+	sums := genAISums(mfs)
 	if len(sums) == 0 {
 		return
 	}
-	keys := make([]key, 0, len(sums))
+	keys := make([]genAIKey, 0, len(sums))
 	for k := range sums {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(keys, func(a, b genAIKey) int {
 		if c := strings.Compare(a.model, b.model); c != 0 {
 			return c
 		}
@@ -131,11 +110,41 @@ func (c *converter) genAI(ms pmetric.MetricSlice, mfs []*dto.MetricFamily) {
 		attrs.PutStr(attrTokenType, k.tokenType)
 		// The start time's key: the conventions' name and the two
 		// attributes that tell the points apart.
-		dp.SetStartTimestamp(c.start(GenAITokenUsage, genAILabels(k.model, k.tokenType)))
+		dp.SetStartTimestamp(c.start(GenAITokenUsage, genAILabels(k.model, k.tokenType), sums[k]))
 		dp.SetTimestamp(c.now)
 		dp.SetDoubleValue(sums[k])
 	}
 	c.points += len(keys)
+}
+
+// genAIKey tells gen_ai.client.token.usage's points apart.
+type genAIKey struct{ model, tokenType string }
+
+// genAISums sums amp_tokens_total by model and input/output.
+func genAISums(mfs []*dto.MetricFamily) map[genAIKey]float64 {
+	type key = genAIKey
+	sums := map[key]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != genAISource || mf.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, x := range mf.GetMetric() {
+			var k key
+			for _, l := range x.GetLabel() {
+				switch l.GetName() {
+				case labelModel:
+					k.model = l.GetValue()
+				case labelTokenType:
+					k.tokenType = genAITokenType(l.GetValue())
+				}
+			}
+			if k.model == "" || k.tokenType == "" {
+				continue
+			}
+			sums[k] += x.GetCounter().GetValue()
+		}
+	}
+	return sums
 }
 
 func genAILabels(model, tokenType string) []*dto.LabelPair {

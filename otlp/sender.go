@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 	"github.com/amp-exporter/amp-exporter/store"
@@ -52,7 +53,8 @@ type Options struct {
 	Logger    *slog.Logger
 	Metrics   *Metrics
 	// MinBackoff and MaxBackoff bound the wait between retries (defaults
-	// 500ms and 5s); a Retry-After from the receiver replaces it.
+	// 500ms and 5s); a Retry-After from the receiver replaces it, and
+	// holds the next push back too when it outlasts the interval.
 	MinBackoff, MaxBackoff time.Duration
 	// FinalTimeout bounds the last push at shutdown (default: Timeout,
 	// at most 5s).
@@ -68,6 +70,10 @@ type Sender struct {
 	logged   map[string]bool // distinct refusals already logged
 	failing  bool            // the last push did not succeed
 	lastPush time.Time       // time of the points of the last push
+	prev     *Previous       // values of the last push, for Convert
+	// notBefore is when the receiver's last Retry-After ends: no
+	// request is made before, by this push or the next.
+	notBefore time.Time
 }
 
 // New returns a sender; Run starts it.
@@ -87,7 +93,7 @@ func New(o Options) *Sender {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
-	s := &Sender{o: o, hash: URLHash(o.Endpoint), logged: map[string]bool{}}
+	s := &Sender{o: o, hash: URLHash(o.Endpoint), logged: map[string]bool{}, prev: NewPrevious()}
 	s.o.Logger = o.Logger.With("url_hash", s.hash)
 	if o.Metrics != nil {
 		o.Metrics.init(s.hash)
@@ -143,27 +149,24 @@ const ReadyPoll = time.Second
 func (s *Sender) ready() bool { return s.o.Ready == nil || s.o.Ready() }
 
 // Push gathers the registry now and sends it, retrying until deadline;
-// what is still unsent then is dropped and counted, never kept for later:
+// while the receiver's last Retry-After runs (it may outlast the push that
+// got it), Push first waits for its end and gathers then, or drops the
+// push without a request when that end is not before deadline. What is
+// still unsent at deadline is dropped and counted, never kept for later:
 // every value is cumulative or current, so the next push carries all of
 // it, and a receiver never gets old points after newer ones. It returns
 // the result the data points were counted under (sent also when the
 // receiver rejected some of them).
 // Pushes must not overlap: Run calls it from one goroutine.
 func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
-	mfs, err := s.o.Gatherer.Gather()
-	if err != nil {
-		// A partial gather still carries every metric that worked; the
-		// same error every interval is logged once.
-		if s.once("gather: " + err.Error()) {
-			s.o.Logger.Warn("otlp: gathering metrics (pushing what was gathered)", "err", err)
-		}
+	if err := s.waitRetryAfter(ctx, deadline); err != nil {
+		// Gathered only to count what this push would have carried.
+		_, points := s.convert()
+		s.count(ResultDropped, points)
+		s.setFailing(true, fmt.Errorf("%w (dropped %d data points, the next push carries the current values)", err, points))
+		return ResultDropped
 	}
-	now := s.o.Clock.Now().Truncate(time.Millisecond)
-	if !now.After(s.lastPush) {
-		now = s.lastPush.Add(time.Millisecond) // never two pushes at one time
-	}
-	s.lastPush = now
-	md, points := Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now, GenAI: s.o.GenAI})
+	md, points := s.convert()
 	body, err := Marshal(md)
 	if err != nil {
 		s.count(ResultFailed, points)
@@ -174,6 +177,11 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 	backoff := s.o.MinBackoff
 	for attempt := 1; ; attempt++ {
 		a := s.send(ctx, body, deadline)
+		if a.retryAfter > 0 {
+			// Kept beyond this push: when the wait outlasts its
+			// interval, the next push waits for the rest of it.
+			s.notBefore = s.o.Clock.Now().Add(a.retryAfter)
+		}
 		if a.err == nil {
 			rejected := int(min(a.rejected, int64(points)))
 			s.count(ResultRejected, rejected)
@@ -214,6 +222,46 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 			return ResultDropped
 		case <-timer.C():
 		}
+	}
+}
+
+// convert gathers the registry now and converts it for the receiver.
+func (s *Sender) convert() (pmetric.Metrics, int) {
+	mfs, err := s.o.Gatherer.Gather()
+	if err != nil {
+		// A partial gather still carries every metric that worked; the
+		// same error every interval is logged once.
+		if s.once("gather: " + err.Error()) {
+			s.o.Logger.Warn("otlp: gathering metrics (pushing what was gathered)", "err", err)
+		}
+	}
+	now := s.o.Clock.Now().Truncate(time.Millisecond)
+	if !now.After(s.lastPush) {
+		now = s.lastPush.Add(time.Millisecond) // never two pushes at one time
+	}
+	s.lastPush = now
+	return Convert(mfs, ConvertOptions{Resource: s.o.Resource, Starts: s.o.Starts, Now: now, GenAI: s.o.GenAI, Previous: s.prev})
+}
+
+// waitRetryAfter waits until the end of the receiver's last Retry-After,
+// if it is still running: the receiver asked for no request before. It
+// fails when that end is not before deadline or ctx ends first.
+func (s *Sender) waitRetryAfter(ctx context.Context, deadline time.Time) error {
+	wait := s.notBefore.Sub(s.o.Clock.Now())
+	if wait <= 0 {
+		return nil
+	}
+	if !s.notBefore.Before(deadline) {
+		return fmt.Errorf("the receiver asked for no request for another %s, past this push's interval", wait.Round(time.Millisecond))
+	}
+	s.o.Logger.Debug("otlp: waiting for the receiver's Retry-After", "wait", wait)
+	timer := s.o.Clock.NewTimer(wait)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return fmt.Errorf("shutting down while waiting for the receiver's Retry-After: %w", ctx.Err())
+	case <-timer.C():
+		return nil
 	}
 }
 

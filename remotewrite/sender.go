@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
 )
@@ -74,6 +75,9 @@ type Sender struct {
 	failing  bool            // the last push did not succeed
 	lastPush time.Time       // timestamp of the last push attempted
 	v2       bool            // send 2.0 (configured, not refused yet)
+	// notBefore is when the receiver's last Retry-After ends: no
+	// request is made before, by this push or the next.
+	notBefore time.Time
 }
 
 // New returns a sender; Run starts it.
@@ -132,25 +136,22 @@ func (s *Sender) Run(ctx context.Context) error {
 func (s *Sender) ready() bool { return s.o.Ready == nil || s.o.Ready() }
 
 // Push gathers the registry now and sends it, retrying until deadline;
-// what is still unsent then is dropped and counted, never kept for later
+// while the receiver's last Retry-After runs (it may outlast the push that
+// got it), Push first waits for its end and gathers then, or drops the
+// push without a request when that end is not before deadline. What is
+// still unsent at deadline is dropped and counted, never kept for later
 // (the next push carries the cumulative values anyway). It returns the
 // result the samples were counted under.
 // Pushes must not overlap: Run calls it from one goroutine.
 func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
-	mfs, err := s.o.Gatherer.Gather()
-	if err != nil {
-		// A partial gather still carries every metric that worked; the
-		// same error every interval is logged once.
-		s.mu.Lock()
-		seen := s.logged["gather: "+err.Error()]
-		if !seen && len(s.logged) < 100 {
-			s.logged["gather: "+err.Error()] = true
-		}
-		s.mu.Unlock()
-		if !seen {
-			s.o.Logger.Warn("remote write: gathering metrics (pushing what was gathered)", "err", err)
-		}
+	if err := s.waitRetryAfter(ctx, deadline); err != nil {
+		// Gathered only to count what this push would have carried.
+		n := len(Convert(s.gather(), s.o.ExternalLabels))
+		s.count(ResultDropped, float64(n))
+		s.setFailing(true, fmt.Errorf("%w (dropped %d samples, the next push carries the current values)", err, n))
+		return ResultDropped
 	}
+	mfs := s.gather()
 	now := s.o.Clock.Now()
 	series := Convert(mfs, s.o.ExternalLabels)
 	ts := now.UnixMilli()
@@ -171,6 +172,11 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 	for attempt := 1; ; attempt++ {
 		v2 := s.v2
 		status, retryAfter, written, err := s.send(ctx, body, deadline, v2)
+		if retryAfter > 0 {
+			// Kept beyond this push: when the wait outlasts its
+			// interval, the next push waits for the rest of it.
+			s.notBefore = s.o.Clock.Now().Add(retryAfter)
+		}
 		if v2 && (status == http.StatusUnsupportedMediaType || (err == nil && written < 0)) {
 			s.o.Logger.Warn("remote write: the receiver does not accept remote-write 2.0; sending 1.0 from now on", "status", status)
 			s.v2 = false
@@ -217,6 +223,47 @@ func (s *Sender) Push(ctx context.Context, deadline time.Time) string {
 			return ResultDropped
 		case <-timer.C():
 		}
+	}
+}
+
+// gather gathers the registry.
+func (s *Sender) gather() []*dto.MetricFamily {
+	mfs, err := s.o.Gatherer.Gather()
+	if err != nil {
+		// A partial gather still carries every metric that worked; the
+		// same error every interval is logged once.
+		s.mu.Lock()
+		seen := s.logged["gather: "+err.Error()]
+		if !seen && len(s.logged) < 100 {
+			s.logged["gather: "+err.Error()] = true
+		}
+		s.mu.Unlock()
+		if !seen {
+			s.o.Logger.Warn("remote write: gathering metrics (pushing what was gathered)", "err", err)
+		}
+	}
+	return mfs
+}
+
+// waitRetryAfter waits until the end of the receiver's last Retry-After,
+// if it is still running: the receiver asked for no request before. It
+// fails when that end is not before deadline or ctx ends first.
+func (s *Sender) waitRetryAfter(ctx context.Context, deadline time.Time) error {
+	wait := s.notBefore.Sub(s.o.Clock.Now())
+	if wait <= 0 {
+		return nil
+	}
+	if !s.notBefore.Before(deadline) {
+		return fmt.Errorf("the receiver asked for no request for another %s, past this push's interval", wait.Round(time.Millisecond))
+	}
+	s.o.Logger.Debug("remote write: waiting for the receiver's Retry-After", "wait", wait)
+	timer := s.o.Clock.NewTimer(wait)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return fmt.Errorf("shutting down while waiting for the receiver's Retry-After: %w", ctx.Err())
+	case <-timer.C():
+		return nil
 	}
 }
 

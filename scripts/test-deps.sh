@@ -4,11 +4,15 @@
 # machine. A second run finds everything and takes about a second.
 #
 #   bash scripts/test-deps.sh              everything: prometheus/promtool,
-#                                          chromium, ccusage, the Amp CLI, helm
+#                                          chromium, ccusage, the Amp CLI, helm,
+#                                          Prometheus 3
 #   bash scripts/test-deps.sh amp-cli-path fetches the Amp CLI if needed and
 #                                          prints its path
 #   bash scripts/test-deps.sh helm-path    builds helm if needed and prints
 #                                          its path (.ci/helm-check uses this)
+#   bash scripts/test-deps.sh prometheus3-path
+#                                          builds Prometheus 3 if needed and
+#                                          prints its path (make e2e, e2e-rw2)
 #
 # System packages (Debian's prometheus, chromium) come from apt-get when
 # this runs as root; otherwise the script stops with the exact command to
@@ -18,6 +22,10 @@ cd "$(dirname "$0")/.."
 
 # The pins. Change a version here and the next run fetches or builds it.
 HELM_VERSION=v3.22.0
+# Prometheus 3 (the OTLP receiver and remote-write 2.0 tests); Go module
+# versions of Prometheus are v0.<major*100+minor>, so v0.316.0 = 3.16.0.
+# make passes its PROMETHEUS3_VERSION here, so the two never disagree.
+PROMETHEUS3_VERSION=${PROMETHEUS3_VERSION:-v0.316.0}
 CCUSAGE_VERSION=20.0.24
 # The Amp CLI the stand-in of the Amp server is checked against
 # (internal/testsupport/ampservertest's conformance test names the same version).
@@ -55,6 +63,30 @@ helm_path() {
   mv "$tmp/helm" "$bin"
   rmdir "$tmp"
   say "helm $HELM_VERSION built in $((SECONDS - t0)) s"
+  echo "$bin"
+}
+
+# Prometheus 3, built from the module proxy once per version into
+# .cache/prom3/<version>/prometheus (the directory name is the cache key).
+# Debian's prometheus (apt) is 2.x, which has no OTLP receiver worth
+# testing against and no remote-write 2.0.
+prometheus3_path() {
+  local dir=$cache/prom3/$PROMETHEUS3_VERSION bin=$cache/prom3/$PROMETHEUS3_VERSION/prometheus
+  if [ -x "$bin" ]; then
+    echo "$bin"
+    return
+  fi
+  say "building Prometheus $PROMETHEUS3_VERSION into ${dir#"$root"/} (once per version; several minutes on a loaded machine)"
+  local t0=$SECONDS tmp
+  mkdir -p "$dir"
+  tmp=$(mktemp -d "$dir/.build-XXXXXX")
+  # Built into a temporary directory and moved in whole, so an interrupted
+  # build never leaves a half-written binary that the -x test above takes
+  # for a finished one.
+  GOBIN=$tmp GOFLAGS=-trimpath go install -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS3_VERSION" >&2
+  mv "$tmp/prometheus" "$bin"
+  rmdir "$tmp"
+  say "Prometheus $PROMETHEUS3_VERSION built in $((SECONDS - t0)) s"
   echo "$bin"
 }
 
@@ -143,6 +175,9 @@ amp-cli-path)
 helm-path)
   helm_path
   ;;
+prometheus3-path)
+  prometheus3_path
+  ;;
 all)
   apt_need prometheus prometheus
   apt_need promtool prometheus
@@ -151,9 +186,10 @@ all)
   install_ccusage
   amp_cli_path >/dev/null
   helm_path >/dev/null
+  prometheus3_path >/dev/null
   ;;
 *)
-  echo "usage: $0 [all|helm-path|amp-cli-path]" >&2
+  echo "usage: $0 [all|helm-path|amp-cli-path|prometheus3-path]" >&2
   exit 2
   ;;
 esac

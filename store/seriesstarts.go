@@ -42,6 +42,40 @@ func (s *SeriesStarts) Start(key uint64, now time.Time) time.Time {
 	return time.UnixMilli(ms)
 }
 
+// Restart gives the series key a new start, now, because its value went
+// down after since (the time its caller last saw it higher): it counts
+// again from zero. A start already after since is kept: another caller
+// saw the same drop first and restarted it closer to when it happened.
+func (s *SeriesStarts) Restart(key uint64, now, since time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ms, ok := s.m[key]; ok && ms > since.UnixMilli() {
+		return time.UnixMilli(ms)
+	}
+	s.m[key] = now.UnixMilli()
+	s.gen++
+	return time.UnixMilli(s.m[key])
+}
+
+// Retain drops the start of every series keep refuses, so that the
+// series gets a new start when it is next seen. It returns how many were
+// dropped.
+func (s *SeriesStarts) Retain(keep func(key uint64) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.m {
+		if !keep(k) {
+			delete(s.m, k)
+			n++
+		}
+	}
+	if n > 0 {
+		s.gen++
+	}
+	return n
+}
+
 // Len is the number of series known.
 func (s *SeriesStarts) Len() int {
 	s.mu.Lock()
@@ -49,7 +83,7 @@ func (s *SeriesStarts) Len() int {
 	return len(s.m)
 }
 
-// Generation changes whenever a series is added.
+// Generation changes whenever a start is added, changed or dropped.
 func (s *SeriesStarts) Generation() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

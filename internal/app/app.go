@@ -253,6 +253,7 @@ func New(o Options) (a *App, err error) {
 	if a.ampServer != nil {
 		a.ampServer.seed(a.threads, a.streams)
 	}
+	a.keepRestoredStarts()
 	if a.proxies, err = amyProxies(cfg, a.amy, a.names); err != nil {
 		a.closeKeeper()
 		return nil, fmt.Errorf("invalid configuration: %w", err)

@@ -164,3 +164,33 @@ func (op *otlpPushers) sender(c config.OTLPConfig) (*otlp.Sender, error) {
 		Metrics:   op.metrics,
 	}), nil
 }
+
+// keepRestoredStarts keeps the saved OTLP start times only of the series
+// whose totals the state brought back: called once the state is restored
+// and before any source counts. Only the collectors over the restored
+// stores are read: the exporter's own counters and the Go and process
+// ones count this process only, whatever their value now, and under
+// their old start time a receiver would read the restart as a drop.
+// Without storage there is no saved start to check.
+func (a *App) keepRestoredStarts() {
+	if a.keeper == nil {
+		return
+	}
+	restored := prometheus.NewRegistry()
+	// The Amp families wait for their source's first pass (SetReady);
+	// the stores already hold what was restored, so they are read
+	// ungated.
+	restored.MustRegister(a.amp.Ungated(), collector.NewAmyCollector(a.amyStore))
+	if a.workspace != nil && a.workspace.restored.Load() {
+		restored.MustRegister(collector.NewWorkspaceCollector(a.workspace.store, nil))
+	}
+	mfs, err := restored.Gather()
+	if err != nil {
+		// What was gathered is still checked; a series missing from it
+		// only gets a new start time, which doubles nothing.
+		a.log.Warn("otlp: gathering the restored metrics", "err", err)
+	}
+	if n := otlp.KeepRestored(mfs, a.starts); n > 0 {
+		a.log.Debug("otlp: series that were not restored get a new start time", "series", n)
+	}
+}

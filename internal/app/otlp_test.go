@@ -85,6 +85,25 @@ func sumPoints(md pmetric.Metrics, name string) map[string][2]float64 {
 	return out
 }
 
+// allSumPoints are every pushed counter's points: value, start and time
+// (ns) by name and attributes.
+func allSumPoints(md pmetric.Metrics) map[string][3]float64 {
+	out := map[string][3]float64{}
+	ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+	for i := 0; i < ms.Len(); i++ {
+		if ms.At(i).Type() != pmetric.MetricTypeSum {
+			continue
+		}
+		dps := ms.At(i).Sum().DataPoints()
+		for j := 0; j < dps.Len(); j++ {
+			dp := dps.At(j)
+			k := ms.At(i).Name() + fmt.Sprint(dp.Attributes().AsRaw())
+			out[k] = [3]float64{dp.DoubleValue(), float64(dp.StartTimestamp()), float64(dp.Timestamp())}
+		}
+	}
+	return out
+}
+
 func otlpConfig(urls ...string) *config.Config {
 	cfg := &config.Config{}
 	for _, u := range urls {
@@ -188,11 +207,36 @@ func TestOTLPStartTimesSurviveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushed := rcv.count() // the first and the last
+	md, _ = rcv.last()
+	lastBefore := allSumPoints(md)
 
 	again := startTestApp(t, cfg, env, withStorage)
 	testutil.WaitUntil(t, "the first push after the restart", func() bool { return rcv.count() == pushed+1 })
 	md, _ = rcv.last()
 	after := sumPoints(md, "amp_tokens_total")
+	// Every counter of the exporter, not only the restored totals: one
+	// that came back lower (it counts this process only) must carry a new
+	// start time, or a receiver takes the drop for a loss of data and the
+	// climb back for new counts.
+	firstAfter := allSumPoints(md)
+	for k, b := range lastBefore {
+		a, ok := firstAfter[k]
+		if !ok {
+			continue
+		}
+		if a[0] < b[0] && a[1] == b[1] {
+			t.Errorf("%s: went from %v to %v over the restart but kept its start time", k, b[0], a[0])
+		}
+		if a[1] != b[1] && a[1] <= b[2] {
+			t.Errorf("%s: new start time %v is not after the last point before the restart (%v)", k, a[1], b[2])
+		}
+		// The exporter's own counters and the Go and process ones count
+		// this process only, whatever their value: none keeps its start.
+		own := strings.HasPrefix(k, "amp_exporter_") || strings.HasPrefix(k, "go_") || strings.HasPrefix(k, "process_")
+		if own && a[1] <= b[2] {
+			t.Errorf("%s: start time %v kept over the restart (last point before at %v); it counts this process only", k, a[1], b[2])
+		}
+	}
 	for k, v := range before {
 		if after[k] != v {
 			t.Errorf("%s: pushed %v (total, start ns) after the restart, %v before", k, after[k], v)
