@@ -914,6 +914,16 @@ func TestWorkspaceFaults(t *testing.T) {
 					t.Errorf("amp_workspace_up %v with the listing refused (%s)", v, line)
 				}
 			}},
+		{name: "unknown parameters ignored, the cursor misnamed",
+			extra: []string{"listing_params: {cursor: page, after: after, before: before, sort: sort}"},
+			run: func(t *testing.T, s *ws.Server, e *exporter) {
+				// The first page served again must not end the listing
+				// as if it were complete.
+				line := e.waitLog(t, 60*time.Second, "threads", "next cursor already followed", "listing_params.cursor")
+				if v, _ := value(e.metrics(t), "amp_workspace_up", nil); v != 0 {
+					t.Errorf("amp_workspace_up %v with the listing going round (%s)", v, line)
+				}
+			}},
 		{name: "days past 365 not served", cfg: &longWorkspace, opts: ws.Options{MaxAge365: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
 			waitHistory365(t, s, e)
 		}},
