@@ -779,6 +779,7 @@ func (e *exporter) waitLog(t *testing.T, d time.Duration, parts ...string) strin
 func TestWorkspaceFaults(t *testing.T) {
 	type faultCase struct {
 		name  string
+		cfg   *ws.Config // the workspace (default smallWorkspace)
 		opts  ws.Options
 		auth  string   // client_auth (default basic)
 		extra []string // more amp_workspace keys
@@ -879,11 +880,75 @@ func TestWorkspaceFaults(t *testing.T) {
 				t.Errorf("%d API requests without a token", n)
 			}
 		}},
+		{name: "the rollup's own member ids", cfg: &ws.Config{Seed: 7, Users: 6, Threads: 150, Days: 40, SeparateUserIDs: true},
+			run: func(t *testing.T, s *ws.Server, e *exporter) {
+				e.waitTruth(t, 60*time.Second, "separate member ids", s, 0)
+				// Each family keeps the id its endpoint gives: the rollup's
+				// members are not the threads' creators (nothing says which
+				// is which), so no member's day is put on another's.
+				v := wsScraped(e.metrics(t))
+				for k := range v["daily"] {
+					user, _, _ := strings.Cut(k, "/")
+					if !strings.HasPrefix(user, "member_") {
+						t.Errorf("daily{%s}: not the rollup's member id", k)
+					}
+				}
+				for k := range v["usd"] {
+					if strings.HasPrefix(k, "member_") {
+						t.Errorf("usd{%s}: the rollup's member id on a thread's spend", k)
+					}
+				}
+			}},
+		{name: "strict parameters", opts: ws.Options{StrictParams: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			// Every parameter the exporter sends is one the endpoints know.
+			e.waitTruth(t, 60*time.Second, "strict parameters", s, 0)
+			if n := s.Count(ws.RouteThreads); n < 2 {
+				t.Errorf("%d listing pages: the cursor was never sent", n)
+			}
+		}},
+		{name: "strict parameters, a listing parameter misnamed", opts: ws.Options{StrictParams: true},
+			extra: []string{"listing_params: {cursor: cursor, after: after, before: before, sort: order}"},
+			run: func(t *testing.T, s *ws.Server, e *exporter) {
+				line := e.waitLog(t, 60*time.Second, "threads", "HTTP 400", "unknown parameter order")
+				if v, _ := value(e.metrics(t), "amp_workspace_up", nil); v != 0 {
+					t.Errorf("amp_workspace_up %v with the listing refused (%s)", v, line)
+				}
+			}},
+		{name: "unknown parameters ignored, the cursor misnamed",
+			extra: []string{"listing_params: {cursor: page, after: after, before: before, sort: sort}"},
+			run: func(t *testing.T, s *ws.Server, e *exporter) {
+				// The first page served again must not end the listing
+				// as if it were complete.
+				line := e.waitLog(t, 60*time.Second, "threads", "next cursor already followed", "listing_params.cursor")
+				if v, _ := value(e.metrics(t), "amp_workspace_up", nil); v != 0 {
+					t.Errorf("amp_workspace_up %v with the listing going round (%s)", v, line)
+				}
+			}},
+		{name: "days past 365 not served", cfg: &longWorkspace, opts: ws.Options{MaxAge365: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			waitHistory365(t, s, e)
+		}},
+		// The oldest day an answer holds beyond what was asked for is a day
+		// before history_days: counted, it would show.
+		{name: "a window one day longer than asked", cfg: &longWorkspace, opts: ws.Options{WindowOneDayLonger: true}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			waitHistory365(t, s, e)
+		}},
+		{name: "resource required and configured", opts: ws.Options{Resource: ws.ResourceRequired},
+			extra: []string{"resource: " + ws.ResourceURL}},
+		{name: "resource required and not configured", opts: ws.Options{Resource: ws.ResourceRequired}, run: func(t *testing.T, s *ws.Server, e *exporter) {
+			e.waitLog(t, 60*time.Second, "token", "invalid_target", "resource")
+			if n := s.Count(ws.RouteThreads) + s.Count(ws.RouteUsage) + s.Count(ws.RouteDaily); n != 0 {
+				t.Errorf("%d API requests without a token", n)
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newWorkspaceStandIn(t, smallWorkspace, c.opts)
+			cfg := smallWorkspace
+			if c.cfg != nil {
+				cfg = *c.cfg
+			}
+			s := newWorkspaceStandIn(t, cfg, c.opts)
 			if c.setup != nil {
 				c.setup(s)
 			}
@@ -905,6 +970,52 @@ func TestWorkspaceFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// longWorkspace spans more days than the rollup's 365.
+var longWorkspace = ws.Config{Seed: 7, Users: 6, Threads: 150, Days: 400}
+
+// waitHistory365 waits for the truth with the rollup's families made of
+// the 365 days history_days reads by default, on a workspace that has
+// older ones.
+func waitHistory365(t *testing.T, s *ws.Server, e *exporter) {
+	t.Helper()
+	today, _ := time.Parse(time.DateOnly, s.Today())
+	first := today.AddDate(0, 0, -364).Format(time.DateOnly)
+	if all := wsTruth(s); rollupSince(all, s, first).diff(all) == "" {
+		t.Fatal("the workspace has no day before the 365 read: the case proves nothing")
+	}
+	e.waitView(t, 60*time.Second, "365 days of a longer workspace", func() wsView { return rollupSince(wsTruth(s), s, first) }, 0)
+}
+
+// rollupSince is v with its rollup families (daily, lines) made of the
+// rollup's days from first (YYYY-MM-DD) on only.
+func rollupSince(v wsView, s *ws.Server, first string) wsView {
+	out := wsView{}
+	for k, x := range v {
+		out[k] = x
+	}
+	daily, lines := map[string]float64{}, map[string]float64{}
+	add := func(m map[string]float64, key string, x float64) {
+		if x != 0 {
+			m[key] += x
+		}
+	}
+	ro := s.Rollup()
+	for k, u := range ro.ByDay {
+		if k.Day >= first {
+			add(daily, k.User+"/"+k.Model, u.USD())
+		}
+	}
+	for k, d := range ro.UserDay {
+		if k.Day >= first {
+			add(lines, k.User+"/added", float64(d.LinesAdded))
+			add(lines, k.User+"/deleted", float64(d.LinesDeleted))
+			add(lines, k.User+"/modified", float64(d.LinesModified))
+		}
+	}
+	out["daily"], out["lines"] = daily, lines
+	return out
 }
 
 // restateUSD is what restateTrailing moves a member's day by.

@@ -270,8 +270,15 @@ func (s *Syncer) syncThreads(ctx context.Context, now time.Time, st *Stats) erro
 			}
 			todo = append(todo, c)
 		}
-		if p.NextCursor == "" || cursors[p.NextCursor] {
-			break // the end, or a cursor that goes round
+		if p.NextCursor == "" {
+			break
+		}
+		if cursors[p.NextCursor] {
+			// A page already read: a server that ignores a cursor
+			// parameter under another name serves the first page again.
+			// Ending there would count the first pages only, silently.
+			listErr = fmt.Errorf("threads: page %d names a next cursor already followed: the cursor parameter (listing_params.cursor) is not the one the API takes, or the listing goes round", page+1)
+			break
 		}
 		cursors[p.NextCursor] = true
 		q.Cursor = p.NextCursor

@@ -489,3 +489,33 @@ func TestSyncCheckpoints(t *testing.T) {
 		t.Errorf("listed %d times, want 1", listed)
 	}
 }
+
+// TestSyncCursorGoingRound: a listing whose next page is one already
+// read (a server that ignores a misnamed cursor parameter serves the
+// first page again) is an error naming the listing and the cursor, not
+// a listing that ends there with the threads of later pages left out.
+func TestSyncCursorGoingRound(t *testing.T) {
+	f := newFixture(t, small, ws.Options{})
+	c, err := api.New(api.Options{
+		APIURL: f.s.URL, TokenURL: f.s.TokenURL(), ClientID: ws.ClientID, ClientSecret: ws.ClientSecret,
+		Scopes:               []string{ws.ScopeThreadsMeta, ws.ScopeThreadsContents, ws.ScopeAnalytics},
+		MaxRequestsPerMinute: 6000, Clock: f.clk, Jitter: func() float64 { return 0.5 },
+		Params: api.ListingParams{Cursor: "page", After: "after", Before: "before", Sort: "sort"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c, f.client = c, c
+	listed := false
+	f.syncer = NewSyncer(f.client, f.store, f.cfg, Hooks{Listed: func() { listed = true }}, f.clk, nil)
+	_, err = f.sync(t)
+	if err == nil || !strings.Contains(err.Error(), "threads:") || !strings.Contains(err.Error(), "cursor") {
+		t.Fatalf("sync: %v, want an error naming the listing and its cursor", err)
+	}
+	if listed {
+		t.Error("the listing was taken as complete")
+	}
+	if n := f.s.Count(ws.RouteThreads); n != 2 {
+		t.Errorf("%d listing requests, want the first page and the one that repeated it", n)
+	}
+}
