@@ -8,9 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/pushhttp"
 	"github.com/amp-exporter/amp-exporter/store"
 )
 
@@ -356,7 +354,7 @@ func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time) answ
 	req.Header.Set("User-Agent", s.o.UserAgent)
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
-		return answer{err: fmt.Errorf("sending: %w", scrubURL(err))}
+		return answer{err: fmt.Errorf("sending: %w", pushhttp.ScrubURL(err))}
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
@@ -378,40 +376,11 @@ func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time) answ
 	}
 	a := answer{status: status}
 	if retryable(status) {
-		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.o.Clock.Now())
+		a.retryAfter = pushhttp.RetryAfter(resp.Header.Get("Retry-After"), s.o.Clock.Now())
 	}
 	if !whole {
 		msg = msg[:maxAnswer]
 	}
 	a.err = fmt.Errorf("receiver answered %s: %s", resp.Status, StatusMessage(ct, msg))
 	return a
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
-// unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// scrubURL keeps the endpoint (which may carry a token in its query) out
-// of transport errors.
-func scrubURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }

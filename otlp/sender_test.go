@@ -402,18 +402,6 @@ func TestRunWaitsForReadinessAndPushesOnShutdown(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"": 0, "5": 5 * time.Second, "-1": 0, "soon": 0,
-		start.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
-		start.Add(-time.Hour).Format(http.TimeFormat):       0,
-	} {
-		if got := parseRetryAfter(in, start); got != want {
-			t.Errorf("%q: %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestPushGenAINames(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		rcv := newReceiver(t, nil)

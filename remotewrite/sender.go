@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/amp-exporter/amp-exporter/internal/clock"
+	"github.com/amp-exporter/amp-exporter/internal/pushhttp"
 )
 
 // Headers of a remote-write 1.0 request.
@@ -335,7 +335,7 @@ func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time, v2 b
 	req.Header.Set("User-Agent", s.o.UserAgent)
 	resp, err := s.o.Client.Do(req)
 	if err != nil {
-		return statusNetwork, 0, -1, fmt.Errorf("sending: %w", scrubURL(err))
+		return statusNetwork, 0, -1, fmt.Errorf("sending: %w", pushhttp.ScrubURL(err))
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -355,40 +355,11 @@ func (s *Sender) send(ctx context.Context, body []byte, deadline time.Time, v2 b
 	}
 	var wait time.Duration
 	if retryable(status) {
-		wait = parseRetryAfter(resp.Header.Get("Retry-After"), s.o.Clock.Now())
+		wait = pushhttp.RetryAfter(resp.Header.Get("Retry-After"), s.o.Clock.Now())
 	}
 	text := strings.TrimSpace(strings.ToValidUTF8(string(msg), "?"))
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
 	return status, wait, written, fmt.Errorf("receiver answered %s: %s", resp.Status, text)
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
-// unreadable.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// scrubURL keeps the receiver URL (which may carry a token in its query)
-// out of transport errors.
-func scrubURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
-	return err
 }

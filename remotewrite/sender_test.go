@@ -363,18 +363,6 @@ func TestRunWaitsForReadinessAndPushesOnShutdown(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"": 0, "5": 5 * time.Second, "-1": 0, "soon": 0,
-		start.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
-		start.Add(-time.Hour).Format(http.TimeFormat):       0,
-	} {
-		if got := parseRetryAfter(in, start); got != want {
-			t.Errorf("%q: %s, want %s", in, got, want)
-		}
-	}
-}
-
 // A gather that partly fails still pushes what it gathered, and the same
 // error is logged once, not every interval.
 func TestPartialGatherPushesTheRest(t *testing.T) {

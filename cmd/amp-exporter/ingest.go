@@ -9,9 +9,10 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/amp-exporter/amp-exporter/internal/pushhttp"
 )
 
 // ingestOptions are the flags of `amp-exporter ingest`.
@@ -156,15 +157,11 @@ func ingestTransport() *http.Transport {
 	return t
 }
 
-// retryAfter parses Retry-After (seconds or an HTTP date); 1 s when it is
-// missing or says nothing usable.
+// retryAfter is the receiver's Retry-After; 1 s when it is missing or
+// says nothing usable.
 func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+	if d := pushhttp.RetryAfter(v, now); d > 0 {
+		return d
 	}
 	return time.Second
 }
